@@ -1,0 +1,89 @@
+"""Sampler registry: one line adds a sampler to ``aoe-tune --sampler`` and the bench.
+
+Each entry maps a short name to a factory ``(space, seed, **kwargs) -> BaseSampler``.
+Our own samplers are named by ``"module:Class"`` and imported only when asked
+for, so the CLI starts fast and a broken optional sampler cannot break the rest.
+Classes given by path are called as ``Class(space=space, seed=seed, **kwargs)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+
+from aoe_optuna.space import SearchSpace
+
+Factory = Callable[..., optuna.samplers.BaseSampler]
+
+
+def _random(space: SearchSpace | None, seed: int | None, **kw: Any) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.RandomSampler(seed=seed, **kw)
+
+
+def _tpe(space: SearchSpace | None, seed: int | None, **kw: Any) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.TPESampler(seed=seed, **kw)
+
+
+def _gp(space: SearchSpace | None, seed: int | None, **kw: Any) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.GPSampler(seed=seed, **kw)
+
+
+def _grid(space: SearchSpace | None, seed: int | None, **kw: Any) -> optuna.samplers.BaseSampler:
+    if space is None:
+        raise ValueError("the grid sampler needs the study's search space")
+    grid = {p.name: list(p.choices) for p in space.params}
+    return optuna.samplers.GridSampler(grid, seed=seed, **kw)
+
+
+SAMPLERS: dict[str, Factory | str] = {
+    "random": _random,
+    "tpe": _tpe,
+    "gp": _gp,
+    "grid": _grid,
+    "gp-ucb": "aoe_optuna.samplers.gp_ucb:GPUCBSampler",
+    "reinforce": "aoe_optuna.samplers.reinforce:ReinforceSampler",
+}
+
+# Names our classes take in ``aoe-optuna ask --sampler <Name>``.
+OPTUNA_CLI_NAMES: dict[str, str] = {
+    "GPUCBSampler": "gp-ucb",
+    "ReinforceSampler": "reinforce",
+}
+
+
+class UnknownSamplerError(ValueError):
+    """A sampler name that is not registered (or whose module is missing)."""
+
+
+def sampler_names() -> list[str]:
+    return list(SAMPLERS)
+
+
+def sampler_class(name: str) -> type[optuna.samplers.BaseSampler]:
+    """The class behind a path-registered sampler (for the Optuna CLI bridge)."""
+    entry = SAMPLERS.get(name)
+    if not isinstance(entry, str):
+        raise UnknownSamplerError(f"{name!r} is not a class-registered sampler")
+    module_name, _, cls_name = entry.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise UnknownSamplerError(f"sampler {name!r} is not available ({exc})") from None
+    return getattr(module, cls_name)
+
+
+def make_sampler(
+    name: str, *, space: SearchSpace | None = None, seed: int | None = None, **kwargs: Any
+) -> optuna.samplers.BaseSampler:
+    """Build sampler ``name``; kwargs are passed through (``--sampler-kwargs``)."""
+    entry = SAMPLERS.get(name)
+    if entry is None:
+        raise UnknownSamplerError(
+            f"unknown sampler {name!r}: expected one of {', '.join(SAMPLERS)}"
+        )
+    if isinstance(entry, str):
+        return sampler_class(name)(space=space, seed=seed, **kwargs)
+    return entry(space, seed, **kwargs)
