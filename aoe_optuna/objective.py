@@ -133,7 +133,9 @@ def suggest_config(trial: optuna.Trial, space: SearchSpace) -> dict[str, Any]:
     return config
 
 
-def record_constraints(trial: optuna.Trial, space: SearchSpace, config: Mapping[str, Any]) -> list[str]:
+def record_constraints(
+    trial: optuna.Trial, space: SearchSpace, config: Mapping[str, Any]
+) -> list[str]:
     """Set every rule's constraint value (same keys on every trial); return violated rules."""
     row = space.index(config)[None, :]
     values = {name: float(v[0]) for name, v in space.violations(row).items()}

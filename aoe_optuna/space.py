@@ -52,10 +52,7 @@ class SearchSpace:
         self.names: tuple[str, ...] = tuple(names)
         self.rules: tuple[Rule, ...] = tuple(rules)
         known_defaults = {k: v for k, v in default_config().items() if k not in names}
-        if all(n in KNOWN_PARAMS for n in names):
-            base = known_defaults
-        else:
-            base = {}
+        base = known_defaults if all(n in KNOWN_PARAMS for n in names) else {}
         self.fixed: dict[str, Any] = {**base, **dict(fixed or {})}
         self._fixed_codes = {
             k: to_code(k, v) if k in KNOWN_PARAMS else v for k, v in self.fixed.items()

@@ -52,7 +52,8 @@ class Gemm:
 
     def roofline_s(self, profile: SocProfile) -> float:
         """The latency no tiling can beat: compute or HBM traffic, whichever is longer."""
-        return max(self.flops / profile.peak_flops(self.dtype), self.min_bytes / profile.hbm_bandwidth())
+        compute = self.flops / profile.peak_flops(self.dtype)
+        return max(compute, self.min_bytes / profile.hbm_bandwidth())
 
 
 @dataclass(frozen=True)
