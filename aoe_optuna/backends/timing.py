@@ -1,0 +1,97 @@
+"""How a kernel is timed: warm-up, then repeats until the median is known well enough.
+
+Policy (used by the cpu driver; the npu host program follows the same rules):
+
+1. ``warmup`` untimed calls (caches, page faults, frequency ramp-up).
+2. Timed calls, one sample each, at least ``min_repeats`` of them.
+3. Stop as soon as the median is known to ``rel_precision``: the half-width
+   of its 95% confidence interval, estimated as
+   ``1.96 * 1.2533 * sigma / sqrt(n)`` with the robust
+   ``sigma = 1.4826 * MAD`` (1.2533 = sqrt(pi/2), the efficiency of the
+   median relative to the mean for normal noise), divided by the median, is
+   at most ``rel_precision``; or when ``max_repeats`` samples or
+   ``max_seconds`` of timed calls are reached, whichever comes first.
+4. Report the median and the spread, the interquartile range over the median.
+
+The median, not the mean or the minimum: one preempted run on a shared
+machine must not move the result, and the minimum rewards lucky outliers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Z95 = 1.96
+MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)  # std error of median / std error of mean
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    warmup: int = 1
+    min_repeats: int = 5
+    max_repeats: int = 100
+    rel_precision: float = 0.02
+    max_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
+            raise ValueError(f"inconsistent timing policy {self}")
+        if not 0 < self.rel_precision < 1 or self.max_seconds <= 0:
+            raise ValueError(f"inconsistent timing policy {self}")
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    median_s: float
+    spread: float  # interquartile range / median
+    precision: float  # estimated relative half-width of the median's 95% interval
+    samples: tuple[float, ...]
+
+    @property
+    def repeats(self) -> int:
+        return len(self.samples)
+
+
+def median_precision(samples: Sequence[float]) -> float:
+    """Relative half-width of the 95% interval of the median (inf with < 2 samples)."""
+    if len(samples) < 2:
+        return math.inf
+    x = np.asarray(samples, dtype=float)
+    med = float(np.median(x))
+    if med <= 0:
+        return math.inf
+    sigma = MAD_TO_SIGMA * float(np.median(np.abs(x - med)))
+    return Z95 * MEDIAN_EFFICIENCY * sigma / math.sqrt(len(x)) / med
+
+
+def summarize(samples: Sequence[float]) -> TimingResult:
+    x = np.asarray(samples, dtype=float)
+    med = float(np.median(x))
+    q1, q3 = np.percentile(x, [25, 75])
+    spread = float((q3 - q1) / med) if med > 0 else 0.0
+    return TimingResult(med, spread, median_precision(samples), tuple(float(s) for s in x))
+
+
+def time_call(fn: Callable[[], object], policy: TimingPolicy = TimingPolicy()) -> TimingResult:
+    """Time ``fn`` under ``policy`` with the monotonic high-resolution clock."""
+    for _ in range(policy.warmup):
+        fn()
+    samples: list[float] = []
+    spent = 0.0
+    while len(samples) < policy.max_repeats:
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        samples.append(dt)
+        spent += dt
+        if len(samples) < policy.min_repeats:
+            continue
+        if spent >= policy.max_seconds or median_precision(samples) <= policy.rel_precision:
+            break
+    return summarize(samples)
