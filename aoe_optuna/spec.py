@@ -182,6 +182,7 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     profile, hardware_doc = _hardware(top.section("hardware"), source)
     workload, workload_doc = _workload(top.section("workload"), profile)
     backend = _backend(top.section("backend"))
+    workload = _backend_workload(top, source, backend, workload_doc) or workload
     accuracy_sec = top.section("accuracy")
     accuracy_sec.check_keys(("max_relative_error",))
     accuracy = {"max_relative_error": accuracy_sec.number(
@@ -262,6 +263,25 @@ def _workload(section: Section, profile: SocProfile) -> tuple[Workload, dict[str
         raise section.error(key if key in doc else None, "a workload the model allows",
                             raw=detail or str(exc)) from None
     return workload, doc
+
+
+def _backend_workload(top: Section, source: str, backend: dict[str, Any],
+                      workload_doc: dict[str, Any]) -> Workload | None:
+    """The backend's own workload (a replayed kernel: one op, tokens/s = 1/latency), if any."""
+    try:
+        cls = backend_class(backend["name"])
+    except ImportError:
+        return None  # _space reports it
+    if not hasattr(cls, "workload"):
+        return None
+    if workload_doc != DEFAULT_MODEL:
+        raise top.error("workload", f"no workload: the {backend['name']!r} backend defines "
+                        "its own", top.data.get("workload"))
+    options = backend_options(backend)
+    try:
+        return cls.workload(options, source)
+    except ValueError as exc:
+        raise option_error(source, options, exc, "a backend workload") from None
 
 
 def _backend(section: Section) -> dict[str, Any]:
