@@ -1,0 +1,339 @@
+"""``aoe-tune``: tune a kernel's tiling in an Optuna study, export the winner.
+
+Every user error is one line on stderr and exit code 2, and nothing is
+written to the storage: the spec, the sampler and its options are checked
+before the storage is opened, and a storage file this run created is removed
+again if the run cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXAMPLES = """\
+examples:
+  # tune the Qwen2.5-7B decode GEMMs on the simulator (SQLite study, resumable)
+  aoe-tune --config studies/qwen25_7b_decode_910b2.json --n-trials 100
+  # a study made by `optuna create-study --direction maximize` first
+  aoe-tune --config studies/qwen25_7b_decode_910b2.json --storage sqlite:///aoe.db \\
+      --study-name qwen-decode --n-trials 100 --sampler gp-ucb
+  # resume it: storage and name are enough, the spec is stored in the study
+  aoe-tune --storage sqlite:///aoe.db --study-name qwen-decode --n-trials 100
+  # AOE's short form: tune, then write the tuned kernel
+  aoe-tune --config studies/aoe_config.json --op-source studies/kernels/gemm_kernel.cpp \\
+      --output optimized_kernel.cpp
+  # export the best config of a study as kernel source + knowledge base
+  aoe-tune export --storage sqlite:///aoe.db --study-name qwen-decode \\
+      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp
+  # what a spec's space looks like (size, feasible configs, optimum on the simulator)
+  aoe-tune describe studies/qwen25_7b_decode_910b2.json
+
+other commands: export, describe, bench (sampler benchmark), pretrain-policy
+(REINFORCE transfer); `aoe-tune COMMAND --help` for each.
+"""
+
+SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _tune_parser() -> argparse.ArgumentParser:
+    from aoe_optuna.samplers.registry import sampler_names
+    from aoe_optuna.storage import DEFAULT_STORAGE
+
+    p = _Parser(
+        prog="aoe-tune",
+        description="Tune a kernel's tiling, compile options and layout in an Optuna study.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", help="study spec (JSON with // comments, or TOML)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE,
+                   help=f"Optuna storage URL or a journal file *.log (default {DEFAULT_STORAGE})")
+    p.add_argument("--study-name", help="default: derived from the spec")
+    p.add_argument("--n-trials", type=int, default=None,
+                   help="measurements the study should hold in all (infeasible proposals are "
+                   "not measured and do not count); default 100")
+    p.add_argument("--sampler", default="tpe",
+                   help=f"one of {', '.join(sampler_names())} (default tpe)")
+    p.add_argument("--sampler-kwargs", default="{}", help="JSON object passed to the sampler")
+    p.add_argument("--seed", type=int, default=None, help="sampler seed")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="time budget in seconds (default: the spec's max_search_time); virtual "
+                   "measurement time unless --wall-time")
+    p.add_argument("--wall-time", action="store_true",
+                   help="count the time budget in wall-clock seconds")
+    p.add_argument("--target", type=float, default=None,
+                   help="stop once this many tokens/s is reached (default: target_throughput)")
+    p.add_argument("--op-source", help="kernel source to rewrite with the best config at the end")
+    p.add_argument("--output", help="where to write the tuned kernel (with --op-source)")
+    p.add_argument("--kb", default=None, help="knowledge base file to merge the result into")
+    p.add_argument("--no-progress", action="store_true", help="no live progress display")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else "tune"
+    if argv and argv[0] == command:
+        argv = argv[1:]
+    try:
+        if command == "bench":
+            from aoe_optuna.bench import main as bench_main
+
+            return int(bench_main(argv) or 0)
+        if command == "pretrain-policy":
+            from aoe_optuna.samplers.reinforce.pretrain import main as pretrain_main
+
+            return int(pretrain_main(argv) or 0)
+        if command == "export":
+            return _export_command(argv)
+        if command == "describe":
+            return _describe_command(argv)
+        return _tune_command(argv)
+    except UsageError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("aoe-tune: interrupted", file=sys.stderr)
+        return 130
+
+
+def _fail(message: str) -> int:
+    print(f"aoe-tune: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from aoe_optuna.export import ExportError
+    from aoe_optuna.hardware import ProfileError
+    from aoe_optuna.params import ParamError
+    from aoe_optuna.samplers.registry import UnknownSamplerError
+    from aoe_optuna.spec import SpecError
+    from aoe_optuna.storage import StorageError
+    from aoe_optuna.study import StudyError
+
+    return (SpecError, ProfileError, ParamError, StorageError, StudyError,
+            UnknownSamplerError, ExportError)
+
+
+def _sampler_kwargs(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--sampler-kwargs: expected a JSON object ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise UsageError("--sampler-kwargs: expected a JSON object such as '{\"beta\": 3.84}'")
+    return value
+
+
+def _sqlite_file(url: str) -> Path | None:
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url[len("sqlite:///"):])
+    if url.endswith(".log") and "://" not in url:
+        return Path(url)
+    return None
+
+
+def _tune_command(argv: list[str]) -> int:
+    args = _tune_parser().parse_args(argv)
+    errors = _user_errors()
+    try:
+        return _tune(args)
+    except errors as exc:
+        return _fail(" ".join(str(exc).split()))
+
+
+def _tune(args: argparse.Namespace) -> int:
+    import optuna
+
+    from aoe_optuna.backends import make_backend
+    from aoe_optuna.objective import Evaluator, TuningObjective
+    from aoe_optuna.progress import ProgressView
+    from aoe_optuna.report import print_summary, save_dashboard_note, summarise
+    from aoe_optuna.runner import Budget, run_study
+    from aoe_optuna.samplers.registry import SAMPLERS, UnknownSamplerError, make_sampler
+    from aoe_optuna.spec import load_spec
+    from aoe_optuna.storage import open_storage
+    from aoe_optuna.study import baseline_trial, enqueue_baseline, load_or_create
+
+    if args.n_trials is not None and args.n_trials < 1:
+        raise UsageError("--n-trials: expected a positive number of measurements")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout: expected a positive number of seconds")
+    if args.config is None and args.study_name is None:
+        raise UsageError("pass --config SPEC (new study) or --study-name NAME (resume)")
+    if (args.op_source is None) != (args.output is None):
+        raise UsageError("--op-source and --output go together")
+    if args.op_source is not None and not Path(args.op_source).is_file():
+        raise UsageError(f"--op-source: {args.op_source} is not a file")
+    if args.sampler not in SAMPLERS:
+        raise UnknownSamplerError(
+            f"--sampler: unknown sampler {args.sampler!r}: expected one of {', '.join(SAMPLERS)}"
+        )
+    sampler_kwargs = _sampler_kwargs(args.sampler_kwargs)
+    spec = load_spec(args.config) if args.config else None
+    study_name = args.study_name or (spec.default_study_name() if spec else None)
+    assert study_name is not None
+
+    db_file = _sqlite_file(args.storage)
+    created_file = db_file is not None and not db_file.exists()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        storage = open_storage(args.storage)
+        roofline = spec.workload.roofline_tokens_per_s(spec.profile) if spec else None
+        if spec is not None:
+            backend = make_backend(spec)  # check backend options before writing anything
+            sampler = _build_sampler(make_sampler, args, spec, sampler_kwargs)
+        study, spec = load_or_create(storage, study_name, spec, roofline)
+    except BaseException:
+        if created_file and db_file is not None and db_file.exists():
+            db_file.unlink()
+        raise
+    if args.config is None:
+        backend = make_backend(spec)
+        sampler = _build_sampler(make_sampler, args, spec, sampler_kwargs)
+    study.sampler = sampler
+    enqueue_baseline(study, spec)
+
+    roofline = study.user_attrs.get("roofline_tokens_per_s")
+    evaluator = Evaluator(
+        spec.workload, backend, roofline or spec.workload.roofline_tokens_per_s(spec.profile),
+        max_accuracy_loss=spec.accuracy.get("max_relative_error"),
+    )
+    budget = Budget(
+        n_measurements=args.n_trials if args.n_trials is not None else 100,
+        time_s=args.timeout if args.timeout is not None else spec.max_search_time,
+        wall_time=args.wall_time,
+        target_tokens_per_s=args.target if args.target is not None else spec.target_throughput,
+    )
+
+    def baseline_value() -> float | None:
+        t = baseline_trial(study, spec)
+        return None if t is None else t.value
+
+    view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
+    print(
+        f"study {study.study_name} in {args.storage}: {spec.space.size:,} configs, "
+        f"{spec.space.n_feasible:,} feasible; sampler {args.sampler}; backend "
+        f"{spec.backend['name']}",
+        file=sys.stderr,
+    )
+    try:
+        with view:
+            result = run_study(study, TuningObjective(spec.space, evaluator), budget, view)
+    except KeyboardInterrupt:
+        print(
+            "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
+            f"  aoe-tune --storage {args.storage} --study-name {study.study_name}"
+            + (f" --n-trials {args.n_trials}" if args.n_trials else ""),
+            file=sys.stderr,
+        )
+        return 130
+    summary = summarise(study, spec, result, args.storage)
+    print_summary(summary)
+    save_dashboard_note(study, summary)
+    if args.op_source is not None:
+        _export_study(study, spec, args.storage, Path(args.op_source), Path(args.output), args.kb)
+    return 0
+
+
+def _build_sampler(make_sampler: Any, args: argparse.Namespace, spec: Any, kwargs: dict) -> Any:
+    try:
+        return make_sampler(args.sampler, space=spec.space, seed=args.seed, **kwargs)
+    except TypeError as exc:
+        raise UsageError(f"--sampler-kwargs: {args.sampler} does not accept them ({exc})") from None
+    except ValueError as exc:
+        raise UsageError(f"--sampler-kwargs: {exc}") from None
+
+
+# ------------------------------------------------------------------- export
+def _export_parser() -> argparse.ArgumentParser:
+    from aoe_optuna.storage import DEFAULT_STORAGE
+
+    p = _Parser(
+        prog="aoe-tune export",
+        description="Write the best config of a study into a kernel source and a knowledge base.",
+        epilog="example:\n  aoe-tune export --storage sqlite:///aoe.db "
+        "--study-name qwen-decode \\\n      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--storage", default=DEFAULT_STORAGE)
+    p.add_argument("--study-name", required=True)
+    p.add_argument("--op-source", help="kernel source whose tunable declarations are rewritten")
+    p.add_argument("--output", help="tuned kernel source to write")
+    p.add_argument("--kb", default="aoe_kb.json",
+                   help="knowledge base JSON to merge into (default aoe_kb.json)")
+    p.add_argument("--header", default=None, help="also write the knowledge base as a C header")
+    return p
+
+
+def _export_command(argv: list[str]) -> int:
+    args = _export_parser().parse_args(argv)
+    if (args.op_source is None) != (args.output is None):
+        raise UsageError("--op-source and --output go together")
+    errors = _user_errors()
+    try:
+        from aoe_optuna.storage import open_storage
+        from aoe_optuna.study import load_or_create
+
+        if _sqlite_file(args.storage) is not None and not _sqlite_file(args.storage).exists():
+            raise UsageError(f"--storage: {args.storage} does not exist")
+        study, spec = load_or_create(open_storage(args.storage), args.study_name, None)
+        src = Path(args.op_source) if args.op_source else None
+        out = Path(args.output) if args.output else None
+        _export_study(study, spec, args.storage, src, out, args.kb, args.header)
+    except errors as exc:
+        return _fail(" ".join(str(exc).split()))
+    return 0
+
+
+def _export_study(
+    study: Any, spec: Any, storage_url: str, source: Path | None, output: Path | None,
+    kb_path: str | None, header: str | None = None,
+) -> None:
+    from aoe_optuna.export_study import export_best
+
+    for line in export_best(study, spec, storage_url, source, output, kb_path, header):
+        print(line)
+
+
+# ----------------------------------------------------------------- describe
+def _describe_command(argv: list[str]) -> int:
+    p = _Parser(
+        prog="aoe-tune describe",
+        description="Size, feasible count, baseline and (simulator) exhaustive optimum of specs.",
+        epilog="example:\n  aoe-tune describe studies/*.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("specs", nargs="+", help="study spec files")
+    p.add_argument("--no-optimum", action="store_true",
+                   help="skip the exhaustive optimum (it enumerates the feasible set)")
+    args = p.parse_args(argv)
+    errors = _user_errors()
+    try:
+        from aoe_optuna.describe import describe_spec
+
+        for path in args.specs:
+            for line in describe_spec(path, optimum=not args.no_optimum):
+                print(line)
+    except errors as exc:
+        return _fail(" ".join(str(exc).split()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Finding trials whose worker died, and giving their configs back to the study.
+
+Optuna's heartbeat marks a RUNNING trial stale only after its grace period,
+and only inside ``Study.optimize`` on RDB storages. A worker that starts right
+after a ``kill -9`` on the same host can do better: the dead worker's pid is
+recorded on its trial, so a RUNNING trial from this host whose pid no longer
+exists is certainly dead. It is failed and its params are enqueued again, so
+the config is measured and no measurement is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import optuna
+from optuna.trial import TrialState
+
+WORKER_ATTR = "worker"  # {"host": ..., "pid": ...} of the process running the trial
+RETRY_OF_ATTR = "retry_of"
+
+
+def worker_identity() -> dict[str, object]:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_dead_trials(study: optuna.Study) -> list[int]:
+    """Fail RUNNING trials of dead local workers and re-enqueue their params.
+
+    Returns the numbers of the trials that were swept.
+    """
+    here = socket.gethostname()
+    swept: list[int] = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        who = trial.user_attrs.get(WORKER_ATTR)
+        if not isinstance(who, dict) or who.get("host") != here:
+            continue
+        pid = who.get("pid")
+        if not isinstance(pid, int) or pid == os.getpid() or _pid_alive(pid):
+            continue
+        try:
+            study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+            continue  # another worker swept it first
+        study._storage.set_trial_system_attr(
+            trial._trial_id, "fail_reason", f"worker pid {pid} on {here} died"
+        )
+        study.enqueue_trial(trial.params, user_attrs={RETRY_OF_ATTR: trial.number})
+        swept.append(trial.number)
+    return swept
