@@ -267,7 +267,8 @@ def _export_parser() -> argparse.ArgumentParser:
         prog="aoe-tune export",
         description="Write the best config of a study into a kernel source and a knowledge base.",
         epilog="example:\n  aoe-tune export --storage sqlite:///aoe.db "
-        "--study-name qwen-decode \\\n      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp",
+        "--study-name qwen-decode \\\n"
+        "      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--storage", default=DEFAULT_STORAGE)
