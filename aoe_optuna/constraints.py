@@ -125,7 +125,10 @@ def compile_expression(
     body = tree.body
     truth = compiler.compile(body, 0)
     sides = None
-    if isinstance(body, ast.Compare) and len(body.ops) == 1:
+    if isinstance(body, ast.Compare) and len(body.ops) == 1 and not any(
+        isinstance(side, ast.Constant) and isinstance(side.value, str)
+        for side in (body.left, body.comparators[0])
+    ):  # a category comparison has no numeric sides: its violation is 0/1
         sides = (compiler.compile(body.left, 1), compiler.compile(body.comparators[0], 1))
     return ExpressionRule(
         name=name or text.strip(),

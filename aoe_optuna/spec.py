@@ -181,7 +181,7 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     target = top.number("target_throughput", None, low=0.0, low_open=True)
     profile, hardware_doc = _hardware(top.section("hardware"), source)
     workload, workload_doc = _workload(top.section("workload"), profile)
-    backend = _backend(top.section("backend"))
+    backend = _resolved_backend(_backend(top.section("backend")), source)
     workload = _backend_workload(top, source, backend, workload_doc) or workload
     accuracy_sec = top.section("accuracy")
     accuracy_sec.check_keys(("max_relative_error",))
@@ -282,6 +282,22 @@ def _backend_workload(top: Section, source: str, backend: dict[str, Any],
         return cls.workload(options, source)
     except ValueError as exc:
         raise option_error(source, options, exc, "a backend workload") from None
+
+
+def _resolved_backend(backend: dict[str, Any], source: str) -> dict[str, Any]:
+    """Options as the backend spells them wherever the spec is read (absolute paths, ...)."""
+    try:
+        cls = backend_class(backend["name"])
+    except ImportError:
+        return backend  # _space reports it
+    if not hasattr(cls, "resolve_options"):
+        return backend
+    options = backend_options(backend)
+    try:
+        resolved = cls.resolve_options(options, source)
+    except ValueError as exc:
+        raise option_error(source, options, exc, "valid backend options") from None
+    return {"name": backend["name"], **resolved}
 
 
 def _backend(section: Section) -> dict[str, Any]:

@@ -20,6 +20,14 @@ Tuner space) also provides::
     @classmethod
     def search_space(cls, options: Mapping[str, Any], where: str) -> SearchSpace
 
+and, when options hold something that depends on where the spec was read
+(a path relative to the spec file),::
+
+    @classmethod
+    def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]
+
+which returns them in a form valid from anywhere (an absolute path): the
+spec keeps that form, so a study rebuilt from storage finds the same file.
 ``where`` is the spec's source (its file path, or ``"<stored>"``), for relative
 paths and messages. The spec then must not have a ``search_space`` section,
 its ``constraints`` are added to this space, and no Ascend hardware rules apply.
