@@ -434,7 +434,12 @@ def c_header(kb: KnowledgeBase, guard: str = "AOE_KB_H") -> str:
         for e in entries:
             config = {**defaults, **e["config"]}
             values = [e["M"], e["K"], e["N"], to_code("layout", e["layout"])]
-            values += [to_code(name, config[name]) for name in C_FIELDS]
+            codes = [to_code(name, config[name]) for name in C_FIELDS]
+            too_big = [n for n, c in zip(C_FIELDS, codes, strict=True) if not -(2**31) <= c < 2**31]
+            if too_big:
+                raise KBError(f"{describe_key(entry_key(e))}: {', '.join(too_big)} does not fit "
+                              f"the int32 fields of the C table")
+            values += codes
             logs = [math.log2(e[d]).hex() for d in ("M", "K", "N")]
             lines.append(f"    {{{', '.join(map(str, values))}, {e['value']!r}, "
                          f"{', '.join(logs)}}},")
