@@ -1,0 +1,62 @@
+"""Measured single-core figures the simulator's constants are fitted to.
+
+Every table is a verbatim excerpt of msKPP's profiling data
+(``csrc/prof_data/resource910b.cpp`` of Huawei's MindStudio msKPP, the figures
+that the reference ``ascend-910b.md`` quotes). The fits live next to the
+model parts that use them (:mod:`.cube`, :mod:`.transfer`); this module only
+holds data, so a new measurement replaces a table and nothing else.
+"""
+
+from __future__ import annotations
+
+# MMAD fp16 x fp16 -> fp32 on one core: (m, k, n, ops per cycle). Peak is 8192.
+MMAD_910B1: tuple[tuple[int, int, int, float], ...] = (
+    (32, 16, 16, 3369.81), (32, 16, 32, 5445.00), (32, 16, 48, 5893.53),
+    (32, 16, 64, 6685.98), (32, 16, 96, 7053.96), (32, 16, 128, 7258.39),
+    (32, 16, 192, 7532.30), (32, 16, 256, 7693.37), (32, 16, 384, 7879.76),
+    (32, 16, 512, 7818.66), (32, 16, 768, 8043.86), (32, 16, 1024, 8057.17),
+)
+MMAD_910B3: tuple[tuple[int, int, int, float], ...] = (
+    (16, 16, 16, 327.90), (16, 16, 32, 654.68), (16, 16, 64, 1213.58),
+    (16, 16, 128, 2114.27), (16, 16, 256, 3358.70), (16, 16, 384, 4184.59),
+    (16, 16, 512, 4763.96), (16, 16, 768, 5538.76), (16, 16, 1024, 6024.31),
+)
+
+# GM -> L1 DataCopy on one 910B1 core: (bursts per instruction, GB/s). Each burst is
+# 4096 B (the table's per-burst data column).
+GM_TO_L1_BURST_BYTES = 4096
+GM_TO_L1_910B1: tuple[tuple[int, float], ...] = (
+    (1, 9.93), (2, 17.86), (4, 29.33), (8, 57.98), (16, 93.19), (32, 147.37),
+    (64, 176.28), (96, 214.50), (128, 232.51), (192, 248.04), (256, 261.36),
+    (320, 252.60), (384, 260.26), (448, 273.66), (512, 261.86),
+)
+
+# GM -> L1 with ND -> NZ conversion (GM_TO_L1_TRANS_910b1): (n, GB/s). We read n as
+# the contiguous inner width of the ND source in fp16 elements (an interpretation:
+# the table has no unit); the peaks at multiples of 32 support it.
+GM_TO_L1_ND2NZ_910B1: tuple[tuple[int, float], ...] = (
+    (16, 34.59), (32, 70.10), (48, 76.52), (64, 133.35), (80, 128.51), (96, 158.42),
+    (112, 139.05), (128, 191.21), (144, 166.57), (160, 183.25), (176, 153.21),
+    (192, 204.45),
+)
+
+# L1 -> L0A / L0B LoadData: (repeats of one 512 B fractal, GB/s).
+L1_TO_L0A_910B1: tuple[tuple[int, float], ...] = (
+    (1, 217.14), (2, 349.97), (4, 390.93), (8, 414.60), (16, 427.44), (24, 431.84),
+    (48, 436.41), (96, 438.75), (128, 439.33),
+)
+L1_TO_L0B_910B1: tuple[tuple[int, float], ...] = (
+    (1, 175.31), (2, 195.50), (4, 207.34), (8, 213.73), (16, 217.06), (24, 218.20),
+    (48, 219.38), (96, 219.95), (128, 220.09),
+)
+
+# L0C -> GM FixPipe: (bursts, GB/s); flat time up to ~10 bursts, then bandwidth-bound.
+L0C_TO_GM_910B1: tuple[tuple[int, float], ...] = (
+    (1, 20.78), (2, 41.89), (4, 85.79), (6, 112.46), (8, 161.25), (10, 195.65),
+    (12, 196.72), (16, 203.25), (20, 197.43), (32, 201.33), (64, 196.54), (128, 196.84),
+)
+# Burst size of the FixPipe table is not stated; we assume one 16x16 fp16 fractal.
+L0C_TO_GM_BURST_BYTES = 512
+
+# The clock the single-core tables were taken at (910B1, msKPP arch_info).
+MEASURED_CLOCK_HZ = 1.8e9

@@ -1,0 +1,65 @@
+"""How the pipes of one core overlap, per L1 stage of a block.
+
+Per K step the core runs MTE1 (L1->L0A/L0B), the cube (MMAD) and the scalar
+unit (issue); per L1 stage MTE2 loads ``steps`` K steps of A and B (latency
+``lat`` plus ``load`` cycles of transfer). With ``pipeline``:
+
+* 0, none: every pipe waits for the previous one,
+  ``period = lat + load + steps * (mte1 + mmad)``;
+* 1, single buffer: MTE1 and the cube still alternate on one L0 buffer, but
+  MTE2 streams the stage while the cube works;
+* 2, double buffer: L0A/L0B ping-pong lets MTE1 run one step ahead of the
+  cube, ``steps * max(mte1, mmad)``; the pipe fills once per block
+  (:func:`block_fill_cycles`), or once per stage without L1 prefetch, when
+  MTE1 must wait for each stage's data.
+
+and ``l1_prefetch``:
+
+* 0 (one L1 stage): compute of a stage starts once its first K step has
+  arrived, and the next stage's load waits for the buffer to be free:
+  ``period = lat + load/steps + max(load * (steps-1)/steps, compute)``;
+* 1 (two L1 stages, ping-pong): the next stage loads during this one; each
+  buffer cycles through load and compute, so
+  ``period = max(compute, load, (lat + load + compute) / 2)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def stage_compute_cycles(
+    pipeline: np.ndarray, steps: np.ndarray, mte1: np.ndarray, mmad: np.ndarray,
+    issue: np.ndarray, bubble: np.ndarray,
+) -> np.ndarray:
+    """Cycles of one L1 stage's K steps on MTE1 + cube (+ scalar issue, + bubbles)."""
+    serial = steps * (mte1 + mmad)
+    overlapped = steps * np.maximum(mte1, mmad)
+    compute = np.where(pipeline >= 2, overlapped, serial)
+    return np.maximum(compute, steps * issue) + steps * bubble
+
+
+def stage_period_cycles(
+    pipeline: np.ndarray, prefetch: np.ndarray, steps: np.ndarray, lat: np.ndarray,
+    load: np.ndarray, compute: np.ndarray,
+) -> np.ndarray:
+    """Cycles per L1 stage once the pipes are combined as the module docstring says."""
+    serial = lat + load + compute
+    one_buffer = lat + load / steps + np.maximum(load * (steps - 1) / steps, compute)
+    two_buffers = np.maximum(np.maximum(compute, load), (lat + load + compute) / 2)
+    overlapped = np.where(prefetch != 0, two_buffers, one_buffer)
+    return np.where(pipeline == 0, serial, overlapped)
+
+
+def fill_cycles(
+    pipeline: np.ndarray, prefetch: np.ndarray, stages: np.ndarray, mte1: np.ndarray,
+    mmad: np.ndarray,
+) -> np.ndarray:
+    """Double buffering's pipe fill: the first MTE1 step before the cube can start.
+
+    Once per block when the next L1 stage is already there (prefetch), once per
+    stage otherwise; pipeline 0 and 1 have no overlap to fill.
+    """
+    per_fill = np.minimum(mte1, mmad)
+    fills = np.where(prefetch != 0, 1.0, stages)
+    return np.where(pipeline >= 2, fills * per_fill, 0.0)
