@@ -2,8 +2,8 @@
 
 One ``Mmad(m, k, n)`` issues ``ceil(m/16) * ceil(k/C0) * ceil(n/16)`` fractal
 operations, one per cycle at peak, and pays a start-up of ``c`` cycles. That
-two-parameter line fits msKPP's single-core measurements (largest residual
-14% on the 910B1 table, 3% on the 910B3 one), and it is what makes short K
+two-parameter line fits msKPP's single-core measurements (median residual
+under 3%; the worst, 16%, is the smallest 910B1 MMAD), and it is what makes short K
 runs and thin tiles waste the cube: efficiency = F / (F + c).
 
 The two tables disagree on ``c`` (about 2 cycles on a 910B1, about 23 on a
