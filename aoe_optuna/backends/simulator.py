@@ -37,7 +37,7 @@ from aoe_optuna.workload import Gemm
 # on 910B2 (reference "External calibration figures") by
 # scripts/calibrate_simulator.py: the host launch and kernel start/end a GEMM
 # pays whatever its tiling.
-KERNEL_LAUNCH_S = 11.8e-6
+KERNEL_LAUNCH_S = 8.5e-6
 # Queueing near a shared limit: the wave time is the p-norm of the core's own
 # time and the HBM and L2 floors (p -> infinity would be a hard max). Assumed:
 # a wave whose core demand equals the HBM supply runs 19% slower than either.
