@@ -87,6 +87,7 @@ def _tune_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _quiet_library_warnings()
     command = argv[0] if argv and argv[0] in SUBCOMMANDS else "tune"
     if argv and argv[0] == command:
         argv = argv[1:]
@@ -109,6 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("aoe-tune: interrupted", file=sys.stderr)
         return 130
+
+
+def _quiet_library_warnings() -> None:
+    """Optuna flags heartbeats and retries as experimental on every run; users need not care."""
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+
+    warnings.filterwarnings("ignore", category=ExperimentalWarning)
+    warnings.filterwarnings("ignore", message=".*torch.jit.script.*")
 
 
 def _fail(message: str) -> int:

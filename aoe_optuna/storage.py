@@ -51,7 +51,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             "postgresql://user@host/db) or a journal file path ending in .log"
         )
     try:
-        return RDBStorage(
+        storage = RDBStorage(
             url,
             engine_kwargs=engine_kwargs,
             heartbeat_interval=HEARTBEAT_INTERVAL_S,
@@ -60,6 +60,29 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
         )
     except Exception as exc:  # sqlalchemy raises many kinds; all mean "cannot open"
         raise StorageError(f"storage {_redact(url)}: cannot open ({_first_line(exc)})") from None
+    if url.startswith("sqlite:///"):
+        _fast_sqlite(storage)
+    return storage
+
+
+def _fast_sqlite(storage: RDBStorage) -> None:
+    """WAL journal, fsync at checkpoints only: ~100x cheaper commits.
+
+    Optuna commits every attribute separately (a trial writes ~30 of them), and
+    with SQLite's default rollback journal each commit is an fsync (~15 ms
+    here). WAL with synchronous=NORMAL survives a killed process (the case
+    that matters for resume); only a power loss may drop the last commits.
+    """
+    from sqlalchemy import event
+
+    def on_connect(dbapi_connection: object, _record: object) -> None:
+        cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    event.listen(storage.engine, "connect", on_connect)
+    storage.engine.dispose()  # connections made before the listener reconnect with it
 
 
 def _journal(path: Path) -> JournalStorage:
