@@ -272,6 +272,9 @@ def test_measure_reports_cost_and_model_latency(profile):
     assert m.ok and m.latency_s == pytest.approx(sim.latency(one({}), gemm)[0])
     assert m.cost_s == pytest.approx(20.0 + 55 * m.latency_s)
     assert "accuracy_loss" not in m.extra
+    named = sim.measure({**default_config(), "pipeline": "double_buffer", "quantization": "false"},
+                        gemm)
+    assert named.latency_s == m.latency_s and "accuracy_loss" not in named.extra
 
 
 def test_int8_accuracy_figure_matches_a_real_quantized_gemm(sim):
@@ -302,6 +305,7 @@ def test_hidden_failures_are_a_learnable_region(profile, space, feasible):
     m = sim.measure(bad, gemm)
     assert not m.ok and m.failure_kind == "build" and m.reason.startswith("GetTiling returned -1")
     assert sim.measure(default_config(), gemm).ok
+    assert np.array_equal(np.isnan(sim.latency(cols, gemm)), fails)  # no latency either
     assert AscendSimulator.from_options({"hidden_failures": 256}, profile).hidden_failures(
         cols, gemm).mean() > fails.mean()
 

@@ -30,7 +30,7 @@ from aoe_optuna.backends.sim import cube, layout, measure, overhead, pipeline, t
 from aoe_optuna.backends.sim.geometry import Geometry, block_geometry
 from aoe_optuna.capacity import element_bytes, hardware_rules, l1_stages
 from aoe_optuna.hardware import DTYPE_BYTES, SocProfile
-from aoe_optuna.params import KNOWN_PARAMS, default_config, to_code
+from aoe_optuna.params import KNOWN_PARAMS, canonical_value, default_config, to_code
 from aoe_optuna.workload import Gemm
 
 # Fitted (least squares on log TFLOPS) to the five torch_npu square fp16 figures
@@ -102,10 +102,14 @@ class AscendSimulator:
 
     # ------------------------------------------------------------------ model
     def latency(self, columns: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
-        """Noise-free latency (s) of each config row; NaN where a hardware rule is broken."""
+        """Noise-free latency (s) of each config row.
+
+        NaN where a hardware rule is broken, and, with ``hidden_failures`` on,
+        where GetTiling would refuse the config: neither can be measured.
+        """
         cols = _complete(columns)
         seconds = self._latency(cols, gemm)
-        ok = np.ones(seconds.shape[0], dtype=bool)
+        ok = ~self.hidden_failures(cols, gemm)
         for rule in hardware_rules(self.profile, gemm.dtype):
             ok &= np.asarray(rule.violation(cols)) <= 0
         return np.where(ok, seconds, np.nan)
@@ -122,7 +126,8 @@ class AscendSimulator:
 
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
         """One config as the objective sees it: failure, or a noisy latency and its cost."""
-        full = {**default_config(), **dict(config)}
+        full = {k: canonical_value(k, v) if k in KNOWN_PARAMS else v
+                for k, v in {**default_config(), **dict(config)}.items()}
         cols = {k: np.array([to_code(k, v)]) for k, v in full.items() if k in KNOWN_PARAMS}
         broken = [r.describe(cols) for r in hardware_rules(self.profile, gemm.dtype)
                   if np.asarray(r.violation(cols))[0] > 0]
@@ -204,6 +209,9 @@ class AscendSimulator:
                 share: np.ndarray) -> np.ndarray:
         t_hbm = hbm * share / self.profile.hbm_bandwidth()
         t_l2 = l2 * share / (self.profile.l2_bandwidth_gbs * 1e9)
+        if CONTENTION_P == 4.0:  # the default, without fractional powers (hot path)
+            return np.sqrt(np.sqrt(np.square(np.square(t_core)) + np.square(np.square(t_hbm))
+                                   + np.square(np.square(t_l2))))
         q = CONTENTION_P
         return (t_core**q + t_hbm**q + t_l2**q) ** (1.0 / q)
 
