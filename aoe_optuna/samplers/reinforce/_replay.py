@@ -1,0 +1,102 @@
+"""Rebuild the learner from storage: replay the measured trials in a fixed order.
+
+No sampler object is stored with a study, so every worker (and every resumed
+study) rebuilds the policy by feeding the measured trials, in order of
+completion (ties by trial number), batch by batch to a freshly seeded
+learner. The same storage and seed give the same policy in every process.
+Replay is incremental: a process keeps its learner and the trial numbers it
+has consumed, and only replays from scratch when storage no longer starts
+with that sequence (another order, a deleted trial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from optuna.trial import FrozenTrial, TrialState
+
+from aoe_optuna.objective import ATTR_MEASURED
+from aoe_optuna.samplers.reinforce._learner import ReinforceLearner
+from aoe_optuna.space import SearchSpace
+
+FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+
+
+@dataclass(frozen=True)
+class Observation:
+    number: int
+    row: np.ndarray
+    value: float  # throughput; nan for a failed measurement
+
+
+def trial_row(space: SearchSpace, params: dict) -> np.ndarray | None:
+    """The index row of a trial's params, or None when they are not a config of ``space``."""
+    try:
+        return space.index(params)
+    except (ValueError, KeyError):
+        return None
+
+
+class TrialRows:
+    """Index rows of trials' configs, cached by trial number once they cannot change."""
+
+    def __init__(self, space: SearchSpace) -> None:
+        self.space = space
+        self._rows: dict[int, np.ndarray | None] = {}
+
+    def __call__(self, trial: FrozenTrial) -> np.ndarray | None:
+        if trial.number in self._rows:
+            return self._rows[trial.number]
+        params = trial.params or trial.system_attrs.get("fixed_params") or {}
+        row = trial_row(self.space, params)
+        if row is not None or trial.state.is_finished():
+            self._rows[trial.number] = row
+        return row
+
+
+def measured_observations(
+    trials: Sequence[FrozenTrial], row_of: Callable[[FrozenTrial], np.ndarray | None]
+) -> list[Observation]:
+    """Completed and failed-while-measuring trials, in order of completion then number."""
+    done = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
+    done.sort(key=lambda t: (t.datetime_complete is None, t.datetime_complete, t.number))
+    out: list[Observation] = []
+    for t in done:
+        if t.state == TrialState.FAIL and not t.user_attrs.get(ATTR_MEASURED):
+            continue
+        row = row_of(t)
+        if row is None:
+            continue
+        if t.state == TrialState.COMPLETE and t.value is not None and t.value > 0:
+            out.append(Observation(t.number, row, float(t.value)))
+        elif t.state == TrialState.FAIL:
+            out.append(Observation(t.number, row, float("nan")))
+    return out
+
+
+@dataclass
+class ReplayCache:
+    """The learner of one process and the trial numbers it has consumed, in order."""
+
+    make_learner: Callable[[], ReinforceLearner]
+    learner: ReinforceLearner | None = None
+    consumed: list[int] = field(default_factory=list)
+    replays: int = 0  # how many times the learner was rebuilt from scratch
+
+    def sync(self, observations: Sequence[Observation]) -> ReinforceLearner:
+        """Bring the learner up to date with ``observations`` (full batches only)."""
+        numbers = [o.number for o in observations]
+        if self.learner is None or numbers[: len(self.consumed)] != self.consumed:
+            self.learner = self.make_learner()
+            self.consumed = []
+            self.replays += 1
+        batch = self.learner.settings.batch_size
+        while len(numbers) - len(self.consumed) >= batch:
+            chunk = observations[len(self.consumed) : len(self.consumed) + batch]
+            self.learner.update(
+                np.stack([o.row for o in chunk]), np.array([o.value for o in chunk])
+            )
+            self.consumed.extend(o.number for o in chunk)
+        return self.learner
