@@ -1,0 +1,233 @@
+"""Sampler benchmark: samplers x spaces x seeds, against exhaustive optima.
+
+``python scripts/bench_samplers.py --space studies/qwen25_7b_decode_910b2.json
+--space ../shared/spaces/gemm_RTX_2080_Ti.json.gz --sampler random --sampler tpe
+--sampler 'gp:{"_seeds": 5, "_budget": 50}' --budgets 25,50,100 --out bench_out``
+
+A space is a study spec (its exhaustive optimum by enumeration on the
+simulator) or a recorded Kernel Tuner cache file (replayed; Kernel Tuner's own
+strategies run on it too when ``kernel_tuner`` is installed). A sampler is a
+registry name, optionally ``name:JSON`` with its keyword arguments; the
+reserved keys ``_seeds`` and ``_budget`` lower that sampler's seed count or
+budget (for slow samplers). Writes ``results.json`` (raw runs and summaries),
+``report.md`` and one ``<space>.png`` convergence plot per space.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aoe_optuna.bench import kernel_tuner_side, metrics  # noqa: F401  (re-exported)
+from aoe_optuna.bench.report import markdown, summarise_all
+from aoe_optuna.bench.runner import Case, RunResult, Task, run_tasks
+from aoe_optuna.exhaustive import (
+    Exhaustive,
+    cache_key,
+    file_digest,
+    load_cached,
+    replay_exhaustive,
+    simulator_exhaustive,
+    store_cached,
+)
+
+DEFAULT_BUDGETS = (25, 50, 100)
+DEFAULT_SEEDS = 20
+INFEASIBLE_CAP_PER_MEASUREMENT = 50
+
+
+class BenchError(ValueError):
+    """Bad benchmark arguments; the message names the argument and what was expected."""
+
+
+def parse_sampler(text: str) -> tuple[str, dict[str, Any]]:
+    """``"tpe"`` or ``'gp-ucb:{"beta": 3.84}'`` -> (name, kwargs)."""
+    name, sep, rest = text.partition(":")
+    if not sep:
+        return name, {}
+    try:
+        kwargs = json.loads(rest)
+    except json.JSONDecodeError as exc:
+        raise BenchError(f"--sampler {text!r}: expected NAME:JSON-object ({exc.msg})") from None
+    if not isinstance(kwargs, dict):
+        raise BenchError(f"--sampler {text!r}: expected a JSON object after the colon")
+    return name, kwargs
+
+
+def sampler_label(name: str, kwargs: dict[str, Any]) -> str:
+    shown = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+    return name + (" " + json.dumps(shown, sort_keys=True) if shown else "")
+
+
+def exhaustive_for(case: Case, cache_dir: Path | None) -> Exhaustive:
+    """The case's exhaustive optimum and distribution, from the disk cache when there."""
+    if case.kind == "replay":
+        from aoe_optuna.backends.replay import load_recorded, replay_space
+
+        key = cache_key({"replay": file_digest(case.path), "recorded_only": True})
+        hit = load_cached(key, cache_dir)
+        if hit is not None:
+            return hit
+        recorded = load_recorded(Path(case.path))
+        result = replay_exhaustive(recorded, replay_space(recorded))
+    else:
+        from aoe_optuna.backends import make_backend
+        from aoe_optuna.spec import load_spec
+
+        spec = load_spec(case.path)
+        key = cache_key({"spec": spec.canonical()})
+        hit = load_cached(key, cache_dir)
+        if hit is not None:
+            return hit
+        backend = make_backend(spec)
+        if not hasattr(backend, "latency"):
+            raise BenchError(f"{case.path}: backend {spec.backend['name']!r} has no vectorised "
+                             "latency(); the exhaustive optimum needs the simulator")
+        result = simulator_exhaustive(spec.space, spec.workload, backend)
+    store_cached(key, result, cache_dir)
+    return result
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--space", action="append", required=True,
+                   help="study spec (.json/.toml) or Kernel Tuner cache (.json/.json.gz)")
+    p.add_argument("--sampler", action="append", default=None,
+                   help="registry name, optionally NAME:JSON kwargs (repeatable)")
+    p.add_argument("--sampler-file", help="JSON file: a list of NAME or {name: kwargs} items")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),
+                   help="measurement budgets to report, comma-separated; runs go to the largest")
+    p.add_argument("--max-infeasible", type=int, default=None,
+                   help=f"infeasible proposals per run before it stops "
+                        f"(default {INFEASIBLE_CAP_PER_MEASUREMENT} x budget)")
+    p.add_argument("--kernel-tuner", default=",".join(kernel_tuner_side.STRATEGIES),
+                   help="Kernel Tuner strategies on recorded spaces ('' for none)")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes (seeds in parallel)")
+    p.add_argument("--out", default="bench_out", help="output folder")
+    p.add_argument("--cache-dir", default=None, help="exhaustive-optimum cache folder")
+    return p
+
+
+def _samplers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    items: list[tuple[str, dict[str, Any]]] = [parse_sampler(s) for s in args.sampler or []]
+    if args.sampler_file:
+        try:
+            doc = json.loads(Path(args.sampler_file).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BenchError(
+                f"{args.sampler_file}: expected a JSON list of samplers ({exc})"
+            ) from None
+        for entry in doc if isinstance(doc, list) else [None]:
+            if isinstance(entry, str):
+                items.append((entry, {}))
+            elif isinstance(entry, dict) and len(entry) == 1:
+                name, kw = next(iter(entry.items()))
+                items.append((name, dict(kw)))
+            else:
+                raise BenchError(f"{args.sampler_file}: expected a list of NAME or "
+                                 f"{{NAME: kwargs}} items, got {entry!r}")
+    return items or [("random", {}), ("tpe", {})]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
+    except ValueError:
+        print(f"--budgets: expected comma-separated integers, got {args.budgets!r}")
+        return 2
+    if not budgets or budgets[0] < 1 or args.seeds < 1:
+        print("--budgets and --seeds: expected positive integers")
+        return 2
+    try:
+        samplers = _samplers(args)
+    except BenchError as exc:
+        print(exc)
+        return 2
+    top = budgets[-1]
+    cap = args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * top
+    cache_dir = Path(args.cache_dir) if args.cache_dir else None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cases = [Case.from_path(p) for p in args.space]
+    for c in cases:
+        if not Path(c.path).is_file():
+            print(f"--space {c.path}: expected an existing spec or cache file")
+            return 2
+    exhaustive: dict[str, Exhaustive] = {}
+    for c in cases:
+        t0 = time.perf_counter()
+        exhaustive[c.name] = exhaustive_for(c, cache_dir)
+        ex = exhaustive[c.name]
+        print(f"{c.name}: {ex.n_feasible:,} feasible, optimum {ex.optimum:.6g} s "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    tasks: list[Task] = []
+    for c in cases:
+        for name, kwargs in samplers:
+            kw = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+            seeds = int(kwargs.get("_seeds", args.seeds))
+            budget = int(kwargs.get("_budget", top))
+            for seed in range(args.first_seed, args.first_seed + seeds):
+                tasks.append(Task(c, name, tuple(sorted(kw.items())), seed, budget,
+                                  args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * budget,
+                                  sampler_label(name, kwargs)))
+    strategies = [s for s in args.kernel_tuner.split(",") if s.strip()]
+    kt_cases = [c for c in cases if c.kind == "replay"]
+    if strategies and kt_cases and not kernel_tuner_side.available():
+        print("kernel_tuner is not installed: no Kernel Tuner rows (pip install kernel-tuner)")
+        strategies = []
+    start = time.perf_counter()
+
+    def progress(r: RunResult) -> None:
+        print(f"  {r.case} {r.sampler} seed {r.seed}: {len(r.costs)} measured, "
+              f"{r.n_infeasible} infeasible, {r.wall_s:.1f} s ({r.stopped})", flush=True)
+
+    runs = run_tasks(tasks, jobs=args.jobs, progress=progress)
+    kt_tasks = [(c, s, seed, top) for c in kt_cases for s in strategies
+                for seed in range(args.first_seed, args.first_seed + args.seeds)]
+    runs += _run_kt(kt_tasks, args.jobs, progress)
+    summary = summarise_all(runs, exhaustive, budgets)
+    from aoe_optuna.bench.plots import convergence_plot
+
+    plots = [str(convergence_plot(c.name, runs, exhaustive[c.name], out / f"{c.name}.png"))
+             for c in cases]
+    report = markdown(summary, exhaustive, budgets, f"{INFEASIBLE_CAP_PER_MEASUREMENT} x budget"
+                      if args.max_infeasible is None else str(cap))
+    (out / "report.md").write_text(report)
+    raw = {
+        "argv": list(sys.argv[1:] if argv is None else argv),
+        "budgets": budgets,
+        "infeasible_cap": cap,
+        "cases": {c.name: {"path": c.path, "kind": c.kind,
+                           "n_feasible": exhaustive[c.name].n_feasible,
+                           "optimum_cost_s": exhaustive[c.name].optimum,
+                           "best_config": exhaustive[c.name].best_config} for c in cases},
+        "summary": summary,
+        "runs": [r.to_dict() for r in runs],
+        "wall_s": time.perf_counter() - start,
+    }
+    (out / "results.json").write_text(json.dumps(raw, indent=1, default=str))
+    print(report)
+    print(f"wrote {out / 'results.json'}, {out / 'report.md'}, {', '.join(plots)}")
+    return 0
+
+
+def _run_kt(tasks: list[tuple[Case, str, int, int]], jobs: int, progress: Any) -> list[RunResult]:
+    if not tasks:
+        return []
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    results: list[RunResult] = []
+    with ProcessPoolExecutor(max_workers=max(jobs, 1),
+                             mp_context=mp.get_context("spawn")) as pool:
+        for r in pool.map(kernel_tuner_side.run_kt_task, tasks):
+            results.append(r)
+            progress(r)
+    return results

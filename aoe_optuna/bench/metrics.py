@@ -1,0 +1,110 @@
+"""Benchmark metrics as pure functions (definitions: ../shared/reference/anchors.md).
+
+Convention: every metric works on *cost* = 1 / value (seconds per token, or
+per kernel run for a replayed space), lower is better. ``ratio`` is
+best-found cost / optimal cost, so 1.0 is the optimum and 1.07 means the best
+config found is 7 % slower: the same "time_best / time_opt" the Kernel Tuner
+anchors quote. A failed measurement has cost NaN (it yields nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import gammaln
+
+
+def best_so_far(costs: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Running minimum over measurements; ``inf`` until the first success."""
+    c = np.asarray(costs, dtype=float)
+    return np.minimum.accumulate(np.where(np.isnan(c), np.inf, c)) if c.size else c
+
+
+def ratio_curve(costs: Sequence[float] | np.ndarray, optimum: float, budget: int) -> np.ndarray:
+    """best/opt after 1..budget measurements; a run that stopped early keeps its last value."""
+    best = best_so_far(costs)[:budget] / optimum
+    if best.shape[0] < budget:
+        last = best[-1] if best.shape[0] else np.inf
+        best = np.concatenate([best, np.full(budget - best.shape[0], last)])
+    return best
+
+
+def budget_summary(ratios: Sequence[float] | np.ndarray) -> dict[str, float]:
+    """Over seeds, at one budget: median and mean best/opt, P(within 1 %), P(within 5 %)."""
+    r = np.asarray(ratios, dtype=float)
+    return {
+        "median": float(np.median(r)),
+        "mean": float(np.mean(r)),
+        "p_within_1": float(np.mean(r <= 1.01)),
+        "p_within_5": float(np.mean(r <= 1.05)),
+    }
+
+
+def measurements_to_reach(costs: Sequence[float] | np.ndarray, optimum: float,
+                          fraction: float) -> int | None:
+    """First measurement (1-based) whose best reaches ``fraction`` of the optimum's value.
+
+    "Reach 99 %" means value >= 0.99 * optimal value, i.e. cost <= optimum / 0.99.
+    ``None`` when never reached.
+    """
+    hit = np.nonzero(best_so_far(costs) <= optimum / fraction)[0]
+    return int(hit[0]) + 1 if hit.size else None
+
+
+def median_reach(reach: Sequence[int | None]) -> float:
+    """Median over seeds, runs that never reached counting as infinitely many."""
+    vals = np.array([np.inf if r is None else r for r in reach], dtype=float)
+    return float(np.median(vals)) if vals.size else float("nan")
+
+
+def expected_best_random(costs: np.ndarray, budgets: Sequence[int]) -> np.ndarray:
+    """Expected best cost of uniform random sampling *without replacement*, exactly.
+
+    ``costs``: every feasible config's cost (any order; ``inf`` = a failed
+    config, counted as a draw that yields the worst finite cost). With the N
+    costs sorted ascending, the best of B draws is the i-th smallest with
+    probability C(N - i, B - 1) / C(N, B) (the other B - 1 draws come from the
+    N - i costlier configs), so E[best] = sum_i c_i C(N - i, B - 1) / C(N, B).
+    """
+    c = np.sort(np.asarray(costs, dtype=float))
+    finite = c[np.isfinite(c)]
+    if finite.size == 0:
+        raise ValueError("no finite cost in the distribution")
+    c = np.where(np.isfinite(c), c, finite.max())
+    n = c.shape[0]
+    i = np.arange(1, n + 1, dtype=float)
+    out = np.empty(len(budgets))
+    for k, b in enumerate(budgets):
+        if not 1 <= b <= n:
+            raise ValueError(f"budget {b} outside 1..{n}")
+        rest = n - i
+        valid = rest >= b - 1
+        logp = np.full(n, -np.inf)
+        r = rest[valid]
+        logp[valid] = (_log_comb(r, b - 1) - _log_comb(np.float64(n), b))
+        out[k] = float(np.sum(c * np.exp(logp)))
+    return out
+
+
+def _log_comb(n: np.ndarray | np.float64, k: int) -> np.ndarray:
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+
+def performance_score(found: float | np.ndarray, baseline: float,
+                      optimum: float) -> float | np.ndarray:
+    """Willemsen et al. (FGCS 2024): (baseline - found) / (baseline - optimum).
+
+    0 = as good as random sampling at that budget, 1 = found the optimum,
+    negative = worse than random.
+    """
+    if baseline <= optimum:
+        return np.where(np.asarray(found) <= optimum, 1.0, 0.0) if np.ndim(found) else (
+            1.0 if found <= optimum else 0.0
+        )
+    return (baseline - found) / (baseline - optimum)
+
+
+def invalid_per_valid(n_infeasible: int, n_measured: int) -> float:
+    """Infeasible proposals per measurement (known-constraint violations, never measured)."""
+    return n_infeasible / n_measured if n_measured else float("inf")

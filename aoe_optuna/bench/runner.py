@@ -1,0 +1,203 @@
+"""Run one sampler on one space for one seed, the way a user's study would.
+
+Each run is a fresh in-memory Optuna study driven by the product objective
+(:class:`TuningObjective`): infeasible proposals are PRUNED with their
+constraint values (told, not measured, not charged), failed measurements FAIL,
+successes COMPLETE with tokens/s. The run stops after ``budget`` measurements,
+or after ``max_infeasible`` infeasible proposals (so a sampler that keeps
+proposing infeasible configs cannot loop forever; such runs are flagged).
+
+Runs go to worker processes (``jobs``); each worker builds the space and the
+backend once per case and keeps them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Case:
+    """A space to benchmark on: a study spec file, or a recorded Kernel Tuner cache file."""
+
+    name: str
+    kind: str  # "spec" or "replay"
+    path: str
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> Case:
+        p = Path(path)
+        name = p.name.removesuffix(".gz").removesuffix(".json")
+        kind = "replay" if p.name.endswith((".json.gz", ".gz")) or _is_cache_json(p) else "spec"
+        return cls(name=name, kind=kind, path=str(p.resolve()))
+
+
+def _is_cache_json(p: Path) -> bool:
+    """A plain .json that is a Kernel Tuner cache (not a study spec)."""
+    if p.suffix != ".json" or not p.is_file():
+        return False
+    with p.open("rb") as fh:
+        head = fh.read(4096)
+    return b'"tune_params_keys"' in head
+
+
+@dataclass(frozen=True)
+class Task:
+    case: Case
+    sampler: str
+    kwargs: tuple[tuple[str, Any], ...]
+    seed: int
+    budget: int
+    max_infeasible: int
+    label: str = ""  # how the sampler shows in tables (name + kwargs)
+
+
+@dataclass
+class RunResult:
+    """One run's raw record: per measurement its cost (1/value; NaN = failed)."""
+
+    case: str
+    sampler: str
+    seed: int
+    budget: int = 0
+    costs: list[float] = field(default_factory=list)
+    n_infeasible: int = 0
+    n_duplicates: int = 0  # measurements of a config this run had already measured
+    sampler_s: list[float] = field(default_factory=list)  # per suggestion (infeasible too)
+    wall_s: float = 0.0
+    stopped: str = "budget"  # budget | infeasible cap | exhausted
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["costs"] = [None if np.isnan(c) else c for c in self.costs]
+        return out
+
+
+@dataclass
+class Built:
+    """What a worker needs to run trials on a case."""
+
+    space: Any
+    evaluator: Any
+
+
+@lru_cache(maxsize=4)
+def build_case(case: Case) -> Built:
+    """Space + evaluator of a case (once per process)."""
+    from aoe_optuna.objective import Evaluator
+
+    if case.kind == "replay":
+        from aoe_optuna.backends.replay import (
+            ReplayBackend,
+            load_recorded,
+            replay_space,
+            replay_workload,
+        )
+
+        recorded = load_recorded(Path(case.path))
+        space = replay_space(recorded, recorded_only=True)
+        workload = replay_workload(recorded)
+        backend = ReplayBackend(recorded)
+        return Built(space, Evaluator(workload, backend, roofline_tokens_per_s=float("nan")))
+    from aoe_optuna.backends import make_backend
+    from aoe_optuna.spec import load_spec
+
+    spec = load_spec(case.path)
+    backend = make_backend(spec)
+    roof = spec.workload.roofline_tokens_per_s(spec.profile)
+    evaluator = Evaluator(spec.workload, backend, roof,
+                          spec.accuracy.get("max_relative_error"))
+    return Built(spec.space, evaluator)
+
+
+def run_task(task: Task) -> RunResult:
+    """One sampler, one seed: ask/tell until the budget or the infeasible cap."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from aoe_optuna.objective import MeasurementFailed, TuningObjective, suggest_config
+    from aoe_optuna.samplers.registry import make_sampler
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    built = build_case(task.case)
+    space = built.space
+    sampler = make_sampler(task.sampler, space=space, seed=task.seed, **dict(task.kwargs))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    objective = TuningObjective(space, built.evaluator)
+    result = RunResult(case=task.case.name, sampler=task.label or task.sampler, seed=task.seed,
+                       budget=task.budget)
+    seen: set[tuple[Any, ...]] = set()
+    start = time.perf_counter()
+    while len(result.costs) < task.budget:
+        if result.n_infeasible >= task.max_infeasible:
+            result.stopped = "infeasible cap"
+            break
+        t0 = time.perf_counter()
+        try:
+            trial = study.ask()
+            config = suggest_config(trial, space)
+        except RuntimeError as exc:  # e.g. a grid sampler that ran out of points
+            result.stopped = f"exhausted ({exc})"[:120]
+            break
+        result.sampler_s.append(time.perf_counter() - t0)
+        try:
+            value = objective(trial)  # the same params: suggest_* returns them again
+        except optuna.TrialPruned:
+            study.tell(trial, state=TrialState.PRUNED)
+            result.n_infeasible += 1
+            continue
+        except MeasurementFailed:
+            study.tell(trial, state=TrialState.FAIL)
+            result.costs.append(float("nan"))
+        else:
+            study.tell(trial, value)
+            result.costs.append(1.0 / value)
+        key = tuple(config[n] for n in space.names)
+        result.n_duplicates += key in seen
+        seen.add(key)
+    result.wall_s = time.perf_counter() - start
+    return result
+
+
+def _init_worker() -> None:
+    """One thread per worker: the benchmark parallelises over seeds, not inside torch."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+
+
+def run_tasks(tasks: Iterable[Task], jobs: int = 2,
+              progress: Callable[[RunResult], None] | None = None) -> list[RunResult]:
+    """Every task, ``jobs`` at a time in worker processes (in this process when jobs == 1)."""
+    tasks = list(tasks)
+    results: list[RunResult] = []
+    if jobs <= 1:
+        _init_worker()
+        for t in tasks:
+            results.append(run_task(t))
+            if progress:
+                progress(results[-1])
+        return results
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                             initializer=_init_worker) as pool:
+        futures = [pool.submit(run_task, t) for t in tasks]
+        for fut in as_completed(futures):
+            results.append(fut.result())
+            if progress:
+                progress(results[-1])
+    return results

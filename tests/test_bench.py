@@ -1,0 +1,140 @@
+"""Benchmark metrics against hand computation, and the harness end to end on a tiny space."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from kt_fixture import write_cache
+
+from aoe_optuna.bench import kernel_tuner_side as kts
+from aoe_optuna.bench import main, metrics, parse_sampler
+from aoe_optuna.bench.runner import Case
+
+INF = float("inf")
+
+
+def test_best_so_far_and_ratio_curve():
+    np.testing.assert_array_equal(metrics.best_so_far([math.nan, 5, 7, 3]), [INF, 5, 5, 3])
+    # a run that stopped after 2 measurements keeps its last best to the budget
+    np.testing.assert_array_equal(metrics.ratio_curve([4.0, 2.0], 2.0, 4), [2, 1, 1, 1])
+
+
+def test_budget_summary_by_hand():
+    s = metrics.budget_summary([1.0, 1.005, 1.03, 1.2])
+    assert s["median"] == pytest.approx((1.005 + 1.03) / 2)
+    assert s["mean"] == pytest.approx((1.0 + 1.005 + 1.03 + 1.2) / 4)
+    assert s["p_within_1"] == 0.5 and s["p_within_5"] == 0.75
+
+
+def test_measurements_to_reach():
+    costs = [2.0, math.nan, 1.04, 1.0]
+    assert metrics.measurements_to_reach(costs, 1.0, 0.95) == 3  # 1/1.04 = 0.96 >= 0.95
+    assert metrics.measurements_to_reach(costs, 1.0, 0.99) == 4
+    assert metrics.measurements_to_reach([2.0], 1.0, 0.99) is None
+    assert metrics.median_reach([3, None, None]) == INF
+    assert metrics.median_reach([3, 5, None]) == 5
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 5, 7])
+def test_expected_best_random_equals_brute_force(budget):
+    costs = np.array([3.0, 1.0, 4.0, 1.5, 9.0, 2.6, INF])  # inf: a failed config
+    worst = 9.0
+    draws = [min(worst if math.isinf(c) else c for c in combo)
+             for combo in itertools.combinations(costs, budget)]
+    exact = metrics.expected_best_random(costs, [budget])[0]
+    assert exact == pytest.approx(np.mean(draws), rel=1e-12)
+
+
+def test_expected_best_random_on_a_large_space_is_finite():
+    costs = np.random.default_rng(0).uniform(1, 2, 200_000)
+    e = metrics.expected_best_random(costs, [1, 100])
+    assert e[0] == pytest.approx(costs.mean()) and 1.0 < e[1] < 1.02
+
+
+def test_performance_score():
+    assert metrics.performance_score(1.5, baseline=2.0, optimum=1.0) == 0.5
+    assert metrics.performance_score(2.5, baseline=2.0, optimum=1.0) == -0.5
+    np.testing.assert_allclose(metrics.performance_score(np.array([1.0, 2.0]), 2.0, 1.0), [1, 0])
+    assert metrics.invalid_per_valid(30, 10) == 3.0
+
+
+def test_parse_sampler():
+    assert parse_sampler("tpe") == ("tpe", {})
+    assert parse_sampler('gp-ucb:{"beta": 3.84}') == ("gp-ucb", {"beta": 3.84})
+    with pytest.raises(ValueError, match="--sampler"):
+        parse_sampler("gp:{beta}")
+
+
+def test_harness_on_tiny_space_matches_hand_metrics(tmp_path):
+    cache = write_cache(tmp_path, gz=True)
+    out = tmp_path / "out"
+    rc = main(["--space", str(cache), "--sampler", "random", "--sampler",
+               'tpe:{"n_startup_trials": 2}', "--seeds", "3", "--budgets", "2,4",
+               "--jobs", "1", "--kernel-tuner", "", "--out", str(out),
+               "--cache-dir", str(tmp_path / "cache")])
+    assert rc == 0
+    raw = json.loads((out / "results.json").read_text())
+    case = raw["cases"]["tiny"]
+    assert case["n_feasible"] == 8 and case["optimum_cost_s"] == pytest.approx(4e-3)
+    # the distribution: six recorded times, two failures counted as the worst (20 ms)
+    dist = [4, 5, 6, 8, 10, 20, 20, 20]
+    for sampler in ("random", 'tpe {"n_startup_trials": 2}'):
+        runs = [r for r in raw["runs"] if r["sampler"] == sampler]
+        assert sorted(r["seed"] for r in runs) == [0, 1, 2]
+        summary = raw["summary"]["tiny"][sampler]
+        for budget in (2, 4):
+            ratios = []
+            for r in runs:
+                found = [c for c in r["costs"][:budget] if c is not None]
+                ratios.append(min(found) / 4e-3 if found else INF)
+            baseline = np.mean([min(c) for c in itertools.combinations(dist, budget)]) / 4
+            got = summary["budgets"][str(budget)]
+            assert got["median"] == pytest.approx(np.median(ratios))
+            assert got["mean"] == pytest.approx(np.mean(ratios))
+            assert got["p_within_1"] == pytest.approx(np.mean([x <= 1.01 for x in ratios]))
+            assert got["p_within_5"] == pytest.approx(np.mean([x <= 1.05 for x in ratios]))
+            assert got["random_baseline"] == pytest.approx(baseline)
+            scores = [(baseline - x) / (baseline - 1) for x in ratios]
+            assert got["score"] == pytest.approx(np.mean(scores))
+        measured = sum(len(r["costs"]) for r in runs)
+        assert summary["invalid_per_valid"] == pytest.approx(
+            sum(r["n_infeasible"] for r in runs) / measured)
+        reach = []
+        for r in runs:
+            hits = [i + 1 for i, c in enumerate(r["costs"])
+                    if c is not None and min(x for x in r["costs"][: i + 1]
+                                             if x is not None) <= 4e-3 / 0.99]
+            reach.append(hits[0] if hits else INF)
+        assert summary["reach_99"] == pytest.approx(np.median(reach))
+        assert summary["sampler_s_per_suggestion"] > 0
+    assert (out / "tiny.png").stat().st_size > 10_000
+    report = (out / "report.md").read_text()
+    assert "| random | 4 | 3 |" in report and "P(within 5%)" in report
+
+
+def test_infeasible_cap_stops_a_run(tmp_path):
+    cache = write_cache(tmp_path)
+    out = tmp_path / "out"
+    main(["--space", str(cache), "--sampler", "random", "--seeds", "4", "--budgets", "8",
+          "--max-infeasible", "1", "--jobs", "1", "--kernel-tuner", "", "--out", str(out),
+          "--cache-dir", str(tmp_path / "cache")])
+    raw = json.loads((out / "results.json").read_text())
+    assert raw["infeasible_cap"] == 1
+    for r in raw["runs"]:
+        assert r["n_infeasible"] <= 1
+        assert (r["stopped"] == "infeasible cap") == (len(r["costs"]) < 8)
+    stopped = sum(r["stopped"] != "budget" for r in raw["runs"])
+    assert raw["summary"]["tiny"]["random"]["runs_stopped_early"] == stopped
+
+
+@pytest.mark.skipif(not kts.available(), reason="kernel_tuner not installed (bench extra)")
+def test_kernel_tuner_side_replays_the_same_file(tmp_path):
+    case = Case.from_path(write_cache(tmp_path, gz=True))
+    r = kts.run_kernel_tuner(case, "random_sample", seed=0, budget=3)
+    assert len(r.costs) == 3 and r.n_infeasible == 0
+    # Kernel Tuner's cache restriction drops failed configs: only recorded times come back
+    assert set(np.round(np.array(r.costs) * 1e3, 6)) <= {4.0, 5.0, 6.0, 8.0, 10.0, 20.0}
