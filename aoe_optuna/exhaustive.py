@@ -85,11 +85,7 @@ def simulator_exhaustive(space: SearchSpace, workload: Workload, simulator: Any,
     parts: list[np.ndarray] = []
     best_cost, best_row = np.inf, None
     for idx in space.iter_feasible(chunk):
-        cols = space.columns(idx)
-        step = np.full(idx.shape[0], workload.fixed_s)
-        for g in workload.gemms:
-            step = step + g.count * np.asarray(simulator.latency(cols, g), dtype=float)
-        cost = np.where(np.isnan(step), np.inf, step / workload.tokens_per_step)
+        cost = simulator_costs(space, workload, simulator, idx)
         k = int(np.argmin(cost))
         if cost[k] < best_cost:
             best_cost, best_row = float(cost[k]), idx[k].copy()
@@ -98,6 +94,16 @@ def simulator_exhaustive(space: SearchSpace, workload: Workload, simulator: Any,
         raise ValueError("the space has no feasible config with a finite latency")
     costs = np.sort(np.concatenate(parts))
     return Exhaustive(costs, space.config(best_row))
+
+
+def simulator_costs(space: SearchSpace, workload: Workload, simulator: Any,
+                    idx: np.ndarray) -> np.ndarray:
+    """Noise-free cost (s per token) of index rows ``idx``; ``inf`` where not measurable."""
+    cols = space.columns(idx)
+    step = np.full(idx.shape[0], workload.fixed_s)
+    for g in workload.gemms:
+        step = step + g.count * np.asarray(simulator.latency(cols, g), dtype=float)
+    return np.where(np.isnan(step), np.inf, step / workload.tokens_per_step)
 
 
 def cache_key(identity: Any) -> str:

@@ -138,3 +138,12 @@ def test_kernel_tuner_side_replays_the_same_file(tmp_path):
     assert len(r.costs) == 3 and r.n_infeasible == 0
     # Kernel Tuner's cache restriction drops failed configs: only recorded times come back
     assert set(np.round(np.array(r.costs) * 1e3, 6)) <= {4.0, 5.0, 6.0, 8.0, 10.0, 20.0}
+
+
+def test_incumbent_is_chosen_by_measurement_and_scored_by_truth():
+    measured = [3.0, 2.0, math.nan, 1.5, 1.6]
+    truth = [3.1, 2.5, INF, 1.9, 1.2]  # the last config is truly best but measured worse
+    np.testing.assert_array_equal(metrics.incumbent_costs(measured, truth),
+                                  [3.1, 2.5, 2.5, 1.9, 1.9])
+    np.testing.assert_array_equal(metrics.incumbent_costs(measured), [3, 2, 2, 1.5, 1.5])
+    assert metrics.measurements_to_reach(measured, 1.9, 0.99, truth) == 4

@@ -21,9 +21,34 @@ def best_so_far(costs: Sequence[float] | np.ndarray) -> np.ndarray:
     return np.minimum.accumulate(np.where(np.isnan(c), np.inf, c)) if c.size else c
 
 
-def ratio_curve(costs: Sequence[float] | np.ndarray, optimum: float, budget: int) -> np.ndarray:
+def incumbent_costs(costs: Sequence[float] | np.ndarray,
+                    true_costs: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
+    """Per measurement, the cost of the best config measured so far.
+
+    With ``true_costs`` (a noisy simulator: its noise-free cost of each measured
+    config), the incumbent is still chosen by the measured cost, the one the
+    sampler and the user see, but it is scored by its true cost: what the user
+    would get by deploying it.
+    """
+    best = best_so_far(costs)
+    if true_costs is None:
+        return best
+    c = np.where(np.isnan(np.asarray(costs, dtype=float)), np.inf, costs)
+    t = np.asarray(true_costs, dtype=float)
+    out = np.full(c.shape[0], np.inf)
+    k = -1
+    for i in range(c.shape[0]):
+        if np.isfinite(c[i]) and (k < 0 or c[i] < c[k]):
+            k = i
+        if k >= 0:
+            out[i] = t[k]
+    return out
+
+
+def ratio_curve(costs: Sequence[float] | np.ndarray, optimum: float, budget: int,
+                true_costs: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
     """best/opt after 1..budget measurements; a run that stopped early keeps its last value."""
-    best = best_so_far(costs)[:budget] / optimum
+    best = incumbent_costs(costs, true_costs)[:budget] / optimum
     if best.shape[0] < budget:
         last = best[-1] if best.shape[0] else np.inf
         best = np.concatenate([best, np.full(budget - best.shape[0], last)])
@@ -42,13 +67,14 @@ def budget_summary(ratios: Sequence[float] | np.ndarray) -> dict[str, float]:
 
 
 def measurements_to_reach(costs: Sequence[float] | np.ndarray, optimum: float,
-                          fraction: float) -> int | None:
+                          fraction: float,
+                          true_costs: Sequence[float] | np.ndarray | None = None) -> int | None:
     """First measurement (1-based) whose best reaches ``fraction`` of the optimum's value.
 
     "Reach 99 %" means value >= 0.99 * optimal value, i.e. cost <= optimum / 0.99.
     ``None`` when never reached.
     """
-    hit = np.nonzero(best_so_far(costs) <= optimum / fraction)[0]
+    hit = np.nonzero(incumbent_costs(costs, true_costs) <= optimum / fraction)[0]
     return int(hit[0]) + 1 if hit.size else None
 
 

@@ -34,7 +34,7 @@ def convergence_plot(case: str, runs: Sequence[RunResult], exhaustive: Exhaustiv
     worst = 1.05
     for sampler, group in sorted(by_sampler.items()):
         budget = max(r.budget for r in group)
-        curves = np.array([metrics.ratio_curve(r.costs, opt, budget) for r in group])
+        curves = np.array([metrics.ratio_curve(r.costs, opt, budget, r.true_costs) for r in group])
         x = np.arange(1, budget + 1)
         with np.errstate(invalid="ignore"):  # inf = nothing found yet
             med = np.median(curves, axis=0)

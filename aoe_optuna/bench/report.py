@@ -23,7 +23,7 @@ def summarise(runs: Sequence[RunResult], exhaustive: Exhaustive,
     """One sampler on one case: every metric at every budget (see :mod:`.metrics`)."""
     opt = exhaustive.optimum
     top = max(budgets)
-    curves = np.array([metrics.ratio_curve(r.costs, opt, top) for r in runs])
+    curves = np.array([metrics.ratio_curve(r.costs, opt, top, r.true_costs) for r in runs])
     baseline = metrics.expected_best_random(exhaustive.costs, list(budgets))
     per_budget = {}
     for b, base in zip(budgets, baseline, strict=True):
@@ -39,9 +39,9 @@ def summarise(runs: Sequence[RunResult], exhaustive: Exhaustive,
         "seeds": len(runs),
         "budgets": per_budget,
         "reach_95": metrics.median_reach(
-            [metrics.measurements_to_reach(r.costs, opt, 0.95) for r in runs]),
+            [metrics.measurements_to_reach(r.costs, opt, 0.95, r.true_costs) for r in runs]),
         "reach_99": metrics.median_reach(
-            [metrics.measurements_to_reach(r.costs, opt, 0.99) for r in runs]),
+            [metrics.measurements_to_reach(r.costs, opt, 0.99, r.true_costs) for r in runs]),
         "invalid_per_valid": metrics.invalid_per_valid(sum(r.n_infeasible for r in runs),
                                                        measured),
         "repeats_per_run": float(np.mean([r.n_duplicates for r in runs])),
@@ -79,7 +79,7 @@ def markdown(summary: dict[str, dict[str, Any]], exhaustive: dict[str, Exhaustiv
         lines += [
             f"### {case}",
             "",
-            f"{ex.n_feasible:,} feasible configs ({ex.n_failed:,} recorded failures), optimum "
+            f"{ex.n_feasible:,} feasible configs ({ex.n_failed:,} fail when measured), optimum "
             f"cost {ex.optimum:.6g} s; {ex.count_within(0.01)} configs within 1 %, "
             f"{ex.count_within(0.05)} within 5 %. Infeasible proposals per run capped at "
             f"{infeasible_cap}.",

@@ -71,6 +71,7 @@ class RunResult:
     seed: int
     budget: int = 0
     costs: list[float] = field(default_factory=list)
+    true_costs: list[float] | None = None  # noise-free cost of each measured config (simulator)
     n_infeasible: int = 0
     n_duplicates: int = 0  # measurements of a config this run had already measured
     sampler_s: list[float] = field(default_factory=list)  # per suggestion (infeasible too)
@@ -80,6 +81,8 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["costs"] = [None if np.isnan(c) else c for c in self.costs]
+        if self.true_costs is not None:
+            out["true_costs"] = [None if not np.isfinite(c) else c for c in self.true_costs]
         return out
 
 
@@ -137,6 +140,9 @@ def run_task(task: Task) -> RunResult:
     result = RunResult(case=task.case.name, sampler=task.label or task.sampler, seed=task.seed,
                        budget=task.budget)
     seen: set[tuple[Any, ...]] = set()
+    truth = _truth(built)
+    if truth is not None:
+        result.true_costs = []
     start = time.perf_counter()
     while len(result.costs) < task.budget:
         if result.n_infeasible >= task.max_infeasible:
@@ -162,11 +168,30 @@ def run_task(task: Task) -> RunResult:
         else:
             study.tell(trial, value)
             result.costs.append(1.0 / value)
+        if truth is not None:
+            assert result.true_costs is not None
+            result.true_costs.append(truth(config))
         key = tuple(config[n] for n in space.names)
         result.n_duplicates += key in seen
         seen.add(key)
     result.wall_s = time.perf_counter() - start
     return result
+
+
+def _truth(built: Built) -> Callable[[dict[str, Any]], float] | None:
+    """For a backend with a noise-free vectorised ``latency`` (the simulator): config -> cost."""
+    backend = built.evaluator.backend
+    if not hasattr(backend, "latency"):
+        return None
+    from aoe_optuna.exhaustive import simulator_costs
+
+    space, workload = built.space, built.evaluator.workload
+
+    def cost(config: dict[str, Any]) -> float:
+        row = space.index(config)[None, :]
+        return float(simulator_costs(space, workload, backend, row)[0])
+
+    return cost
 
 
 def _init_worker() -> None:
