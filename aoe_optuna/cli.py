@@ -196,6 +196,8 @@ def _tune(args: argparse.Namespace) -> int:
         )
     sampler_kwargs = _sampler_kwargs(args.sampler_kwargs)
     spec = load_spec(args.config) if args.config else None
+    if spec is not None and args.op_source is not None:
+        _check_op_source(Path(args.op_source), spec)
     study_name = args.study_name or (spec.default_study_name() if spec else None)
     assert study_name is not None
 
@@ -214,6 +216,8 @@ def _tune(args: argparse.Namespace) -> int:
             db_file.unlink()
         raise
     if args.config is None:
+        if args.op_source is not None:
+            _check_op_source(Path(args.op_source), spec)
         backend = make_backend(spec)
         sampler = _build_sampler(make_sampler, args, spec, sampler_kwargs)
     study.sampler = sampler
@@ -259,6 +263,19 @@ def _tune(args: argparse.Namespace) -> int:
     if args.op_source is not None:
         _export_study(study, spec, args.storage, Path(args.op_source), Path(args.output), args.kb)
     return 0
+
+
+def _check_op_source(path: Path, spec: Any) -> None:
+    """Fail before tuning, not after, when the kernel source lacks a tunable."""
+    import numpy as np
+
+    from aoe_optuna.export import rewrite_source
+
+    config = spec.baseline or spec.space.config(
+        spec.space.sample_feasible(1, np.random.default_rng(0))[0]
+    )
+    rewrite_source(path.read_text(encoding="utf-8", errors="replace"), config,
+                   source_name=str(path))
 
 
 def _build_sampler(make_sampler: Any, args: argparse.Namespace, spec: Any, kwargs: dict) -> Any:
