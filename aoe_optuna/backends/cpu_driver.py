@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         expected = reference
         ka, kb = to_layout(A, a.layout, a.tile_m, a.tile_k), to_layout(B, a.layout, a.tile_k,
                                                                         a.tile_n)
-    storage, c, ldc = output_buffer(m, n, bool(a.output_align))
+    _storage, c, ldc = output_buffer(m, n, bool(a.output_align))
 
     lib = ctypes.CDLL(a.library)
     kernel = lib.aoe_gemm
@@ -172,7 +172,6 @@ def main(argv: list[str] | None = None) -> int:
         "tolerance": tol,
         "accuracy_loss": loss,
     }))
-    del storage
     return 0
 
 
