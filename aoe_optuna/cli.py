@@ -203,7 +203,8 @@ def _tune(args: argparse.Namespace) -> int:
 
     db_file = _sqlite_file(args.storage)
     created_file = db_file is not None and not db_file.exists()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # Optuna logs every failed trial with a traceback; the progress view says it in one line.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
         storage = open_storage(args.storage)
         roofline = spec.workload.roofline_tokens_per_s(spec.profile) if spec else None

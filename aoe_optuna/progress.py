@@ -6,6 +6,7 @@ import sys
 import time
 from typing import Any
 
+from optuna.trial import TrialState
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -83,6 +84,7 @@ class ProgressView:
     def __call__(self, progress: StudyProgress) -> None:
         if not self.enabled:
             return
+        self._report_failure(progress)
         wall = time.monotonic() - self.started
         best = describe_best(progress, self.baseline_fn(), self.roofline)
         extra = f"{progress.infeasible} infeasible skipped, {progress.failed} failed"
@@ -96,3 +98,16 @@ class ProgressView:
             total = self.budget.n_measurements
             of = f"/{total}" if total is not None else ""
             print(f"[{progress.measured}{of} measured] {best} | {times}", file=sys.stderr)
+
+    def _report_failure(self, progress: StudyProgress) -> None:
+        """One line per failed measurement: the study goes on, the user should know why."""
+        t = progress.last
+        if t is None or t.state != TrialState.FAIL:
+            return
+        kind = t.user_attrs.get("failure_kind")
+        if kind is None:
+            return  # interrupted before measuring; not a measurement failure
+        reason = str(t.user_attrs.get("failure_reason", "")).splitlines()
+        first = reason[0][:160] if reason else ""
+        self.console.print(f"trial {t.number} failed ({kind}): {first}", markup=False,
+                           highlight=False)

@@ -49,12 +49,13 @@ def sweep_dead_trials(study: optuna.Study) -> list[int]:
         if not isinstance(pid, int) or pid == os.getpid() or _pid_alive(pid):
             continue
         try:
-            study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+            study._storage.set_trial_system_attr(
+                trial._trial_id, "fail_reason", f"worker pid {pid} on {here} died"
+            )
+            if not study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL):
+                continue
         except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
             continue  # another worker swept it first
-        study._storage.set_trial_system_attr(
-            trial._trial_id, "fail_reason", f"worker pid {pid} on {here} died"
-        )
         study.enqueue_trial(trial.params, user_attrs={RETRY_OF_ATTR: trial.number})
         swept.append(trial.number)
     return swept

@@ -50,6 +50,7 @@ class StudyProgress:
     failed: int = 0
     virtual_s: float = 0.0
     best: FrozenTrial | None = None
+    last: FrozenTrial | None = None  # the trial that just finished, if any
 
     @classmethod
     def of(cls, trials: list[FrozenTrial]) -> StudyProgress:
@@ -88,6 +89,7 @@ class _Stopper:
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         progress = StudyProgress.of(study.get_trials(deepcopy=False))
+        progress.last = trial
         self.on_update(progress)
         self.infeasible_in_a_row = self.infeasible_in_a_row + 1 if (
             trial.state == TrialState.PRUNED
