@@ -207,7 +207,7 @@ def _tune(args: argparse.Namespace) -> int:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
         storage = open_storage(args.storage)
-        roofline = spec.workload.roofline_tokens_per_s(spec.profile) if spec else None
+        roofline = spec.roofline_tokens_per_s() if spec else None
         if spec is not None:
             backend = make_backend(spec)  # check backend options before writing anything
             sampler = _build_sampler(make_sampler, args, spec, sampler_kwargs)
@@ -226,7 +226,7 @@ def _tune(args: argparse.Namespace) -> int:
 
     roofline = study.user_attrs.get("roofline_tokens_per_s")
     evaluator = Evaluator(
-        spec.workload, backend, roofline or spec.workload.roofline_tokens_per_s(spec.profile),
+        spec.workload, backend, roofline or spec.roofline_tokens_per_s(),
         max_accuracy_loss=spec.accuracy.get("max_relative_error"),
     )
     budget = Budget(

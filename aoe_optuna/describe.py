@@ -1,12 +1,15 @@
 """What a spec's space looks like: size, feasible set, baseline, and the optimum.
 
 Used by ``aoe-tune describe`` and scripts/describe_studies.py; the optimum is
-exhaustive (every feasible config evaluated by the vectorised simulator).
+exhaustive (every feasible config evaluated, noise-free, by the vectorised
+simulator), so it is the true optimum of the model, not an estimate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+
+import numpy as np
 
 from aoe_optuna.spec import load_spec
 
@@ -14,25 +17,35 @@ from aoe_optuna.spec import load_spec
 def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
     spec = load_spec(path)
     space = spec.space
-    roofline = spec.workload.roofline_tokens_per_s(spec.profile)
     yield f"{path}: {spec.default_study_name()}"
-    yield f"  workload       {spec.workload.name}"
-    yield f"  space          {space.size:,} configs over {', '.join(space.names)}"
-    yield f"  feasible       {space.n_feasible:,} ({space.n_feasible / space.size:.1%})"
-    yield f"  roofline       {roofline:,.4g} tokens/s"
+    yield f"  workload         {spec.workload.name}"
+    yield f"  space            {space.size:,} configs over {', '.join(space.names)}"
+    yield f"  feasible         {space.n_feasible:,} ({space.n_feasible / space.size:.1%})"
+    roofline = spec.roofline_tokens_per_s()
+    if roofline is None:
+        return
+    yield f"  roofline         {roofline:,.4g} tokens/s"
     if spec.backend["name"] != "simulator" or not optimum:
         return
-    from aoe_optuna.exhaustive import exhaustive_optimum
+    from aoe_optuna.backends import make_backend
+    from aoe_optuna.exhaustive import simulator_costs, simulator_exhaustive
 
-    result = exhaustive_optimum(spec)
+    sim = make_backend(spec)
+    result = simulator_exhaustive(space, spec.workload, sim)
+    best = 1.0 / result.optimum
     if spec.baseline is not None:
-        base = result.value_of(spec.baseline)
-        yield (f"  baseline       {base:,.4g} tokens/s ({base / roofline:.1%} of roofline) "
+        row = space.index(spec.baseline)[None, :]
+        base = 1.0 / float(simulator_costs(space, spec.workload, sim, row)[0])
+        yield (f"  baseline         {base:,.4g} tokens/s ({base / roofline:.1%} of roofline) "
                f"{_cfg(spec.baseline)}")
-    yield (f"  optimum        {result.best_value:,.4g} tokens/s "
-           f"({result.best_value / roofline:.1%} of roofline) {_cfg(result.best_config)}")
+    yield (f"  optimum          {best:,.4g} tokens/s ({best / roofline:.1%} of roofline) "
+           f"{_cfg(result.best_config)}")
+    finite = result.costs[np.isfinite(result.costs)]
+    yield (f"  near optimum     {result.count_within(0.01):,} configs within 1%, "
+           f"{result.count_within(0.05):,} within 5%; median config "
+           f"{1.0 / float(np.median(finite)):,.4g} tokens/s")
     if spec.baseline is not None:
-        yield f"  optimum/baseline {result.best_value / base:.3f}"
+        yield f"  optimum/baseline {best / base:.3f}"
 
 
 def _cfg(config: dict) -> str:

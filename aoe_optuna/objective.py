@@ -60,8 +60,9 @@ class Evaluation:
                 tokens_per_s=self.tokens_per_s,
                 latency_us={k: round(v * 1e6, 3) for k, v in self.latency_s.items()},
                 tflops=round(self.tflops, 3),
-                roofline_fraction=round(self.roofline_fraction, 5),
             )
+            if self.roofline_fraction == self.roofline_fraction:  # not NaN
+                attrs["roofline_fraction"] = round(self.roofline_fraction, 5)
         else:
             attrs.update({ATTR_FAILURE_KIND: self.failure_kind, ATTR_FAILURE: self.reason[:2000]})
         if self.accuracy_loss is not None:
@@ -76,7 +77,7 @@ class Evaluator:
         self,
         workload: Workload,
         backend: Backend,
-        roofline_tokens_per_s: float,
+        roofline_tokens_per_s: float | None,
         max_accuracy_loss: float | None = None,
     ) -> None:
         self.workload = workload
@@ -116,7 +117,8 @@ class Evaluator:
         flops = sum(g.count * g.flops for g in self.workload.gemms)
         return Evaluation(
             ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost,
-            tflops=flops / gemm_time / 1e12, roofline_fraction=tps / self.roofline,
+            tflops=flops / gemm_time / 1e12,
+            roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
             accuracy_loss=worst_loss,
         )
 

@@ -137,6 +137,16 @@ class StudySpec:
             parts.append(self.backend["name"])
         return "-".join(parts)
 
+    def roofline_tokens_per_s(self) -> float | None:
+        """The best tokens/s any tiling could reach on the SoC (None off the Ascend backends).
+
+        A CPU kernel or a replayed GPU kernel is not bound by the SoC profile's
+        roofline, so no fraction of it is reported for those.
+        """
+        if self.backend_space or self.backend["name"] not in ("simulator", "npu"):
+            return None
+        return self.workload.roofline_tokens_per_s(self.profile)
+
     def canonical(self) -> dict:
         """The normalised document: every default filled in, every value spelled canonically.
 
