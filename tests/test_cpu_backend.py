@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.cpu import CpuBackend
+from aoe_optuna.backends.cpu import TEMP_PREFIX, CpuBackend, remove_orphaned_work_dirs
 from aoe_optuna.backends.cpu_driver import quantize, round_to_dtype, to_layout
 from aoe_optuna.backends.cpu_kernel import (
     BASE_FLAGS,
@@ -195,3 +196,17 @@ def test_close_removes_the_temporary_work_dir() -> None:
     assert root.exists()
     b.close()
     assert not root.exists()
+
+
+def test_work_dirs_of_killed_processes_are_removed(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    orphan = tmp_path / f"{TEMP_PREFIX}{dead.stdout.strip()}-abc"
+    (orphan / "work").mkdir(parents=True)
+    mine = tmp_path / f"{TEMP_PREFIX}{os.getpid()}-def"
+    mine.mkdir()
+    assert remove_orphaned_work_dirs(str(tmp_path)) == 1
+    assert not orphan.exists() and mine.exists()

@@ -42,6 +42,7 @@ from aoe_optuna.workload import Gemm
 LIBRARY = "libgemm.so"
 SOURCE = "kernel.c"
 FAULTS = ("build", "segfault", "hang", "wrong")  # test-only, see CpuBackend
+TEMP_PREFIX = "aoe-cpu-"  # temporary work dirs: aoe-cpu-<pid>-<random>
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 # option -> (type, default, check, what is expected)
@@ -67,7 +68,8 @@ class CpuBackend:
 
     ``work_dir`` holds the build cache (``<work_dir>/<key>/libgemm.so``) and
     per-build work directories (removed after each build). Without one, a
-    temporary directory is used and removed by :meth:`close` (or at exit).
+    temporary directory is used and removed by :meth:`close` (or at exit); one
+    left behind by a process that was killed is removed by the next backend.
 
     ``fault`` is a test-only switch (not accepted by :meth:`from_options`):
     ``build`` adds an ``#error`` line to the source, ``segfault`` / ``hang`` /
@@ -114,7 +116,8 @@ class CpuBackend:
         self.max_accuracy_loss = max_accuracy_loss
         self.fault = fault
         if work_dir is None:
-            root = Path(tempfile.mkdtemp(prefix="aoe-cpu-"))
+            remove_orphaned_work_dirs()
+            root = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
             self._finalizer = weakref.finalize(self, shutil.rmtree, root, True)
         else:
             root = Path(work_dir)
@@ -222,3 +225,25 @@ def _check_option(key: str, value: Any) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, typ) or not ok(value):
         raise ValueError(f"{key}: expected {expected}, got {value!r}")
+
+
+def remove_orphaned_work_dirs(tmp: str | None = None) -> int:
+    """Remove temporary work dirs whose process is gone (killed before it could clean up)."""
+    removed = 0
+    for path in Path(tmp or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
+        pid_text = path.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or not path.is_dir() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
