@@ -81,7 +81,14 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--op-source", help="kernel source to rewrite with the best config at the end")
     p.add_argument("--output", help="where to write the tuned kernel (with --op-source)")
     p.add_argument("--kb", default=None, help="knowledge base file to merge the result into")
+    p.add_argument("--n-workers", type=int, default=None,
+                   help="worker processes on this host, all on the one study (default 1, or "
+                   "one per --devices entry)")
+    p.add_argument("--devices", default=None,
+                   help="comma-separated device ids, one worker each (sets "
+                   "ASCEND_RT_VISIBLE_DEVICES per worker), e.g. 0,1,2,3")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
@@ -186,6 +193,12 @@ def _tune(args: argparse.Namespace) -> int:
         raise UsageError("--timeout: expected a positive number of seconds")
     if args.config is None and args.study_name is None:
         raise UsageError("pass --config SPEC (new study) or --study-name NAME (resume)")
+    devices = _devices(args.devices)
+    n_workers = args.n_workers if args.n_workers is not None else max(len(devices), 1)
+    if n_workers < 1:
+        raise UsageError("--n-workers: expected a positive number of worker processes")
+    if devices and len(devices) != n_workers:
+        raise UsageError(f"--devices names {len(devices)} devices for {n_workers} workers")
     if (args.op_source is None) != (args.output is None):
         raise UsageError("--op-source and --output go together")
     if args.op_source is not None and not Path(args.op_source).is_file():
@@ -241,15 +254,22 @@ def _tune(args: argparse.Namespace) -> int:
         return None if t is None else t.value
 
     view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
-    print(
-        f"study {study.study_name} in {args.storage}: {spec.space.size:,} configs, "
-        f"{spec.space.n_feasible:,} feasible; sampler {args.sampler}; backend "
-        f"{spec.backend['name']}",
-        file=sys.stderr,
-    )
+    if not args.worker:
+        print(
+            f"study {study.study_name} in {args.storage}: {spec.space.size:,} configs, "
+            f"{spec.space.n_feasible:,} feasible; sampler {args.sampler}; backend "
+            f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
+            file=sys.stderr,
+        )
     try:
         with view:
-            result = run_study(study, TuningObjective(spec.space, evaluator), budget, view)
+            if n_workers > 1:
+                from aoe_optuna.workers import run_workers
+
+                result = run_workers(study, budget, view, _worker_args(args, study.study_name),
+                                     n_workers, devices, args.seed)
+            else:
+                result = run_study(study, TuningObjective(spec.space, evaluator), budget, view)
     except KeyboardInterrupt:
         print(
             "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
@@ -258,12 +278,38 @@ def _tune(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    if args.worker:
+        return 0
     summary = summarise(study, spec, result, args.storage)
     print_summary(summary)
     save_dashboard_note(study, summary)
     if args.op_source is not None:
         _export_study(study, spec, args.storage, Path(args.op_source), Path(args.output), args.kb)
     return 0
+
+
+def _devices(text: str | None) -> list[str]:
+    if text is None:
+        return []
+    items = [d.strip() for d in text.split(",")]
+    if not all(d.isdigit() for d in items) or len(set(items)) != len(items):
+        raise UsageError(f"--devices: expected distinct device ids such as 0,1,2,3, got {text!r}")
+    return items
+
+
+def _worker_args(args: argparse.Namespace, study_name: str) -> list[str]:
+    """The command line of one worker: the same study, from storage, no display."""
+    out = ["--storage", args.storage, "--study-name", study_name, "--sampler", args.sampler,
+           "--sampler-kwargs", args.sampler_kwargs, "--no-progress", "--worker"]
+    if args.n_trials is not None:
+        out += ["--n-trials", str(args.n_trials)]
+    if args.timeout is not None:
+        out += ["--timeout", str(args.timeout)]
+    if args.wall_time:
+        out.append("--wall-time")
+    if args.target is not None:
+        out += ["--target", str(args.target)]
+    return out
 
 
 def _check_op_source(path: Path, spec: Any) -> None:

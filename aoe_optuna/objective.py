@@ -13,7 +13,7 @@ Three outcomes per trial, so every sampler gets honest information:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ ATTR_FAILURE = "failure_reason"
 ATTR_INFEASIBLE = "violated_rules"
 ATTR_CONSTRAINTS = "constraints"
 ATTR_BASELINE = "baseline"
+ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trials
 
 
 class MeasurementFailed(Exception):
@@ -152,9 +153,15 @@ def record_constraints(
 class TuningObjective:
     """``study.optimize(TuningObjective(...), catch=(MeasurementFailed,))``."""
 
-    def __init__(self, space: SearchSpace, evaluator: Evaluator) -> None:
+    def __init__(
+        self,
+        space: SearchSpace,
+        evaluator: Evaluator,
+        may_measure: Callable[[optuna.Trial], bool] | None = None,
+    ) -> None:
         self.space = space
         self.evaluator = evaluator
+        self.may_measure = may_measure
 
     def __call__(self, trial: optuna.Trial) -> float:
         config = suggest_config(trial, self.space)
@@ -163,6 +170,10 @@ class TuningObjective:
             trial.set_user_attr(ATTR_INFEASIBLE, violated)
             trial.set_user_attr(ATTR_MEASURED, False)
             raise optuna.TrialPruned("infeasible: " + "; ".join(violated))
+        if self.may_measure is not None and not self.may_measure(trial):
+            trial.set_user_attr(ATTR_SURPLUS, True)
+            trial.set_user_attr(ATTR_MEASURED, False)
+            raise optuna.TrialPruned("the measurement budget is taken by earlier trials")
         result = self.evaluator.evaluate(self.space.full_config(config))
         for key, value in result.user_attrs().items():
             trial.set_user_attr(key, value)

@@ -19,6 +19,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.objective import (
     ATTR_COST,
+    ATTR_INFEASIBLE,
     MeasurementFailed,
     TuningObjective,
     count_measured,
@@ -29,6 +30,7 @@ from aoe_optuna.recovery import WORKER_ATTR, sweep_dead_trials, worker_identity
 # A sampler that proposes this many infeasible configs in a row is not
 # going to find a feasible one: stop instead of spinning.
 MAX_INFEASIBLE_IN_A_ROW = 2000
+POLL_S = 0.5  # how often a worker with nothing to do looks at the others' progress
 
 
 @dataclass
@@ -46,6 +48,7 @@ class StudyProgress:
     """What the study holds now (all workers), recomputed from storage."""
 
     measured: int = 0
+    running: int = 0  # being measured (or checked) by some worker right now
     infeasible: int = 0
     failed: int = 0
     virtual_s: float = 0.0
@@ -56,10 +59,12 @@ class StudyProgress:
     def of(cls, trials: list[FrozenTrial]) -> StudyProgress:
         p = cls()
         for t in trials:
-            if t.state == TrialState.PRUNED:
+            if t.state == TrialState.PRUNED and ATTR_INFEASIBLE in t.user_attrs:
                 p.infeasible += 1
             elif t.state == TrialState.FAIL and is_measured(t):
                 p.failed += 1
+            elif t.state == TrialState.RUNNING:
+                p.running += 1
             p.virtual_s += float(t.user_attrs.get(ATTR_COST, 0.0) or 0.0)
             if t.state == TrialState.COMPLETE and (
                 p.best is None or (t.value or 0) > (p.best.value or 0)
@@ -95,11 +100,26 @@ class _Stopper:
             trial.state == TrialState.PRUNED
         ) else 0
         reason = self.check(progress)
+        if reason is None:
+            reason = self._wait_for_pending(study, progress)
         if reason is None and self.infeasible_in_a_row >= MAX_INFEASIBLE_IN_A_ROW:
             reason = f"the sampler proposed {MAX_INFEASIBLE_IN_A_ROW} infeasible configs in a row"
         if reason is not None:
             self.reason = reason
             study.stop()
+
+    def _wait_for_pending(self, study: optuna.Study, progress: StudyProgress) -> str | None:
+        """Other workers' running trials could fill the budget: wait instead of proposing."""
+        n = self.budget.n_measurements
+        while n is not None and progress.measured < n <= progress.measured + progress.running:
+            time.sleep(POLL_S)
+            sweep_dead_trials(study)
+            progress = StudyProgress.of(study.get_trials(deepcopy=False))
+            self.on_update(progress)
+            reason = self.check(progress)
+            if reason is not None:
+                return reason
+        return None
 
     def check(self, progress: StudyProgress) -> str | None:
         b = self.budget
@@ -117,6 +137,32 @@ class _Stopper:
         ):
             return f"target {b.target_tokens_per_s:g} tokens/s reached"
         return None
+
+
+class BudgetGuard:
+    """May this trial measure? Exact under any number of workers, without locks.
+
+    Trial numbers are handed out in creation order and a trial is in storage
+    (RUNNING, or WAITING when enqueued) before its objective runs. A trial may
+    measure only while fewer than ``n`` trials numbered below it are measured,
+    running or waiting. The (n+1)-th measurement by number would see n trials
+    ahead of it, so no study ever holds more than ``n`` measurements; a trial
+    ahead that turns out infeasible only makes this check cautious, and the
+    study then goes on until exactly ``n`` are measured.
+    """
+
+    def __init__(self, study: optuna.Study, n: int) -> None:
+        self.study = study
+        self.n = n
+
+    def __call__(self, trial: optuna.Trial) -> bool:
+        ahead = 0
+        for t in self.study.get_trials(deepcopy=False):
+            if t.number < trial.number and (
+                is_measured(t) or t.state in (TrialState.RUNNING, TrialState.WAITING)
+            ):
+                ahead += 1
+        return ahead < self.n
 
 
 class _WorkerTaggedObjective:
@@ -147,6 +193,8 @@ def run_study(
     if done is not None:
         return RunResult(f"already done: {done}", progress, 0.0, swept)
     timeout = budget.time_s if budget.wall_time else None
+    if budget.n_measurements is not None:
+        objective.may_measure = BudgetGuard(study, budget.n_measurements)
     study.optimize(
         _WorkerTaggedObjective(objective),
         n_trials=None,
