@@ -119,9 +119,10 @@ def test_harness_on_tiny_space_matches_hand_metrics(tmp_path):
 def test_infeasible_cap_stops_a_run(tmp_path):
     cache = write_cache(tmp_path)
     out = tmp_path / "out"
-    main(["--space", str(cache), "--sampler", "random", "--seeds", "4", "--budgets", "8",
-          "--max-infeasible", "1", "--jobs", "1", "--kernel-tuner", "", "--out", str(out),
-          "--cache-dir", str(tmp_path / "cache")])
+    args = ["--space", str(cache), "--sampler", "random", "--seeds", "4", "--budgets", "8",
+            "--max-infeasible", "1", "--jobs", "1", "--kernel-tuner", "", "--out", str(out),
+            "--cache-dir", str(tmp_path / "cache")]
+    main(args)
     raw = json.loads((out / "results.json").read_text())
     assert raw["infeasible_cap"] == 1
     for r in raw["runs"]:
@@ -129,6 +130,13 @@ def test_infeasible_cap_stops_a_run(tmp_path):
         assert (r["stopped"] == "infeasible cap") == (len(r["costs"]) < 8)
     stopped = sum(r["stopped"] != "budget" for r in raw["runs"])
     assert raw["summary"]["tiny"]["random"]["runs_stopped_early"] == stopped
+    # a second invocation on the same folder reuses the recorded runs instead of rerunning
+    log = (out / "runs.jsonl").read_text()
+    assert len(log.splitlines()) == 4
+    main(args)
+    assert (out / "runs.jsonl").read_text() == log
+    again = json.loads((out / "results.json").read_text())
+    assert again["summary"] == raw["summary"]
 
 
 @pytest.mark.skipif(not kts.available(), reason="kernel_tuner not installed (bench extra)")

@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=2, help="worker processes (seeds in parallel)")
     p.add_argument("--out", default="bench_out", help="output folder")
     p.add_argument("--cache-dir", default=None, help="exhaustive-optimum cache folder")
+    p.add_argument("--fresh", action="store_true",
+                   help="ignore runs already in OUT/runs.jsonl (by default they are reused: "
+                        "an interrupted benchmark resumes, and several invocations merge)")
     return p
 
 
@@ -183,15 +186,26 @@ def main(argv: list[str] | None = None) -> int:
         print("kernel_tuner is not installed: no Kernel Tuner rows (pip install kernel-tuner)")
         strategies = []
     start = time.perf_counter()
+    log = out / "runs.jsonl"
+    done = [] if args.fresh else load_runs(log)
+    if args.fresh and log.exists():
+        log.unlink()
+    have = {(r.case, r.sampler, r.seed, r.budget) for r in done}
 
     def progress(r: RunResult) -> None:
+        with log.open("a") as fh:
+            fh.write(json.dumps(r.to_dict()) + "\n")
         print(f"  {r.case} {r.sampler} seed {r.seed}: {len(r.costs)} measured, "
               f"{r.n_infeasible} infeasible, {r.wall_s:.1f} s ({r.stopped})", flush=True)
 
-    runs = run_tasks(tasks, jobs=args.jobs, progress=progress)
+    tasks = [t for t in tasks if (t.case.name, t.label, t.seed, t.budget) not in have]
+    runs = done + run_tasks(tasks, jobs=args.jobs, progress=progress)
     kt_tasks = [(c, s, seed, top) for c in kt_cases for s in strategies
-                for seed in range(args.first_seed, args.first_seed + args.seeds)]
+                for seed in range(args.first_seed, args.first_seed + args.seeds)
+                if (c.name, kernel_tuner_side.PREFIX + s, seed, top) not in have]
     runs += _run_kt(kt_tasks, args.jobs, progress)
+    names = {c.name for c in cases}
+    runs = [r for r in runs if r.case in names]
     summary = summarise_all(runs, exhaustive, budgets)
     from aoe_optuna.bench.plots import convergence_plot
 
@@ -216,6 +230,23 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     print(f"wrote {out / 'results.json'}, {out / 'report.md'}, {', '.join(plots)}")
     return 0
+
+
+def load_runs(path: Path) -> list[RunResult]:
+    """Runs recorded by earlier invocations (one JSON object per line)."""
+    if not path.is_file():
+        return []
+    runs = []
+    for line in path.read_text().splitlines():
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by an interruption
+        d["costs"] = [float("nan") if c is None else c for c in d["costs"]]
+        if d.get("true_costs") is not None:
+            d["true_costs"] = [float("inf") if c is None else c for c in d["true_costs"]]
+        runs.append(RunResult(**d))
+    return runs
 
 
 def _run_kt(tasks: list[tuple[Case, str, int, int]], jobs: int, progress: Any) -> list[RunResult]:
