@@ -1,0 +1,78 @@
+"""The configs the acquisition is maximised over: feasible, never tried, never running.
+
+Spaces whose feasible set fits in memory (the 49k-point decode study, the
+recorded GEMM spaces) are enumerated once (index rows, flat ids and the
+encoding are cached on the sampler; they only depend on the space) and
+scored whole. Larger ones (the 11.8M-point study) get a fresh pool each step:
+uniform feasible samples plus every feasible one-parameter neighbour of the
+best configs, so the search can both roam and refine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aoe_optuna.space import SearchSpace
+
+ENUMERATE_LIMIT = 400_000
+POOL_SIZE = 20_000
+
+
+@dataclass
+class Candidates:
+    rows: np.ndarray  # (m, d) index rows
+    x: np.ndarray  # (m, D) encoded
+
+
+def neighbours(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
+    """Every feasible config one parameter away from some row of ``rows``."""
+    out = []
+    for row in rows:
+        for j, k in enumerate(space.shape):
+            block = np.repeat(row[None, :], k, axis=0)
+            block[:, j] = np.arange(k)
+            out.append(np.delete(block, row[j], axis=0))
+    if not out:
+        return np.zeros((0, len(space.names)), dtype=np.int64)
+    cand = np.concatenate(out)
+    return cand[space.is_feasible(cand)]
+
+
+class CandidateSource:
+    """Unseen feasible candidates for one space (exact set or a refreshed pool)."""
+
+    def __init__(
+        self, space: SearchSpace, enumerate_limit: int = ENUMERATE_LIMIT,
+        pool_size: int = POOL_SIZE,
+    ) -> None:
+        self.space = space
+        self.pool_size = pool_size
+        self.exact = space.n_feasible <= enumerate_limit
+        self._rows: np.ndarray | None = None
+        self._ids: np.ndarray | None = None
+        self._x: np.ndarray | None = None
+
+    def _enumerated(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._rows is None:
+            rows = self.space.all_feasible()
+            self._rows, self._ids, self._x = rows, self.space.flat_id(rows), self.space.encode(rows)
+        assert self._ids is not None and self._x is not None
+        return self._rows, self._ids, self._x
+
+    def unseen(
+        self, seen: set[int], rng: np.random.Generator, incumbents: np.ndarray
+    ) -> Candidates:
+        """Candidates not in ``seen`` (flat ids of every trial of the study)."""
+        if self.exact:
+            rows, ids, x = self._enumerated()
+            keep = ~np.isin(ids, np.fromiter(seen, dtype=np.int64, count=len(seen)))
+            return Candidates(rows[keep], x[keep])
+        pool = [self.space.sample_feasible(self.pool_size, rng, exclude=seen)]
+        if incumbents.shape[0]:
+            pool.append(neighbours(self.space, incumbents))
+        rows = np.unique(np.concatenate(pool), axis=0)
+        ids = self.space.flat_id(rows)
+        rows = rows[~np.isin(ids, np.fromiter(seen, dtype=np.int64, count=len(seen)))]
+        return Candidates(rows, self.space.encode(rows))

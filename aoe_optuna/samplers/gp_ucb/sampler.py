@@ -1,0 +1,240 @@
+"""GPUCBSampler: the orchestrator (history -> design or GP + UCB -> one config).
+
+Each call rebuilds everything from the study's trials in storage, so any
+worker, a resumed study or ``aoe-optuna ask`` gets the same proposal for the
+same seed and history. The only thing carried between calls is the GP's
+hyperparameters, and they travel through storage too (a system attribute of
+the trial they were fitted for) as the warm start and fallback of the next fit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import optuna
+import torch
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    IntDistribution,
+)
+from optuna.samplers import BaseSampler, RandomSampler
+from optuna.study import Study
+from optuna.trial import FrozenTrial
+
+from aoe_optuna.params import Param
+from aoe_optuna.samplers.gp_ucb._acquisition import DEFAULT_BETA, beta_at, ucb, weighted_by_success
+from aoe_optuna.samplers.gp_ucb._candidates import (
+    ENUMERATE_LIMIT,
+    POOL_SIZE,
+    Candidates,
+    CandidateSource,
+)
+from aoe_optuna.samplers.gp_ucb._design import farthest_point
+from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
+from aoe_optuna.samplers.gp_ucb._history import History, read_history, trial_params
+from aoe_optuna.samplers.gp_ucb._model import FitError, Hyper, Posterior, fit_gp
+from aoe_optuna.space import SearchSpace
+
+_log = logging.getLogger(__name__)
+
+HYPER_ATTR = "gp_ucb:hyper"  # trial system attr: the GP hyperparameters fitted for it
+N_INCUMBENTS = 5
+# L-BFGS iterations: a warm start continues from the previous trial's optimum, so a few
+# steps per suggestion keep it converged; a cold fit (the first one) gets more.
+WARM_MAX_ITER = 10
+COLD_MAX_ITER = 100
+
+
+class GPUCBSampler(BaseSampler):
+    """BoTorch GP + UCB over the exact feasible set of a SearchSpace.
+
+    Args:
+        space: the search space; default: the study's stored spec, else the
+            cartesian product of the int/categorical distributions its trials used.
+        seed: makes proposals reproducible for a given history.
+        n_startup_trials: configs (baseline, failures and running trials
+            included) placed by the space-filling design before the GP takes over.
+        beta: UCB exploration weight (mean + sqrt(beta) std); 3.84 = "mean + 1.96 std".
+        beta_schedule: None (constant beta) or "srinivas" (GP-UCB's growing beta, scaled).
+        use_feasibility_model: weight the acquisition by P(success) learned from
+            FAIL trials; False leaves failures out of the model (only never repeated).
+        enumerate_limit: feasible-set size above which a sampled pool replaces enumeration.
+        pool_size: uniform feasible samples in that pool (plus neighbours of the best).
+    """
+
+    def __init__(
+        self,
+        space: SearchSpace | None = None,
+        seed: int | None = None,
+        n_startup_trials: int = 10,
+        beta: float = DEFAULT_BETA,
+        beta_schedule: str | None = None,
+        use_feasibility_model: bool = True,
+        enumerate_limit: int = ENUMERATE_LIMIT,
+        pool_size: int = POOL_SIZE,
+    ) -> None:
+        if n_startup_trials < 1:
+            raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
+        if beta < 0:
+            raise ValueError(f"beta: expected >= 0, got {beta}")
+        beta_at(1, 1, beta, beta_schedule)  # validates the schedule name
+        self._space = space
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % 2**32)
+        self._seed = int(seed)
+        self.n_startup_trials = n_startup_trials
+        self.beta = beta
+        self.beta_schedule = beta_schedule
+        self.use_feasibility_model = use_feasibility_model
+        self._enumerate_limit = enumerate_limit
+        self._pool_size = pool_size
+        self._independent = RandomSampler(seed=self._seed)
+        self._sources: dict[int, CandidateSource] = {}
+        self._spaces: dict[Any, SearchSpace] = {}
+
+    # ------------------------------------------------------------------ space
+    def _space_for(self, study: Study) -> SearchSpace | None:
+        if self._space is not None:
+            return self._space
+        key = ("spec", id(study._storage), study._study_id)
+        if key not in self._spaces:
+            stored = _stored_space(study)
+            if stored is not None:
+                self._spaces[key] = stored
+        if key in self._spaces:
+            return self._spaces[key]
+        return self._inferred_space(study)
+
+    def _inferred_space(self, study: Study) -> SearchSpace | None:
+        """Cartesian product of the int/categorical distributions every trial used."""
+        dists = optuna.search_space.intersection_search_space(
+            study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
+                                                     optuna.trial.TrialState.FAIL,
+                                                     optuna.trial.TrialState.PRUNED)),
+            include_pruned=True,
+        )
+        params = [
+            p for name, d in sorted(dists.items()) if (p := _param_of(name, d)) is not None
+        ]
+        if not params:
+            return None
+        key = tuple((p.name, p.choices) for p in params)
+        if key not in self._spaces:
+            self._spaces[key] = SearchSpace(params)
+        return self._spaces[key]
+
+    def _source(self, space: SearchSpace) -> CandidateSource:
+        if id(space) not in self._sources:
+            self._sources[id(space)] = CandidateSource(
+                space, self._enumerate_limit, self._pool_size
+            )
+        return self._sources[id(space)]
+
+    # ------------------------------------------------------- BaseSampler API
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        space = self._space_for(study)
+        return {} if space is None else space.distributions()
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        space = self._space_for(study)
+        if space is None or not search_space:
+            return {}
+        if set(space.names) <= set(trial_params(trial)):
+            return {}  # an enqueued trial (the baseline): its params are fixed
+        trials = study.get_trials(deepcopy=False)
+        history = read_history(study, space, exclude_number=trial.number, trials=trials)
+        rng = np.random.default_rng([self._seed, trial.number])
+        cands = self._source(space).unseen(history.seen, rng, history.incumbents(N_INCUMBENTS))
+        if cands.rows.shape[0] == 0:
+            _log.warning("every feasible config has been tried; falling back to random")
+            return {}
+        with torch.random.fork_rng(), _one_torch_thread():
+            torch.manual_seed(self._seed + trial.number)
+            pick, hyper = self._choose(space, history, cands, rng, _previous_hyper(trials))
+        if hyper is not None:
+            study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
+        return space.config(cands.rows[pick])
+
+    def sample_independent(
+        self, study: Study, trial: FrozenTrial, param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        return self._independent.sample_independent(study, trial, param_name, param_distribution)
+
+    def reseed_rng(self) -> None:
+        self._independent.reseed_rng()
+
+    # ------------------------------------------------------------- the step
+    def _choose(
+        self, space: SearchSpace, history: History, cands: Candidates,
+        rng: np.random.Generator, previous: Hyper | None,
+    ) -> tuple[int, Hyper | None]:
+        """Index into ``cands`` of the next config, and the hyperparameters fitted for it."""
+        used_x = space.encode(
+            np.concatenate([history.completed, history.failed, history.pending])
+        )
+        if history.n_used < self.n_startup_trials or history.completed.shape[0] < 2:
+            return farthest_point(cands, used_x, rng), None
+        x = space.encode(history.completed)
+        try:
+            fit = fit_gp(x, history.targets(), previous, WARM_MAX_ITER, COLD_MAX_ITER)
+        except FitError as exc:
+            _log.warning("%s; this suggestion is space-filling", exc)
+            return farthest_point(cands, used_x, rng), None
+        post = Posterior(fit).condition_on_pending(fit, space.encode(history.pending))
+        mean, std = post.predict(cands.x)
+        t = history.completed.shape[0] - self.n_startup_trials + 1
+        beta = beta_at(t, space.n_feasible, self.beta, self.beta_schedule)
+        score = ucb(mean, std, beta)
+        if self.use_feasibility_model:
+            feas = FeasibilityModel.fit(x, space.encode(history.failed))
+            if feas is not None:
+                floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
+                score = weighted_by_success(score, feas.predict(cands.x), floor)
+        return int(np.argmax(score)), fit.hyper
+
+
+@contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """GPs of a few hundred points gain nothing from threads, and on a shared machine
+    torch's spinning intra-op threads made each fit ten times slower (measured)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _previous_hyper(trials: Sequence[FrozenTrial]) -> Hyper | None:
+    for t in reversed(trials):
+        hyper = t.system_attrs.get(HYPER_ATTR)
+        if hyper is not None:
+            return hyper
+    return None
+
+
+def _stored_space(study: Study) -> SearchSpace | None:
+    try:
+        from aoe_optuna.study_attrs import space_from_study
+
+        return space_from_study(study)
+    except ImportError:  # the spec loader is not installed in this checkout
+        return None
+
+
+def _param_of(name: str, dist: BaseDistribution) -> Param | None:
+    if isinstance(dist, IntDistribution):
+        return Param.generic(name, range(dist.low, dist.high + 1, dist.step))
+    if isinstance(dist, CategoricalDistribution):
+        return Param.generic(name, dist.choices)
+    return None
