@@ -10,8 +10,7 @@ the trial they were fitted for) as the warm start and fallback of the next fit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,13 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
 from aoe_optuna.samplers.gp_ucb._history import History, read_history, trial_params
-from aoe_optuna.samplers.gp_ucb._model import FitError, Hyper, Posterior, fit_gp
+from aoe_optuna.samplers.gp_ucb._model import (
+    FitError,
+    Hyper,
+    Posterior,
+    fit_gp,
+    one_torch_thread,
+)
 from aoe_optuna.space import SearchSpace
 
 _log = logging.getLogger(__name__)
@@ -157,7 +162,7 @@ class GPUCBSampler(BaseSampler):
         if cands.rows.shape[0] == 0:
             _log.warning("every feasible config has been tried; falling back to random")
             return {}
-        with torch.random.fork_rng(), _one_torch_thread():
+        with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
             pick, hyper = self._choose(space, history, cands, rng, _previous_hyper(trials))
         if hyper is not None:
@@ -201,18 +206,6 @@ class GPUCBSampler(BaseSampler):
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
                 score = weighted_by_success(score, feas.predict(cands.x), floor)
         return int(np.argmax(score)), fit.hyper
-
-
-@contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """GPs of a few hundred points gain nothing from threads, and on a shared machine
-    torch's spinning intra-op threads made each fit ten times slower (measured)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _previous_hyper(trials: Sequence[FrozenTrial]) -> Hyper | None:
