@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up .venv with everything aoe_optuna needs (idempotent; about a minute).
+# torch is installed first and pinned: a CPU wheel of torch 2.13.0 is what we
+# test with; an unpinned torch would pull a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; assert sys.version_info >= (3, 11), "aoe_optuna needs Python 3.11+"'
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+echo "set up: $(.venv/bin/python -c 'import aoe_optuna, optuna, torch; print("optuna", optuna.__version__, "torch", torch.__version__)')"
