@@ -45,6 +45,7 @@ class LearnerSettings:
     elite_weight: float = 1.0
     hidden: int = 64
     explore: float = 0.1  # uniform share of each step's distribution
+    prior_temperature: float = 1.0  # divides a pretrained policy's logits (softer start)
 
 
 def log_probs_and_entropy(

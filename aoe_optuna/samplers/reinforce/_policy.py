@@ -51,6 +51,7 @@ class AutoregressivePolicy(nn.Module):
         self.n_features = n_features
         self.shape = tuple(int(k) for k in shape)
         self.hidden = hidden
+        self.temperature = 1.0  # > 1 softens a pretrained policy into a broader prior
         d, total = len(self.shape), sum(self.shape)
         self._offsets = np.concatenate([[0], np.cumsum(self.shape)[:-1]]).astype(np.int64)
         # prefix_mask[j, c]: one-hot column c belongs to a parameter before step j
@@ -80,7 +81,7 @@ class AutoregressivePolicy(nn.Module):
         step = torch.zeros(n, len(self.shape))
         step[:, j] = 1.0
         x = torch.cat([features.expand(n, -1), prefix, step], dim=1)
-        return self.heads[j](self.trunk(x))
+        return self.heads[j](self.trunk(x)) / self.temperature
 
     def all_logits(self, features: torch.Tensor, idx: torch.Tensor) -> list[torch.Tensor]:
         """Teacher-forced logits of every step for complete configs ``idx`` (n, d)."""
@@ -90,7 +91,7 @@ class AutoregressivePolicy(nn.Module):
         step = torch.eye(d).expand(n, d, d)
         x = torch.cat([features.reshape(-1, 1, self.n_features).expand(n, d, -1), prefix, step], 2)
         h = self.trunk(x)
-        return [head(h[:, j]) for j, head in enumerate(self.heads)]
+        return [head(h[:, j]) / self.temperature for j, head in enumerate(self.heads)]
 
 
 def masked_log_softmax(

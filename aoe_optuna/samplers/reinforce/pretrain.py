@@ -147,12 +147,12 @@ def pretrain_policy(
     *,
     socs: Sequence[str] = DEFAULT_SOCS,
     hold_out: Sequence[str] = DEFAULT_HOLD_OUT,
-    steps: int = 3000,
+    steps: int = 2000,
     batch: int = 64,
     n_gemms: int = 24,
     hidden: int = 64,
     lr: float = 3e-3,
-    entropy: float = 0.01,
+    entropy: float = 0.05,
     seed: int = 0,
     max_seconds: float | None = None,
     progress: Callable[[int, int, str, float], None] | None = None,
@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Pretrain a ReinforceSampler policy on the simulator across GEMM shapes "
         "and SoCs, holding out the shapes you will tune.",
         epilog="example: aoe-tune pretrain-policy --output policy.pt --spec "
-        "studies/qwen25_7b_decode_910b2.json --steps 3000; then aoe-tune --spec "
+        "studies/qwen25_7b_decode_910b2.json --steps 2000; then aoe-tune --spec "
         "studies/qwen25_7b_decode_910b2.json --sampler reinforce --sampler-kwargs "
         "'{\"policy\": \"policy.pt\"}'",
     )
@@ -216,9 +216,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hold-out", action="append", default=None, metavar="MODEL:PHASE:SOC",
                    help="tasks never trained on (repeatable; default "
                    f"{DEFAULT_HOLD_OUT[0]}; 'none' for none)")
-    p.add_argument("--steps", type=int, default=3000, help="policy-gradient steps")
+    p.add_argument("--steps", type=int, default=2000, help="policy-gradient steps")
     p.add_argument("--batch", type=int, default=64, help="configs drawn per step")
     p.add_argument("--gemms", type=int, default=24, help="random GEMM shapes per SoC")
+    p.add_argument("--entropy", type=float, default=0.05,
+                   help="entropy bonus: higher keeps the policy a broader prior")
+    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
     p.add_argument("--max-minutes", type=float, default=10.0, help="stop after this long")
     p.add_argument("--seed", type=int, default=0)
     return p
@@ -256,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             policy, space, info = pretrain_policy(
                 document, socs=[s for s in args.socs.split(",") if s], hold_out=hold,
                 steps=args.steps, batch=args.batch, n_gemms=args.gemms, seed=args.seed,
+                entropy=args.entropy, lr=args.lr,
                 max_seconds=args.max_minutes * 60, progress=show,
             )
         except (SpecError, ValueError) as exc:

@@ -132,6 +132,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         assert self._space is not None and self._masker is not None
         if self._pretrained is not None:
             policy = copy.deepcopy(self._pretrained)
+            policy.temperature = self._settings.prior_temperature
         else:
             policy = new_policy(self._space.shape, self._settings.hidden, self._seed)
         return ReinforceLearner(policy, features, self._masker, self._settings)

@@ -1,0 +1,65 @@
+"""Seconds per ReinforceSampler suggestion at N completed trials, on a study spec.
+
+    python scripts/bench_reinforce_overhead.py studies/qwen25_7b_decode_910b2_compile.json \
+        --trials 200 [--policy policy.pt]
+
+Runs an in-memory study with the product objective on the spec's simulator and
+times ``sample_relative`` alone (study.ask + the sampler), per trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import optuna
+
+from aoe_optuna.backends import make_backend
+from aoe_optuna.objective import Evaluator, MeasurementFailed, TuningObjective, suggest_config
+from aoe_optuna.samplers.reinforce import ReinforceSampler
+from aoe_optuna.spec import load_spec
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("spec")
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy", default=None)
+    args = p.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    spec = load_spec(args.spec)
+    t0 = time.perf_counter()
+    sampler = ReinforceSampler(space=spec.space, seed=args.seed, policy=args.policy,
+                               workload=spec.workload, profile=spec.profile)
+    setup = time.perf_counter() - t0
+    roof = spec.workload.roofline_tokens_per_s(spec.profile)
+    objective = TuningObjective(spec.space, Evaluator(spec.workload, make_backend(spec), roof))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    times, cpu = [], []
+    for _ in range(args.trials):
+        t, c = time.perf_counter(), time.process_time()
+        trial = study.ask()
+        suggest_config(trial, spec.space)
+        times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+        try:
+            study.tell(trial, objective(trial))
+        except MeasurementFailed:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    ms, cpu_ms = np.array(times) * 1e3, np.array(cpu) * 1e3
+    print(f"{args.spec}: {spec.space.size:,} points, {spec.space.n_feasible:,} feasible; "
+          f"sampler set-up {setup:.2f} s")
+    for lo, hi in ((1, 50), (50, 100), (100, 200), (200, 500), (500, 1000)):
+        part, part_cpu = ms[lo:hi], cpu_ms[lo:hi]
+        if part.size:
+            print(f"  trials {lo}-{hi}: wall median {np.median(part):.1f} ms, p95 "
+                  f"{np.percentile(part, 95):.1f} ms; CPU median {np.median(part_cpu):.1f} ms "
+                  "per suggestion")
+    print(f"  load average during the run: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
