@@ -165,8 +165,8 @@ class Posterior:
 
     def _k(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Matern-5/2 with the fitted length scales (unit output scale, as _build makes it)."""
-        a = a / self._lengthscale
-        b = b / self._lengthscale
+        a = a / self._lengthscale.to(a.dtype)
+        b = b / self._lengthscale.to(b.dtype)
         sq = (a * a).sum(-1, keepdim=True) - 2 * a @ b.T + (b * b).sum(-1)
         r = math.sqrt(5.0) * sq.clamp_min(1e-30).sqrt()
         return (1.0 + r + r * r / 3.0) * torch.exp(-r)
@@ -174,12 +174,15 @@ class Posterior:
     def predict(self, x: np.ndarray, chunk: int = SCORE_CHUNK) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the latent function, chunk by chunk."""
         means, stds = [np.zeros(0)], [np.zeros(0)]
+        # float32 for the candidate blocks: twice as fast, and the ranking of tens of
+        # thousands of candidates does not need float64 (the factor itself is float64).
+        train, chol, alpha = self._x.float(), self._chol.float(), self._alpha.float()
         with torch.no_grad(), one_torch_thread():
             for start in range(0, x.shape[0], chunk):
-                tx = torch.as_tensor(x[start : start + chunk], dtype=torch.float64)
-                kx = self._k(tx, self._x)
-                means.append((self._const + kx @ self._alpha).squeeze(-1).numpy())
-                v = torch.linalg.solve_triangular(self._chol, kx.T, upper=False)
+                tx = torch.as_tensor(x[start : start + chunk], dtype=torch.float32)
+                kx = self._k(tx, train)
+                means.append((self._const + kx @ alpha).squeeze(-1).double().numpy())
+                v = torch.linalg.solve_triangular(chol, kx.T, upper=False)
                 var = (1.0 - (v * v).sum(0)).clamp_min(1e-12)  # k(x, x) = 1
-                stds.append(var.sqrt().numpy())
+                stds.append(var.sqrt().double().numpy())
         return np.concatenate(means), np.concatenate(stds)
