@@ -185,6 +185,12 @@ class ReplayBackend:
         return cls(load_recorded(resolve_path(path, where), objective))
 
     @classmethod
+    def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """The options with ``path`` made absolute, so a stored spec works from anywhere."""
+        path, _, _ = _check_options(options)
+        return {**options, "path": str(resolve_path(path, where).resolve())}
+
+    @classmethod
     def search_space(cls, options: Mapping[str, Any], where: str) -> SearchSpace:
         path, objective, recorded_only = _check_options(options)
         return replay_space(load_recorded(resolve_path(path, where), objective), recorded_only)
