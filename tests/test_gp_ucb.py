@@ -166,3 +166,20 @@ def test_feasibility_model_wastes_fewer_measurements_on_failures() -> None:
 def test_bad_arguments_say_what_was_expected(bad) -> None:
     with pytest.raises(ValueError, match="expected"):
         GPUCBSampler(space=small_space(), **bad)
+
+
+def test_plain_study_keeps_its_own_distributions() -> None:
+    """A log-scaled int keeps its distribution; every value proposed is distinct and in range."""
+    study = optuna.create_study(sampler=GPUCBSampler(seed=0, n_startup_trials=4))
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_int("x", 1, 64, log=True)
+        kind = trial.suggest_categorical("kind", ["p", "q"])
+        return abs(np.log2(x) - 3) + (kind == "q")
+
+    study.optimize(objective, n_trials=10)
+    pairs = [(t.params["x"], t.params["kind"]) for t in study.trials]
+    assert len(set(pairs)) == 10 and all(1 <= x <= 64 for x, _ in pairs)
+    assert study.trials[-1].distributions["x"] == optuna.distributions.IntDistribution(
+        1, 64, log=True)
+    assert any(HYPER_ATTR in t.system_attrs for t in study.trials)  # the GP ran on it

@@ -101,6 +101,8 @@ class GPUCBSampler(BaseSampler):
         self._independent = RandomSampler(seed=self._seed)
         self._sources: dict[int, CandidateSource] = {}
         self._spaces: dict[Any, SearchSpace] = {}
+        # For an inferred space: the distributions the study's own trials used (log ints stay log).
+        self._study_dists: dict[int, dict[str, BaseDistribution]] = {}
 
     # ------------------------------------------------------------------ space
     def _space_for(self, study: Study) -> SearchSpace | None:
@@ -131,6 +133,7 @@ class GPUCBSampler(BaseSampler):
         key = tuple((p.name, p.choices) for p in params)
         if key not in self._spaces:
             self._spaces[key] = SearchSpace(params)
+            self._study_dists[id(self._spaces[key])] = {p.name: dists[p.name] for p in params}
         return self._spaces[key]
 
     def _source(self, space: SearchSpace) -> CandidateSource:
@@ -145,7 +148,9 @@ class GPUCBSampler(BaseSampler):
         self, study: Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
         space = self._space_for(study)
-        return {} if space is None else space.distributions()
+        if space is None:
+            return {}
+        return self._study_dists.get(id(space)) or space.distributions()
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
