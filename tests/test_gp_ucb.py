@@ -183,3 +183,19 @@ def test_plain_study_keeps_its_own_distributions() -> None:
     assert study.trials[-1].distributions["x"] == optuna.distributions.IntDistribution(
         1, 64, log=True)
     assert any(HYPER_ATTR in t.system_attrs for t in study.trials)  # the GP ran on it
+
+
+def test_space_comes_from_the_spec_stored_in_the_study() -> None:
+    from aoe_optuna.objective import suggest_config
+    from aoe_optuna.spec import load_spec
+    from aoe_optuna.study_attrs import SPEC_ATTR
+
+    spec = load_spec("studies/qwen25_7b_decode_910b2.json")
+    study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(seed=0))
+    study.set_user_attr(SPEC_ATTR, spec.canonical())
+    for value in (1.0, 2.0, 3.0):
+        trial = study.ask()
+        config = suggest_config(trial, spec.space)
+        assert set(trial.params) == set(spec.space.names)  # every tuned parameter
+        assert spec.space.is_feasible(spec.space.index(config)[None, :])[0]
+        study.tell(trial, value)
