@@ -6,7 +6,7 @@ sampler is still fitting, another worker sees that trial without params, and
 two deterministic samplers on the same history pick the same best config.
 
 So a sampler *claims* its proposal: it writes the config to the trial's
-system attributes, then reads the other live trials. If any of them holds the
+system attributes, then reads the other trials. If any of them holds the
 same config (as params or as a claim), it yields and tries its next
 candidate. Whichever of two racing samplers reads last sees the other's
 claim, so at most one of them keeps a config; both yielding only costs a
@@ -45,7 +45,7 @@ def claim_first_free(
     ranked: Iterable[Mapping[str, Any]],
     max_rounds: int = 16,
 ) -> dict[str, Any] | None:
-    """Claim the first config of ``ranked`` that no other live trial holds.
+    """Claim the first config of ``ranked`` that no other trial holds or claims.
 
     Returns the claimed config, or None when ``max_rounds`` candidates were all
     taken (the caller then falls back to something else).
@@ -56,7 +56,9 @@ def claim_first_free(
         config = dict(candidate)
         study._storage.set_trial_system_attr(trial._trial_id, CLAIM_ATTR, config)
         key = _key(config)
-        others = study.get_trials(deepcopy=False, states=LIVE)
+        # All trials, not only live ones: the one that claimed this config may have
+        # finished since this sampler read the study.
+        others = study.get_trials(deepcopy=False)
         taken = any(
             t.number != trial.number and _key(claimed_params(t)) == key for t in others
         )

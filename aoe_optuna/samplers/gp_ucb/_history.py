@@ -16,6 +16,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.params import ParamError
+from aoe_optuna.samplers.claims import claimed_params
 from aoe_optuna.space import SearchSpace
 
 STATES = (
@@ -63,8 +64,8 @@ class History:
 
 
 def trial_params(trial: FrozenTrial) -> dict[str, Any]:
-    """Suggested params, plus the fixed ones of an enqueued trial not yet suggested."""
-    return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
+    """Suggested params, plus an enqueued trial's fixed ones and a live trial's claim."""
+    return claimed_params(trial)
 
 
 def _row(space: SearchSpace, params: dict[str, Any]) -> np.ndarray | None:

@@ -26,6 +26,7 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.params import Param
+from aoe_optuna.samplers.claims import claim_first_free
 from aoe_optuna.samplers.gp_ucb._acquisition import DEFAULT_BETA, beta_at, ucb, weighted_by_success
 from aoe_optuna.samplers.gp_ucb._candidates import (
     ENUMERATE_LIMIT,
@@ -49,6 +50,7 @@ _log = logging.getLogger(__name__)
 
 HYPER_ATTR = "gp_ucb:hyper"  # trial system attr: the GP hyperparameters fitted for it
 N_INCUMBENTS = 5
+RANKED = 16  # best candidates kept in order, for when other workers claimed the first
 # L-BFGS iterations: a warm start continues from the previous trial's optimum, so a few
 # steps per suggestion keep it converged; a cold fit (the first one) gets more.
 WARM_MAX_ITER = 10
@@ -169,10 +171,13 @@ class GPUCBSampler(BaseSampler):
             return {}
         with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
-            pick, hyper = self._choose(space, history, cands, rng, _previous_hyper(trials))
+            ranked, hyper = self._choose(space, history, cands, rng, _previous_hyper(trials))
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
-        return space.config(cands.rows[pick])
+        # Another worker may be proposing at this very moment from the same history:
+        # claim the best config no live trial holds (see aoe_optuna.samplers.claims).
+        config = claim_first_free(study, trial, (space.config(cands.rows[i]) for i in ranked))
+        return config if config is not None else {}
 
     def sample_independent(
         self, study: Study, trial: FrozenTrial, param_name: str,
@@ -187,19 +192,19 @@ class GPUCBSampler(BaseSampler):
     def _choose(
         self, space: SearchSpace, history: History, cands: Candidates,
         rng: np.random.Generator, previous: Hyper | None,
-    ) -> tuple[int, Hyper | None]:
-        """Index into ``cands`` of the next config, and the hyperparameters fitted for it."""
+    ) -> tuple[np.ndarray, Hyper | None]:
+        """Indices into ``cands``, best first, and the hyperparameters fitted for them."""
         used_x = space.encode(
             np.concatenate([history.completed, history.failed, history.pending])
         )
         if history.n_used < self.n_startup_trials or history.completed.shape[0] < 2:
-            return farthest_point(cands, used_x, rng), None
+            return _then_random(farthest_point(cands, used_x, rng), cands, rng), None
         x = space.encode(history.completed)
         try:
             fit = fit_gp(x, history.targets(), previous, WARM_MAX_ITER, COLD_MAX_ITER)
         except FitError as exc:
             _log.warning("%s; this suggestion is space-filling", exc)
-            return farthest_point(cands, used_x, rng), None
+            return _then_random(farthest_point(cands, used_x, rng), cands, rng), None
         post = Posterior(fit).condition_on_pending(fit, space.encode(history.pending))
         mean, std = post.predict(cands.x)
         t = history.completed.shape[0] - self.n_startup_trials + 1
@@ -210,7 +215,15 @@ class GPUCBSampler(BaseSampler):
             if feas is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
                 score = weighted_by_success(score, feas.predict(cands.x), floor)
-        return int(np.argmax(score)), fit.hyper
+        top = min(RANKED, score.shape[0])
+        best = np.argpartition(-score, top - 1)[:top]
+        return best[np.argsort(-score[best], kind="stable")], fit.hyper
+
+
+def _then_random(pick: int, cands: Candidates, rng: np.random.Generator) -> np.ndarray:
+    """``pick`` first, then a few other candidates in random order (claim fallbacks)."""
+    others = rng.permutation(cands.rows.shape[0])[:RANKED]
+    return np.concatenate([[pick], others[others != pick]])
 
 
 def _previous_hyper(trials: Sequence[FrozenTrial]) -> Hyper | None:

@@ -18,6 +18,7 @@ import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.objective import ATTR_MEASURED
+from aoe_optuna.samplers.claims import claimed_params
 from aoe_optuna.samplers.reinforce._learner import ReinforceLearner
 from aoe_optuna.space import SearchSpace
 
@@ -49,7 +50,7 @@ class TrialRows:
     def __call__(self, trial: FrozenTrial) -> np.ndarray | None:
         if trial.number in self._rows:
             return self._rows[trial.number]
-        params = trial.params or trial.system_attrs.get("fixed_params") or {}
+        params = claimed_params(trial)
         row = trial_row(self.space, params)
         if row is not None or trial.state.is_finished():
             self._rows[trial.number] = row

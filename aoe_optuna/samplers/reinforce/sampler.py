@@ -20,6 +20,7 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.hardware import SocProfile
+from aoe_optuna.samplers.claims import claim_first_free
 from aoe_optuna.samplers.reinforce._features import (
     FEATURE_NAMES,
     no_features,
@@ -33,6 +34,7 @@ from aoe_optuna.samplers.reinforce._replay import ReplayCache, TrialRows, measur
 from aoe_optuna.space import SearchSpace
 from aoe_optuna.workload import Workload
 
+CLAIM_ROUNDS = 8  # proposals tried against other workers' claims before giving up
 _TRIED_STATES = (
     TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING,
 )
@@ -171,15 +173,24 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         tried = self._tried_rows(space, trials, trial.number, self._rows)
         ids = {int(i) for i in space.flat_id(tried)} if tried.shape[0] else set()
         rng = np.random.default_rng([self._seed, trial.number])
-        row = propose(
-            learner.policy, learner.features, self._masker, rng, tried, ids, self._settings.explore
-        )
-        if row is None:  # every completion tried, or the redraws kept hitting tried ones
-            rest = space.sample_feasible(1, rng, exclude=ids)
-            if rest.shape[0] == 0:
-                return {}
-            row = rest[0]
-        return space.config(row)
+        # Another worker may propose at this very moment: claim a config no live trial
+        # holds, drawing again when one was taken (see aoe_optuna.samplers.claims).
+        for _ in range(CLAIM_ROUNDS):
+            row = propose(
+                learner.policy, learner.features, self._masker, rng, tried, ids,
+                self._settings.explore,
+            )
+            if row is None:  # every completion tried, or the redraws kept hitting tried ones
+                rest = space.sample_feasible(1, rng, exclude=ids)
+                if rest.shape[0] == 0:
+                    return {}
+                row = rest[0]
+            config = claim_first_free(study, trial, [space.config(row)])
+            if config is not None:
+                return config
+            ids.add(int(space.flat_id(row[None, :])[0]))
+            tried = np.concatenate([tried, row[None, :]])
+        return {}
 
     def sample_independent(
         self,
