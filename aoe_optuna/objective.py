@@ -34,6 +34,7 @@ ATTR_INFEASIBLE = "violated_rules"
 ATTR_CONSTRAINTS = "constraints"
 ATTR_BASELINE = "baseline"
 ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trials
+ATTR_REPEAT_OF = "repeat_of"  # a config measured before: its result is served, not re-measured
 
 
 class MeasurementFailed(Exception):
@@ -189,6 +190,9 @@ class TuningObjective:
             trial.set_user_attr(ATTR_INFEASIBLE, violated)
             trial.set_user_attr(ATTR_MEASURED, False)
             raise optuna.TrialPruned("infeasible: " + "; ".join(violated))
+        earlier = _earlier_measurement(trial, config)
+        if earlier is not None:
+            return _serve_repeat(trial, earlier)
         if self.may_measure is not None and not self.may_measure(trial):
             trial.set_user_attr(ATTR_SURPLUS, True)
             trial.set_user_attr(ATTR_MEASURED, False)
@@ -201,8 +205,35 @@ class TuningObjective:
         return result.tokens_per_s
 
 
+def _earlier_measurement(trial: optuna.Trial, config: Mapping[str, Any]) -> FrozenTrial | None:
+    """A finished trial that already measured exactly this config, if any."""
+    for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        if is_measured(t) and t.params == dict(config):
+            return t
+    return None
+
+
+def _serve_repeat(trial: optuna.Trial, earlier: FrozenTrial) -> float:
+    """Answer a repeated proposal from storage: same outcome, no measurement charged.
+
+    Samplers that re-propose configs (TPE does, about a third of its proposals
+    on the recorded GEMM space) would otherwise spend the budget re-measuring.
+    """
+    trial.set_user_attr(ATTR_REPEAT_OF, earlier.number)
+    for key in ("tokens_per_s", "latency_us", "tflops", "roofline_fraction",
+                ATTR_FAILURE_KIND, ATTR_FAILURE):
+        if key in earlier.user_attrs:
+            trial.set_user_attr(key, earlier.user_attrs[key])
+    if earlier.state == TrialState.FAIL:
+        raise MeasurementFailed(f"same config as trial {earlier.number}, which failed")
+    assert earlier.value is not None
+    return float(earlier.value)
+
+
 def is_measured(trial: FrozenTrial) -> bool:
     """A trial that spent a measurement (complete, or failed while measuring)."""
+    if ATTR_REPEAT_OF in trial.user_attrs:
+        return False
     if trial.state == TrialState.COMPLETE:
         return True
     return trial.state == TrialState.FAIL and bool(trial.user_attrs.get(ATTR_MEASURED))

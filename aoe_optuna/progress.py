@@ -88,6 +88,8 @@ class ProgressView:
         wall = time.monotonic() - self.started
         best = describe_best(progress, self.baseline_fn(), self.roofline)
         extra = f"{progress.infeasible} infeasible skipped, {progress.failed} failed"
+        if progress.repeats:
+            extra += f", {progress.repeats} repeats served"
         times = f"{describe_time(progress, self.budget, wall)} | {extra}"
         if self._progress is not None:
             self._progress.update(self._task, completed=progress.measured, best=best, times=times)
@@ -105,8 +107,8 @@ class ProgressView:
         if t is None or t.state != TrialState.FAIL:
             return
         kind = t.user_attrs.get("failure_kind")
-        if kind is None:
-            return  # interrupted before measuring; not a measurement failure
+        if kind is None or "repeat_of" in t.user_attrs:
+            return  # interrupted before measuring, or a repeat of a failure already reported
         reason = str(t.user_attrs.get("failure_reason", "")).splitlines()
         first = reason[0][:160] if reason else ""
         self.console.print(f"trial {t.number} failed ({kind}): {first}", markup=False,

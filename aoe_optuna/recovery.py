@@ -21,16 +21,31 @@ RETRY_OF_ATTR = "retry_of"
 
 
 def worker_identity() -> dict[str, object]:
-    return {"host": socket.gethostname(), "pid": os.getpid()}
+    """Host, pid and the pid's start time (pids are reused; the pair is not)."""
+    me = os.getpid()
+    return {"host": socket.gethostname(), "pid": me, "started": _start_ticks(me)}
 
 
-def _pid_alive(pid: int) -> bool:
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux /proc), else None."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def _alive(pid: int, started: object) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
+    if isinstance(started, int):
+        return _start_ticks(pid) == started  # same pid, other process: the worker is dead
     return True
 
 
@@ -46,7 +61,7 @@ def sweep_dead_trials(study: optuna.Study) -> list[int]:
         if not isinstance(who, dict) or who.get("host") != here:
             continue
         pid = who.get("pid")
-        if not isinstance(pid, int) or pid == os.getpid() or _pid_alive(pid):
+        if not isinstance(pid, int) or pid == os.getpid() or _alive(pid, who.get("started")):
             continue
         try:
             study._storage.set_trial_system_attr(

@@ -25,6 +25,7 @@ class Summary:
     roofline: float | None
     measured: int
     infeasible: int
+    repeats: int
     failed: int
     virtual_s: float
     wall_s: float
@@ -58,6 +59,7 @@ def summarise(
         roofline=study.user_attrs.get(ROOFLINE_ATTR),
         measured=p.measured,
         infeasible=p.infeasible,
+        repeats=p.repeats,
         failed=p.failed,
         virtual_s=p.virtual_s,
         wall_s=result.wall_s,
@@ -93,7 +95,8 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
     console.print(table)
     console.print(
         f"measurements {s.measured}, infeasible proposals skipped {s.infeasible}, "
-        f"failures {s.failed}, measurement time {s.virtual_s:,.0f} s, wall {s.wall_s:,.1f} s"
+        f"repeated proposals served from storage {s.repeats}, failures {s.failed}, "
+        f"measurement time {s.virtual_s:,.0f} s, wall {s.wall_s:,.1f} s"
     )
     if s.best_params:
         console.print("best config: " + ", ".join(f"{k}={v}" for k, v in s.best_params.items()))
@@ -125,7 +128,8 @@ def summary_markdown(s: Summary) -> str:
             f"Best config: {cfg}",
             "",
             f"Measurements {s.measured}, infeasible proposals skipped {s.infeasible}, "
-            f"failures {s.failed}, measurement time {s.virtual_s:,.0f} s.",
+            f"repeats served from storage {s.repeats}, failures {s.failed}, "
+            f"measurement time {s.virtual_s:,.0f} s.",
             "",
             "Export: `" + next_steps(s)[0] + "`",
         ]

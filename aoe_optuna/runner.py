@@ -20,6 +20,7 @@ from optuna.trial import FrozenTrial, TrialState
 from aoe_optuna.objective import (
     ATTR_COST,
     ATTR_INFEASIBLE,
+    ATTR_REPEAT_OF,
     MeasurementFailed,
     TuningObjective,
     count_measured,
@@ -50,6 +51,7 @@ class StudyProgress:
     measured: int = 0
     running: int = 0  # being measured (or checked) by some worker right now
     infeasible: int = 0
+    repeats: int = 0  # re-proposed configs answered from storage
     failed: int = 0
     virtual_s: float = 0.0
     best: FrozenTrial | None = None
@@ -61,6 +63,8 @@ class StudyProgress:
         for t in trials:
             if t.state == TrialState.PRUNED and ATTR_INFEASIBLE in t.user_attrs:
                 p.infeasible += 1
+            elif ATTR_REPEAT_OF in t.user_attrs:
+                p.repeats += 1
             elif t.state == TrialState.FAIL and is_measured(t):
                 p.failed += 1
             elif t.state == TrialState.RUNNING:
@@ -114,6 +118,7 @@ class _Stopper:
         while n is not None and progress.measured < n <= progress.measured + progress.running:
             time.sleep(POLL_S)
             sweep_dead_trials(study)
+            optuna.storages.fail_stale_trials(study)  # dead workers on other hosts
             progress = StudyProgress.of(study.get_trials(deepcopy=False))
             self.on_update(progress)
             reason = self.check(progress)

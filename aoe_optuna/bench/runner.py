@@ -74,6 +74,7 @@ class RunResult:
     true_costs: list[float] | None = None  # noise-free cost of each measured config (simulator)
     n_infeasible: int = 0
     n_duplicates: int = 0  # measurements of a config this run had already measured
+    n_repeats: int = 0  # re-proposals answered from storage (not measured, not charged)
     sampler_s: list[float] = field(default_factory=list)  # per suggestion (infeasible too)
     wall_s: float = 0.0
     stopped: str = "budget"  # budget | infeasible cap | exhausted
@@ -145,8 +146,8 @@ def run_task(task: Task) -> RunResult:
         result.true_costs = []
     start = time.perf_counter()
     while len(result.costs) < task.budget:
-        if result.n_infeasible >= task.max_infeasible:
-            result.stopped = "infeasible cap"
+        if result.n_infeasible + result.n_repeats >= task.max_infeasible:
+            result.stopped = "infeasible/repeat cap"
             break
         t0 = time.perf_counter()
         try:
@@ -164,9 +165,15 @@ def run_task(task: Task) -> RunResult:
             continue
         except MeasurementFailed:
             study.tell(trial, state=TrialState.FAIL)
+            if _is_repeat(trial):
+                result.n_repeats += 1
+                continue
             result.costs.append(float("nan"))
         else:
             study.tell(trial, value)
+            if _is_repeat(trial):
+                result.n_repeats += 1
+                continue
             result.costs.append(1.0 / value)
         if truth is not None:
             assert result.true_costs is not None
@@ -176,6 +183,12 @@ def run_task(task: Task) -> RunResult:
         seen.add(key)
     result.wall_s = time.perf_counter() - start
     return result
+
+
+def _is_repeat(trial: Any) -> bool:
+    from aoe_optuna.objective import ATTR_REPEAT_OF
+
+    return ATTR_REPEAT_OF in trial.user_attrs
 
 
 def _truth(built: Built) -> Callable[[dict[str, Any]], float] | None:
