@@ -147,7 +147,7 @@ def run_task(task: Task) -> RunResult:
     start = time.perf_counter()
     while len(result.costs) < task.budget:
         if result.n_infeasible + result.n_repeats >= task.max_infeasible:
-            result.stopped = "infeasible/repeat cap"
+            result.stopped = "infeasible cap"  # infeasible proposals and repeats together
             break
         t0 = time.perf_counter()
         try:
