@@ -67,8 +67,8 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-trials", type=int, default=None,
                    help="measurements the study should hold in all (infeasible proposals are "
                    "not measured and do not count); default 100")
-    p.add_argument("--sampler", default="tpe",
-                   help=f"one of {', '.join(sampler_names())} (default tpe)")
+    p.add_argument("--sampler", default="gp-ucb",
+                   help=f"one of {', '.join(sampler_names())} (default gp-ucb)")
     p.add_argument("--sampler-kwargs", default="{}", help="JSON object passed to the sampler")
     p.add_argument("--seed", type=int, default=None, help="sampler seed")
     p.add_argument("--timeout", type=float, default=None,

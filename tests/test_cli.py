@@ -188,3 +188,26 @@ def test_aoe_optuna_bridge_registers_our_samplers(tmp_path: Path) -> None:
     registered = register_samplers()
     for name in registered:
         assert getattr(optuna.samplers, name).__name__ == name
+
+
+def test_aoe_optuna_ask_with_our_gp_ucb_sampler_proposes_a_feasible_config(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'aoe.db'}"
+    assert _tune("--config", AOE, "--storage", url, "--study-name", "s", "--n-trials", "4",
+                 "--sampler", "random", "--seed", "0") == 0
+    proc = subprocess.run(
+        [str(BIN / "aoe-optuna"), "ask", "--storage", url, "--study-name", "s",
+         "--sampler", "GPUCBSampler", "--sampler-kwargs", '{"seed": 0}'],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    params = json.loads(proc.stdout)["params"]
+    study = _load(url, "s")
+    from aoe_optuna.study_attrs import space_from_study
+
+    space = space_from_study(study)
+    assert space is not None and space.is_feasible(space.index(params)[None, :])[0]
+    measured = {tuple(sorted(t.params.items())) for t in study.get_trials() if t.params
+                and t.number != json.loads(proc.stdout)["number"]}
+    assert tuple(sorted(params.items())) not in measured
