@@ -356,7 +356,20 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
             constants[pname] = to_code(pname, info.default)
     names = expression_names(params, constants)
     rules = parse_constraints(source, constraints, names, categories_of(params))
-    space = build_space(source, params, [*rules, *hardware_rules(profile, workload.dtype)],
+    space = build_space(source, params, [*rules, *_device_rules(backend, profile, workload)],
                         bool(rules))
     return space, False
+
+
+def _device_rules(backend: dict[str, Any], profile: SocProfile, workload: Workload) -> list:
+    """The rules of the device that runs the kernel: the Ascend AI core's, unless the
+    backend measures on another device and says what its own rules are (the CPU kernel)."""
+    try:
+        cls = backend_class(backend["name"])
+    except ImportError:
+        cls = None
+    own = getattr(cls, "device_rules", None)
+    if own is not None:
+        return list(own(profile, workload.dtype))
+    return list(hardware_rules(profile, workload.dtype))
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.backends.base import Measurement
-from aoe_optuna.backends.cpu_kernel import render
+from aoe_optuna.backends.cpu_kernel import TILE_RANGE, render
 from aoe_optuna.backends.kernel_build import (
     BuildCache,
     failure_from_run,
@@ -35,8 +35,9 @@ from aoe_optuna.backends.kernel_build import (
     toolchain_id,
 )
 from aoe_optuna.backends.kernel_build.toolchain import ToolchainError
+from aoe_optuna.constraints import Rule, compile_expression
 from aoe_optuna.hardware import SocProfile
-from aoe_optuna.params import ParamError
+from aoe_optuna.params import KNOWN_PARAMS, ParamError
 from aoe_optuna.workload import Gemm
 
 LIBRARY = "libgemm.so"
@@ -70,6 +71,10 @@ class CpuBackend:
     per-build work directories (removed after each build). Without one, a
     temporary directory is used and removed by :meth:`close` (or at exit); one
     left behind by a process that was killed is removed by the next backend.
+
+    The Ascend AI core's buffer rules do not apply to a CPU kernel; its own
+    (:meth:`device_rules`) are the limits of the C template: tiles are multiples
+    of 16 up to 512.
 
     ``fault`` is a test-only switch (not accepted by :meth:`from_options`):
     ``build`` adds an ``#error`` line to the source, ``segfault`` / ``hang`` /
@@ -124,6 +129,16 @@ class CpuBackend:
             self._finalizer = None
         self.work_dir = root
         self.cache = BuildCache(root)
+
+    @classmethod
+    def device_rules(cls, profile: SocProfile, dtype: str) -> list[Rule]:
+        """What the C template accepts: tiles multiples of 16, from 16 to 512."""
+        lo, hi = TILE_RANGE
+        names = {p: None for p in KNOWN_PARAMS}
+        return [
+            compile_expression(f"{t} % 16 == 0 and {lo} <= {t} <= {hi}", names, name=f"cpu_{t}")
+            for t in ("tile_m", "tile_k", "tile_n")
+        ]
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], profile: SocProfile | None = None
