@@ -168,10 +168,17 @@ def _sqlite_file(url: str) -> Path | None:
 def _tune_command(argv: list[str]) -> int:
     args = _tune_parser().parse_args(argv)
     errors = _user_errors()
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
         return _tune(args)
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
+    except (SQLAlchemyError, StorageInternalError) as exc:  # failed mid-run: locked, read-only
+        from aoe_optuna.storage import describe_storage_error
+
+        return _fail(describe_storage_error(args.storage, exc))
 
 
 def _tune(args: argparse.Namespace) -> int:

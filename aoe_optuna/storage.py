@@ -21,7 +21,7 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-SQLITE_LOCK_TIMEOUT_S = 60
+SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 HEARTBEAT_INTERVAL_S = 5
 GRACE_PERIOD_S = 20
 MAX_RETRY = 3
@@ -114,6 +114,18 @@ def _check_sqlite_path(url: str) -> None:
             raise StorageError(f"storage {url}: {path} is not an SQLite database")
     if not os.access(folder, os.W_OK):
         raise StorageError(f"storage {url}: folder {folder} is not writable")
+
+
+def describe_storage_error(url: str, exc: BaseException) -> str:
+    """One line for a storage failure during a run (the study is left as it was)."""
+    cause = exc.__cause__ or exc.__context__ or exc  # Optuna wraps SQLAlchemy's error
+    text = _first_line(getattr(cause, "orig", None) or cause)
+    hint = ""
+    if "locked" in text:
+        hint = f" (another process held the database for over {SQLITE_LOCK_TIMEOUT_S:g} s)"
+    elif "readonly" in text or "read-only" in text:
+        hint = " (the file or its folder is read-only)"
+    return f"storage {_redact(url)}: {text}{hint}"
 
 
 def _redact(url: str) -> str:
