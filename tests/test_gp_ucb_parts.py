@@ -15,7 +15,8 @@ from aoe_optuna.samplers.gp_ucb._acquisition import beta_at, ucb, weighted_by_su
 from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource, neighbours
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
-from aoe_optuna.samplers.gp_ucb._history import read_history
+from aoe_optuna.samplers.gp_ucb._history import History, read_history
+from aoe_optuna.samplers.gp_ucb._local import is_local_step, near, stalled_for
 from aoe_optuna.samplers.gp_ucb._model import FitError, Posterior, fit_gp
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -150,3 +151,32 @@ def test_farthest_point_picks_the_far_config() -> None:
     pick = farthest_point(cands, used, np.random.default_rng(5), pool=len(cands.rows))
     far = space.config(cands.rows[pick])
     assert far["mode"] != "x" and far["c"] == 32 and throughput(far) > 0
+
+
+# ------------------------------------------------------------ local phase
+def test_local_phase_waits_for_a_stall_and_stays_near_the_best() -> None:
+    assert stalled_for(np.array([0.0, 3.0, 1.0, 2.0])) == 2
+    assert stalled_for(np.array([])) == 0
+    assert is_local_step(np.array([3.0, 1.0, 1.0, 1.0]), patience=3)
+    assert not is_local_step(np.array([3.0, 1.0, 1.0]), patience=2)  # odd count: global
+    assert not is_local_step(np.array([1.0, 1.0, 1.0, 3.0]), patience=3)  # just improved
+    assert not is_local_step(np.array([3.0, 1.0, 1.0, 1.0]), patience=None)
+    rows = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]])
+    assert near(rows, np.array([0, 0, 0]), 2).tolist() == [True, True, True, False]
+
+
+def test_floored_targets_keep_the_order_of_the_good_half() -> None:
+    h = History(completed=np.zeros((5, 1), dtype=np.int64),
+                values=np.array([1.0, 2.0, 4.0, 8.0, 1e-6]),
+                failed=np.zeros((0, 1), dtype=np.int64), pending=np.zeros((0, 1), dtype=np.int64))
+    y = h.targets(floor_quantile=0.5)
+    assert y[0] == y[1] == y[4] < y[2] < y[3]  # the outlier no longer stretches the scale
+    assert abs(y.mean()) < 1e-12 and abs(y.std() - 1.0) < 1e-12
+
+
+def test_fit_with_no_iterations_reuses_the_previous_hyperparameters() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random((20, 3))
+    first = fit_gp(x, _smooth(x))
+    again = fit_gp(x, _smooth(x), first.hyper, warm_iter=0)
+    assert not again.fitted and again.hyper == first.hyper

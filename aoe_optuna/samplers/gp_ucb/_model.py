@@ -102,6 +102,10 @@ def _fit(x: np.ndarray, y: np.ndarray, previous: Hyper | None, warm_iter: int,
     ty = torch.as_tensor(y, dtype=torch.float64)
     model = _build(tx, ty)
     warm = previous is not None and load_hyperparameters(model, previous)
+    if warm and warm_iter <= 0:  # reuse the previous hyperparameters as they are
+        assert previous is not None
+        model.eval()
+        return FittedGP(model, previous, fitted=False)
     try:
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         with warnings.catch_warnings():
