@@ -41,8 +41,8 @@ class LearnerSettings:
     entropy_decay: float = 0.85
     baseline_momentum: float = 0.7
     fail_penalty: float = 1.0
-    elite: int = 8
-    elite_weight: float = 1.0
+    elite: int = 16
+    elite_weight: float = 3.0
     hidden: int = 64
     explore: float = 0.1  # uniform share of each step's distribution
     prior_temperature: float = 1.0  # divides a pretrained policy's logits (softer start)
