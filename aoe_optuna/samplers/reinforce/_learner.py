@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from aoe_optuna.samplers.reinforce._adam import Adam
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
 from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, masked_log_softmax
 
@@ -82,7 +83,7 @@ class ReinforceLearner:
         self.features = torch.as_tensor(features, dtype=torch.float32)[None, :]
         self.masker = masker
         self.settings = settings
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=settings.lr)
+        self.optimizer = Adam(policy.parameters(), lr=settings.lr)
         self.n_updates = 0
         self.baseline: float | None = None
         self.rows: list[np.ndarray] = []  # measured configs (index rows)
