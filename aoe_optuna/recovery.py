@@ -71,6 +71,7 @@ def sweep_dead_trials(study: optuna.Study) -> list[int]:
                 continue
         except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
             continue  # another worker swept it first
-        study.enqueue_trial(trial.params, user_attrs={RETRY_OF_ATTR: trial.number})
+        if trial.params:  # killed after its config was chosen: measure that config again
+            study.enqueue_trial(trial.params, user_attrs={RETRY_OF_ATTR: trial.number})
         swept.append(trial.number)
     return swept

@@ -88,23 +88,40 @@ def storages_table(tmp: Path) -> None:
             pg_ctx.__exit__(None, None, None)
 
 
+def _measured(url: str, name: str) -> int:
+    try:
+        return count_measured(optuna.load_study(study_name=name, storage=url).get_trials())
+    except KeyError:
+        return -1
+
+
+def _wait_for_progress(url: str, name: str, step: int, limit_s: float = 180) -> None:
+    """Until ``step`` more measurements are stored than when called (or the limit)."""
+    start = _measured(url, name)
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and _measured(url, name) < max(start, 0) + step:
+        time.sleep(0.2)
+
+
 def kill_cycles(tmp: Path, cycles: int = 10, n: int = 60) -> None:
     url = f"sqlite:///{tmp / 'k.db'}"
     args = ["--config", QWEN, "--storage", url, "--study-name", "k", "--n-trials", str(n),
             "--n-workers", "2", "--sampler", "gp-ucb"]
     lost = 0
+    killed_running = 0
     before: dict[int, float | None] = {}
     for cycle in range(cycles):
         p = subprocess.Popen([AOE_TUNE, *args, "--seed", str(cycle), "--no-progress"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
-        time.sleep(5 + cycle % 4)
+        _wait_for_progress(url, "k", step=3 + cycle % 4)  # into the measurements
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
         try:
             trials = optuna.load_study(study_name="k", storage=url).get_trials()
         except KeyError:
             continue
+        killed_running += sum(1 for t in trials if t.state == TrialState.RUNNING)
         now = {t.number: t.value for t in trials if t.state == TrialState.COMPLETE}
         lost += sum(1 for k, v in before.items() if now.get(k) != v)
         before = now
@@ -113,10 +130,11 @@ def kill_cycles(tmp: Path, cycles: int = 10, n: int = 60) -> None:
     trials = optuna.load_study(study_name="k", storage=url).get_trials()
     retried = sum(1 for t in trials if "retry_of" in t.user_attrs)
     print("| kill-all cycles | requested | measured at the end | completed trials lost | "
-          "dead trials retried | duplicate configs | trials left RUNNING | final exit |")
-    print("|---|---|---|---|---|---|---|---|")
-    print(f"| {cycles} | {n} | {a['measured']} | {lost} | {retried} | {a['duplicates']} | "
-          f"{a['running_left']} | {rc} |")
+          "trials caught RUNNING by a kill | their configs retried | duplicate configs | "
+          "trials left RUNNING | final exit |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| {cycles} | {n} | {a['measured']} | {lost} | {killed_running} | {retried} | "
+          f"{a['duplicates']} | {a['running_left']} | {rc} |")
 
 
 def speedup(tmp: Path, n: int = 16) -> None:

@@ -69,6 +69,20 @@ def test_devices_pin_one_device_per_worker(tmp_path: Path) -> None:
     _check_study(url, "d", 6)
 
 
+def _measured(url: str, name: str) -> int:
+    try:
+        return count_measured(optuna.load_study(study_name=name, storage=url).get_trials())
+    except KeyError:
+        return 0
+
+
+def _wait_for_progress(url: str, name: str, step: int, limit_s: float = 120) -> None:
+    start = _measured(url, name)
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and _measured(url, name) < start + step:
+        time.sleep(0.1)
+
+
 def test_kill_all_workers_ten_times_then_resume(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'aoe.db'}"
     n = 60
@@ -79,7 +93,7 @@ def test_kill_all_workers_ten_times_then_resume(tmp_path: Path) -> None:
         proc = subprocess.Popen([str(AOE_TUNE), *args, "--seed", str(cycle), "--no-progress"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        time.sleep(4 + (cycle % 3))  # start-up takes a few seconds; kill at varying points
+        _wait_for_progress(url, "k", step=2 + cycle % 3)  # kill mid-run, at varying points
         os.killpg(proc.pid, signal.SIGKILL)  # the parent and both workers
         proc.wait()
         try:
