@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
+from optuna.trial import FrozenTrial, TrialState
 
 WORKER_ATTR = "worker"  # {"host": ..., "pid": ...} of the process running the trial
 RETRY_OF_ATTR = "retry_of"
@@ -24,6 +26,47 @@ def worker_identity() -> dict[str, object]:
     """Host, pid and the pid's start time (pids are reused; the pair is not)."""
     me = os.getpid()
     return {"host": socket.gethostname(), "pid": me, "started": _start_ticks(me)}
+
+
+class WorkerTaggingSampler(optuna.samplers.BaseSampler):
+    """Wraps a sampler; marks each new trial with this worker before anything else runs.
+
+    Optuna creates a trial, then runs the sampler (a GP fit can take seconds),
+    and only then starts the trial's heartbeat. A worker killed inside that
+    window would leave a RUNNING trial that nothing identifies as dead, and the
+    study's budget would wait for it forever. ``before_trial`` runs right after
+    the trial is created: it records the worker and a first heartbeat.
+    """
+
+    def __init__(self, inner: optuna.samplers.BaseSampler) -> None:
+        self.inner = inner
+        self.identity = worker_identity()
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        storage = study._storage
+        storage.set_trial_user_attr(trial._trial_id, WORKER_ATTR, self.identity)
+        if isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage):
+            storage.record_heartbeat(trial._trial_id)
+        self.inner.before_trial(study, trial)
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict:
+        return self.inner.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study: optuna.Study, trial: FrozenTrial, search_space: dict) -> dict:
+        return self.inner.sample_relative(study, trial, search_space)
+
+    def sample_independent(
+        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: Any
+    ) -> Any:
+        return self.inner.sample_independent(study, trial, param_name, param_distribution)
+
+    def after_trial(
+        self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Any
+    ) -> None:
+        self.inner.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.inner.reseed_rng()
 
 
 def _start_ticks(pid: int) -> int | None:

@@ -26,7 +26,7 @@ from aoe_optuna.objective import (
     count_measured,
     is_measured,
 )
-from aoe_optuna.recovery import WORKER_ATTR, sweep_dead_trials, worker_identity
+from aoe_optuna.recovery import WorkerTaggingSampler, sweep_dead_trials
 
 # A sampler that proposes this many infeasible configs in a row is not
 # going to find a feasible one: stop instead of spinning.
@@ -170,18 +170,6 @@ class BudgetGuard:
         return ahead < self.n
 
 
-class _WorkerTaggedObjective:
-    """Records which process runs each trial, so a dead worker's trial is found."""
-
-    def __init__(self, objective: TuningObjective) -> None:
-        self.objective = objective
-        self.identity = worker_identity()
-
-    def __call__(self, trial: optuna.Trial) -> float:
-        trial.set_user_attr(WORKER_ATTR, self.identity)
-        return self.objective(trial)
-
-
 def run_study(
     study: optuna.Study,
     objective: TuningObjective,
@@ -200,8 +188,10 @@ def run_study(
     timeout = budget.time_s if budget.wall_time else None
     if budget.n_measurements is not None:
         objective.may_measure = BudgetGuard(study, budget.n_measurements)
+    if not isinstance(study.sampler, WorkerTaggingSampler):
+        study.sampler = WorkerTaggingSampler(study.sampler)
     study.optimize(
-        _WorkerTaggedObjective(objective),
+        objective,
         n_trials=None,
         timeout=timeout,
         callbacks=[stopper],
