@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import datetime
 from typing import Any
 
 import optuna
@@ -92,6 +93,30 @@ def _alive(pid: int, started: object) -> bool:
     return True
 
 
+ORPHAN_AFTER_S = 60.0
+
+
+def _orphaned(trial: FrozenTrial, now: datetime) -> bool:
+    """RUNNING for a minute with neither params nor a worker: its creator died at birth.
+
+    (Between creating a trial and marking it, a worker can be killed; no
+    heartbeat is recorded yet either. A trial that someone is really working on
+    gets its worker mark within milliseconds, or its params from ``optuna ask``.)
+    """
+    started = trial.datetime_start
+    return (not trial.params and started is not None
+            and (now - started).total_seconds() > ORPHAN_AFTER_S)
+
+
+def _fail(study: optuna.Study, trial: FrozenTrial, reason: str) -> bool:
+    """Mark a dead trial FAIL; False when another worker finished or swept it first."""
+    try:
+        study._storage.set_trial_system_attr(trial._trial_id, "fail_reason", reason)
+        return bool(study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL))
+    except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+        return False
+
+
 def sweep_dead_trials(study: optuna.Study) -> list[int]:
     """Fail RUNNING trials of dead local workers and re-enqueue their params.
 
@@ -99,21 +124,20 @@ def sweep_dead_trials(study: optuna.Study) -> list[int]:
     """
     here = socket.gethostname()
     swept: list[int] = []
+    now = datetime.now()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         who = trial.user_attrs.get(WORKER_ATTR)
+        if who is None and _orphaned(trial, now):
+            if _fail(study, trial, "created by a worker that died before marking it"):
+                swept.append(trial.number)
+            continue
         if not isinstance(who, dict) or who.get("host") != here:
             continue
         pid = who.get("pid")
         if not isinstance(pid, int) or pid == os.getpid() or _alive(pid, who.get("started")):
             continue
-        try:
-            study._storage.set_trial_system_attr(
-                trial._trial_id, "fail_reason", f"worker pid {pid} on {here} died"
-            )
-            if not study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL):
-                continue
-        except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
-            continue  # another worker swept it first
+        if not _fail(study, trial, f"worker pid {pid} on {here} died"):
+            continue
         if trial.params:  # killed after its config was chosen: measure that config again
             study.enqueue_trial(trial.params, user_attrs={RETRY_OF_ATTR: trial.number})
         swept.append(trial.number)
