@@ -16,9 +16,10 @@ from aoe_optuna.samplers.reinforce import PolicyMismatchError, ReinforceSampler
 from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, no_features
 from aoe_optuna.samplers.reinforce._learner import LearnerSettings, ReinforceLearner
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
-from aoe_optuna.samplers.reinforce._policy import load_policy, one_thread, save_policy
+from aoe_optuna.samplers.reinforce._policy import load_policy, save_policy
 from aoe_optuna.samplers.reinforce._propose import draw_batch
 from aoe_optuna.samplers.reinforce.sampler import new_policy
+from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space import SearchSpace
 from tests.test_reinforce_masking import huge_space, small_space
 

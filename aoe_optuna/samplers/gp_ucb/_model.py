@@ -19,8 +19,6 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +28,8 @@ from botorch.models import SingleTaskGP
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from gpytorch.kernels import MaternKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from aoe_optuna.samplers.torch_threads import one_torch_thread
 
 _log = logging.getLogger(__name__)
 
@@ -48,18 +48,6 @@ class FittedGP:
     model: SingleTaskGP
     hyper: Hyper
     fitted: bool  # False: hyperparameters reused without a fit (fallback or pending conditioning)
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """GPs of a few hundred points gain nothing from threads, and on a shared machine
-    torch's spinning intra-op threads made each fit about ten times slower (measured)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _build(x: torch.Tensor, y: torch.Tensor) -> SingleTaskGP:

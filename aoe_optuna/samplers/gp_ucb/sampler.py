@@ -43,8 +43,8 @@ from aoe_optuna.samplers.gp_ucb._model import (
     Hyper,
     Posterior,
     fit_gp,
-    one_torch_thread,
 )
+from aoe_optuna.samplers.torch_threads import one_torch_thread
 from aoe_optuna.space import SearchSpace
 
 _log = logging.getLogger(__name__)

@@ -11,8 +11,7 @@ an untrained policy is uniform over whatever the masks allow.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +23,6 @@ from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, FEATURE_VERSI
 from aoe_optuna.space import SearchSpace
 
 POLICY_FORMAT = "aoe_optuna.reinforce.policy/1"
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread: this network is tiny, and on a busy machine torch's thread
-    pool spends far more time waiting for cores than computing (measured: 16x slower on 2
-    shared cores)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class PolicyMismatchError(ValueError):

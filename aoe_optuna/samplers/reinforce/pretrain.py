@@ -36,8 +36,9 @@ import torch
 from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, workload_features
 from aoe_optuna.samplers.reinforce._learner import log_probs_and_entropy
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
-from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, one_thread, save_policy
+from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, save_policy
 from aoe_optuna.samplers.reinforce._propose import draw_batch
+from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space import SearchSpace
 from aoe_optuna.workload import Workload
 

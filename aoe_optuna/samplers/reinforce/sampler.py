@@ -28,9 +28,10 @@ from aoe_optuna.samplers.reinforce._features import (
 )
 from aoe_optuna.samplers.reinforce._learner import LearnerSettings, ReinforceLearner
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
-from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, load_policy, one_thread
+from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, load_policy
 from aoe_optuna.samplers.reinforce._propose import propose
 from aoe_optuna.samplers.reinforce._replay import ReplayCache, TrialRows, measured_observations
+from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space import SearchSpace
 from aoe_optuna.workload import Workload
 
