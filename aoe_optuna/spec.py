@@ -278,33 +278,36 @@ def _workload(section: Section, profile: SocProfile) -> tuple[Workload, dict[str
 def _backend_workload(top: Section, source: str, backend: dict[str, Any],
                       workload_doc: dict[str, Any]) -> Workload | None:
     """The backend's own workload (a replayed kernel: one op, tokens/s = 1/latency), if any."""
-    try:
-        cls = backend_class(backend["name"])
-    except ImportError:
-        return None  # _space reports it
-    if not hasattr(cls, "workload"):
+    workload_of = _backend_hook(backend, "workload")
+    if workload_of is None:
         return None
     if workload_doc != DEFAULT_MODEL:
         raise top.error("workload", f"no workload: the {backend['name']!r} backend defines "
                         "its own", top.data.get("workload"))
     options = backend_options(backend)
     try:
-        return cls.workload(options, source)
+        return workload_of(options, source)
     except ValueError as exc:
         raise option_error(source, options, exc, "a backend workload") from None
 
 
+def _backend_hook(backend: dict[str, Any], name: str) -> Any:
+    """The backend class's optional hook ``name`` (None if absent or the class won't import;
+    an import failure is reported where the space is built)."""
+    try:
+        return getattr(backend_class(backend["name"]), name, None)
+    except ImportError:
+        return None
+
+
 def _resolved_backend(backend: dict[str, Any], source: str) -> dict[str, Any]:
     """Options as the backend spells them wherever the spec is read (absolute paths, ...)."""
-    try:
-        cls = backend_class(backend["name"])
-    except ImportError:
-        return backend  # _space reports it
-    if not hasattr(cls, "resolve_options"):
+    resolve = _backend_hook(backend, "resolve_options")
+    if resolve is None:
         return backend
     options = backend_options(backend)
     try:
-        resolved = cls.resolve_options(options, source)
+        resolved = resolve(options, source)
     except ValueError as exc:
         raise option_error(source, options, exc, "valid backend options") from None
     return {"name": backend["name"], **resolved}
@@ -364,11 +367,7 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
 def _device_rules(backend: dict[str, Any], profile: SocProfile, workload: Workload) -> list:
     """The rules of the device that runs the kernel: the Ascend AI core's, unless the
     backend measures on another device and says what its own rules are (the CPU kernel)."""
-    try:
-        cls = backend_class(backend["name"])
-    except ImportError:
-        cls = None
-    own = getattr(cls, "device_rules", None)
+    own = _backend_hook(backend, "device_rules")
     if own is not None:
         return list(own(profile, workload.dtype))
     return list(hardware_rules(profile, workload.dtype))
