@@ -155,3 +155,16 @@ def test_incumbent_is_chosen_by_measurement_and_scored_by_truth():
                                   [3.1, 2.5, 2.5, 1.9, 1.9])
     np.testing.assert_array_equal(metrics.incumbent_costs(measured), [3, 2, 2, 1.5, 1.5])
     assert metrics.measurements_to_reach(measured, 1.9, 0.99, truth) == 4
+
+
+def test_each_run_seed_draws_its_own_measurement_noise():
+    from aoe_optuna.bench.runner import _evaluator_for_seed, build_case
+
+    built = build_case(Case.from_path("studies/qwen25_7b_decode_910b2.json"))
+    config = built.spec.space.full_config(built.spec.baseline)
+    a, b = (_evaluator_for_seed(built.evaluator, s).evaluate(config) for s in (1, 2))
+    again = _evaluator_for_seed(built.evaluator, 1).evaluate(config)
+    assert a.tokens_per_s != b.tokens_per_s  # independent repetitions
+    assert again.tokens_per_s == a.tokens_per_s  # but each reproducible
+    assert abs(a.tokens_per_s / b.tokens_per_s - 1) < 0.1  # noise, not another landscape
+    assert built.evaluator.backend.seed == 0  # the shared case is left as the spec made it

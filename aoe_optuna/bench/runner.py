@@ -13,6 +13,7 @@ backend once per case and keeps them.
 
 from __future__ import annotations
 
+import copy
 import multiprocessing as mp
 import os
 import time
@@ -93,6 +94,7 @@ class Built:
 
     space: Any
     evaluator: Any
+    spec: Any = None  # the study spec of a spec case (stored in each run's study, as aoe-tune does)
 
 
 @lru_cache(maxsize=4)
@@ -121,7 +123,7 @@ def build_case(case: Case) -> Built:
     roof = spec.workload.roofline_tokens_per_s(spec.profile)
     evaluator = Evaluator(spec.workload, backend, roof,
                           spec.accuracy.get("max_relative_error"))
-    return Built(spec.space, evaluator)
+    return Built(spec.space, evaluator, spec)
 
 
 def run_task(task: Task) -> RunResult:
@@ -137,7 +139,12 @@ def run_task(task: Task) -> RunResult:
     space = built.space
     sampler = make_sampler(task.sampler, space=space, seed=task.seed, **dict(task.kwargs))
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    objective = TuningObjective(space, built.evaluator)
+    if built.spec is not None:
+        # what aoe-tune stores: samplers that read the workload from the study see it here too
+        from aoe_optuna.study_attrs import SPEC_ATTR
+
+        study.set_user_attr(SPEC_ATTR, built.spec.canonical())
+    objective = TuningObjective(space, _evaluator_for_seed(built.evaluator, task.seed))
     result = RunResult(case=task.case.name, sampler=task.label or task.sampler, seed=task.seed,
                        budget=task.budget)
     seen: set[tuple[Any, ...]] = set()
@@ -183,6 +190,24 @@ def run_task(task: Task) -> RunResult:
         seen.add(key)
     result.wall_s = time.perf_counter() - start
     return result
+
+
+def _evaluator_for_seed(evaluator: Any, seed: int) -> Any:
+    """The case's evaluator with a simulator's noise drawn afresh for this run's seed.
+
+    The simulator's noise is a fixed function of (noise seed, config, GEMM). With the
+    spec's one noise seed, every run would meet the same lucky and unlucky configs,
+    and the "20 seeds" would share one draw of the noise; each run is an
+    independent repetition only if its measurements are too.
+    """
+    backend = evaluator.backend
+    if not getattr(backend, "noise", 0) or not hasattr(backend, "seed"):
+        return evaluator
+    fresh = copy.copy(backend)
+    fresh.seed = int(seed)
+    out = copy.copy(evaluator)
+    out.backend = fresh
+    return out
 
 
 def _is_repeat(trial: Any) -> bool:
