@@ -46,7 +46,8 @@ def main() -> None:
     rows = space.sample_feasible(args.n, np.random.default_rng(args.seed))
     values = tokens_per_s(rows)
     dists = space.distributions()
-    sampler = GPUCBSampler(space=space, seed=args.seed)
+    sampler = GPUCBSampler(space=space, seed=args.seed, workload=spec.workload,
+                           profile=spec.profile)  # as a study made by aoe-tune gives it
     study = optuna.create_study(direction="maximize", sampler=sampler)
     for row, value in zip(rows, values, strict=True):
         study.add_trial(optuna.trial.create_trial(params=space.config(row), distributions=dists,

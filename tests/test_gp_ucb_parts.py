@@ -109,8 +109,8 @@ def test_feasibility_is_low_near_failures_and_absent_without_any() -> None:
 
 # -------------------------------------------------------------- acquisition
 def test_beta_schedule_and_weighting() -> None:
-    assert beta_at(50, 10_000) == 3.84
-    grow = [beta_at(t, 10_000, schedule="srinivas") for t in (1, 10, 100, 1000)]
+    assert beta_at(50, 10_000) == 9.0 and beta_at(50, 10_000, 3.84) == 3.84
+    grow = [beta_at(t, 10_000, 3.84, schedule="srinivas") for t in (1, 10, 100, 1000)]
     assert grow == sorted(grow) and grow[0] >= 3.84 and grow[-1] > grow[0]
     with pytest.raises(ValueError, match="expected"):
         beta_at(1, 10, schedule="cosine")

@@ -10,6 +10,7 @@ best configs, so the search can both roam and refine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,8 +47,10 @@ class CandidateSource:
     def __init__(
         self, space: SearchSpace, enumerate_limit: int = ENUMERATE_LIMIT,
         pool_size: int = POOL_SIZE,
+        encode: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> None:
         self.space = space
+        self.encode = encode if encode is not None else space.encode
         self.pool_size = pool_size
         self.exact = space.n_feasible <= enumerate_limit
         self._rows: np.ndarray | None = None
@@ -57,7 +60,7 @@ class CandidateSource:
     def _enumerated(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._rows is None:
             rows = self.space.all_feasible()
-            self._rows, self._ids, self._x = rows, self.space.flat_id(rows), self.space.encode(rows)
+            self._rows, self._ids, self._x = rows, self.space.flat_id(rows), self.encode(rows)
         assert self._ids is not None and self._x is not None
         return self._rows, self._ids, self._x
 
@@ -75,4 +78,4 @@ class CandidateSource:
         rows = np.unique(np.concatenate(pool), axis=0)
         ids = self.space.flat_id(rows)
         rows = rows[~np.isin(ids, np.fromiter(seen, dtype=np.int64, count=len(seen)))]
-        return Candidates(rows, self.space.encode(rows))
+        return Candidates(rows, self.encode(rows))

@@ -17,6 +17,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.params import ParamError
 from aoe_optuna.samplers.claims import claimed_params
+from aoe_optuna.samplers.gp_ucb._targets import targets
 from aoe_optuna.space import SearchSpace
 
 STATES = (
@@ -44,23 +45,14 @@ class History:
         """Configs that count towards the start-up design (including the baseline)."""
         return self.completed.shape[0] + self.failed.shape[0] + self.pending.shape[0]
 
-    def targets(self, floor_quantile: float | None = None) -> np.ndarray:
-        """Standardised objective, larger is better; log scale when every value is positive.
+    def targets(self, floor_quantile: float | None = None, transform: str = "copula") -> np.ndarray:
+        """GP targets of the completed values, larger is better (see ``_targets``).
 
         ``floor_quantile``: values below that quantile are raised to it, so a few
         very slow configs do not squeeze the good region into a sliver of the
         standardised scale (the GP then models where the optimum can be).
         """
-        y = self.values.astype(float)
-        if y.size and (y > 0).all():
-            y = np.log(y)
-        if not self.maximize:
-            y = -y
-        if floor_quantile is not None and y.size:
-            y = np.maximum(y, np.quantile(y, floor_quantile))
-        if y.size < 2 or y.std() == 0:
-            return y - (y.mean() if y.size else 0.0)
-        return (y - y.mean()) / y.std()
+        return targets(self.values, transform, self.maximize, floor_quantile)
 
     def incumbents(self, k: int) -> np.ndarray:
         """The ``k`` best completed configs, best first."""

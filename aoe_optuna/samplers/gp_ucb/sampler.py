@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
@@ -27,7 +27,12 @@ from optuna.trial import FrozenTrial
 
 from aoe_optuna.params import Param
 from aoe_optuna.samplers.claims import claim_first_free
-from aoe_optuna.samplers.gp_ucb._acquisition import DEFAULT_BETA, beta_at, ucb, weighted_by_success
+from aoe_optuna.samplers.gp_ucb._acquisition import (
+    DEFAULT_BETA,
+    beta_at,
+    ucb,
+    weighted_by_success,
+)
 from aoe_optuna.samplers.gp_ucb._candidates import (
     ENUMERATE_LIMIT,
     POOL_SIZE,
@@ -44,8 +49,14 @@ from aoe_optuna.samplers.gp_ucb._model import (
     Posterior,
     fit_gp,
 )
+from aoe_optuna.samplers.gp_ucb._targets import TRANSFORMS
+from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
 from aoe_optuna.samplers.torch_threads import one_torch_thread
 from aoe_optuna.space import SearchSpace
+
+if TYPE_CHECKING:
+    from aoe_optuna.hardware import SocProfile
+    from aoe_optuna.workload import Workload
 
 _log = logging.getLogger(__name__)
 
@@ -56,6 +67,7 @@ RANKED = 16  # best candidates kept in order, for when other workers claimed the
 # steps per suggestion keep it converged; a cold fit (the first one) gets more.
 WARM_MAX_ITER = 10
 COLD_MAX_ITER = 100
+SOC_BACKENDS = ("simulator", "npu")  # backends whose kernel runs on the spec's SoC
 REFIT_EVERY = 3  # fit hyperparameters on every 3rd completed count (overhead; see BENCHMARKS)
 
 
@@ -68,9 +80,12 @@ class GPUCBSampler(BaseSampler):
         seed: makes proposals reproducible for a given history.
         n_startup_trials: configs (baseline, failures and running trials
             included) placed by the space-filling design before the GP takes over
-            (10: on the recorded GEMM space and the 540-point test space 5 left seeds
-            in a basin; on the decode study 5 was a few measurements faster).
-        beta: UCB exploration weight (mean + sqrt(beta) std); 3.84 = "mean + 1.96 std".
+            (8: with beta 9, 5, 7 and 10 all kept the recorded GEMM spaces' figures and
+            5-7 reached 99% sooner on the decode study; docs/BENCHMARKS.md).
+        beta: UCB exploration weight (mean + sqrt(beta) std) on copula targets; 9 =
+            "mean + 3 std". The textbook 3.84 ("mean + 1.96 std") left more seeds of
+            the recorded GEMM spaces in basins (docs/BENCHMARKS.md, "What changed in
+            GPUCBSampler").
         beta_schedule: None (constant beta) or "srinivas" (GP-UCB's growing beta, scaled).
         use_feasibility_model: weight the acquisition by P(success) learned from
             FAIL trials; False leaves failures out of the model (only never repeated).
@@ -85,13 +100,20 @@ class GPUCBSampler(BaseSampler):
             every other suggestion maximises UCB only over configs at most
             ``local_radius`` parameters away from the best (None: always global).
         local_radius: see ``local_patience``.
+        target_transform: "copula" (normal scores of the ranks: robust to the slow
+            tail of tuning spaces) or "log" (standardised log-throughput); see ``_targets``.
+        tiling_features: for a GEMM tiling space whose workload is known, give the GP
+            the tile fit (padding, wave quantisation) as extra inputs (``_tiling_features``).
+        workload, profile: the workload and SoC for those features; by default read
+            from the spec stored in the study (a profile only for the simulator and npu
+            backends: the CPU kernel does not run on the SoC's cube cores).
     """
 
     def __init__(
         self,
         space: SearchSpace | None = None,
         seed: int | None = None,
-        n_startup_trials: int = 10,
+        n_startup_trials: int = 8,
         beta: float = DEFAULT_BETA,
         beta_schedule: str | None = None,
         use_feasibility_model: bool = True,
@@ -101,6 +123,10 @@ class GPUCBSampler(BaseSampler):
         floor_quantile: float | None = None,
         local_patience: int | None = None,
         local_radius: int = 2,
+        target_transform: str = "copula",
+        tiling_features: bool = True,
+        workload: Workload | None = None,
+        profile: SocProfile | None = None,
     ) -> None:
         if n_startup_trials < 1:
             raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
@@ -111,6 +137,10 @@ class GPUCBSampler(BaseSampler):
         if floor_quantile is not None and not 0.0 <= floor_quantile < 1.0:
             raise ValueError(f"floor_quantile: expected None or in [0, 1), got {floor_quantile}")
         beta_at(1, 1, beta, beta_schedule)  # validates the schedule name
+        if target_transform not in TRANSFORMS:
+            raise ValueError(
+                f"target_transform: expected one of {TRANSFORMS}, got {target_transform!r}"
+            )
         self._space = space
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % 2**32)
@@ -125,6 +155,11 @@ class GPUCBSampler(BaseSampler):
         self.floor_quantile = floor_quantile
         self.local_patience = local_patience
         self.local_radius = local_radius
+        self.target_transform = target_transform
+        self.tiling_features = tiling_features
+        self._workload = workload
+        self._profile = profile
+        self._inputs: dict[int, GPInputs] = {}
         self._independent = RandomSampler(seed=self._seed)
         self._sources: dict[int, CandidateSource] = {}
         self._spaces: dict[Any, SearchSpace] = {}
@@ -163,10 +198,29 @@ class GPUCBSampler(BaseSampler):
             self._study_dists[id(self._spaces[key])] = {p.name: dists[p.name] for p in params}
         return self._spaces[key]
 
-    def _source(self, space: SearchSpace) -> CandidateSource:
+    def _inputs_for(self, study: Study, space: SearchSpace) -> GPInputs:
+        """The GP's input encoding of ``space`` (tiling features when the workload is known)."""
+        if id(space) not in self._inputs:
+            tiling = None
+            if self.tiling_features:
+                workload, profile = self._workload, self._profile
+                if workload is None or profile is None:
+                    spec = _stored_spec(study)
+                    if spec is not None:
+                        workload = spec.workload
+                        # the SoC's cores only count where the kernel runs on the SoC
+                        on_soc = spec.backend.get("name") in SOC_BACKENDS
+                        profile = spec.profile if on_soc else None
+                if workload is not None:
+                    cores = profile.cube_cores if profile is not None else None
+                    tiling = TilingFeatures.for_space(space, workload.gemms, cores)
+            self._inputs[id(space)] = GPInputs(space, tiling)
+        return self._inputs[id(space)]
+
+    def _source(self, space: SearchSpace, inputs: GPInputs) -> CandidateSource:
         if id(space) not in self._sources:
             self._sources[id(space)] = CandidateSource(
-                space, self._enumerate_limit, self._pool_size
+                space, self._enumerate_limit, self._pool_size, encode=inputs
             )
         return self._sources[id(space)]
 
@@ -190,13 +244,16 @@ class GPUCBSampler(BaseSampler):
         trials = study.get_trials(deepcopy=False)
         history = read_history(study, space, exclude_number=trial.number, trials=trials)
         rng = np.random.default_rng([self._seed, trial.number])
-        cands = self._source(space).unseen(history.seen, rng, history.incumbents(N_INCUMBENTS))
+        inputs = self._inputs_for(study, space)
+        cands = self._source(space, inputs).unseen(
+            history.seen, rng, history.incumbents(N_INCUMBENTS)
+        )
         if cands.rows.shape[0] == 0:
             _log.warning("every feasible config has been tried; falling back to random")
             return {}
         with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
-            ranked, hyper = self._choose(space, history, cands, rng, _previous_hyper(trials))
+            ranked, hyper = self._choose(inputs, history, cands, rng, _previous_hyper(trials))
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
         # Another worker may be proposing at this very moment from the same history:
@@ -215,32 +272,31 @@ class GPUCBSampler(BaseSampler):
 
     # ------------------------------------------------------------- the step
     def _choose(
-        self, space: SearchSpace, history: History, cands: Candidates,
+        self, encode: GPInputs, history: History, cands: Candidates,
         rng: np.random.Generator, previous: Hyper | None,
     ) -> tuple[np.ndarray, Hyper | None]:
         """Indices into ``cands``, best first, and the hyperparameters fitted for them."""
-        used_x = space.encode(
-            np.concatenate([history.completed, history.failed, history.pending])
-        )
+        space = encode.space
+        used_x = encode(np.concatenate([history.completed, history.failed, history.pending]))
         n_startup = self.n_startup_trials
         if history.n_used < n_startup or history.completed.shape[0] < 2:
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None
-        x = space.encode(history.completed)
+        x = encode(history.completed)
         try:
             n = history.completed.shape[0]
             warm_iter = WARM_MAX_ITER if n % self.refit_every == 0 else 0
-            fit = fit_gp(x, history.targets(self.floor_quantile), previous, warm_iter,
-                         COLD_MAX_ITER)
+            y = history.targets(self.floor_quantile, self.target_transform)
+            fit = fit_gp(x, y, previous, warm_iter, COLD_MAX_ITER)
         except FitError as exc:
             _log.warning("%s; this suggestion is space-filling", exc)
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None
-        post = Posterior(fit).condition_on_pending(fit, space.encode(history.pending))
+        post = Posterior(fit).condition_on_pending(fit, encode(history.pending))
         mean, std = post.predict(cands.x)
         t = history.completed.shape[0] - n_startup + 1
         beta = beta_at(t, space.n_feasible, self.beta, self.beta_schedule)
         score = ucb(mean, std, beta)
         if self.use_feasibility_model:
-            feas = FeasibilityModel.fit(x, space.encode(history.failed))
+            feas = FeasibilityModel.fit(x, encode(history.failed))
             if feas is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
                 score = weighted_by_success(score, feas.predict(cands.x), floor)
@@ -270,12 +326,16 @@ def _previous_hyper(trials: Sequence[FrozenTrial]) -> Hyper | None:
 
 
 def _stored_space(study: Study) -> SearchSpace | None:
-    try:
-        from aoe_optuna.study_attrs import space_from_study
+    spec = _stored_spec(study)
+    return None if spec is None else spec.space
 
-        return space_from_study(study)
+
+def _stored_spec(study: Study) -> Any:
+    try:
+        from aoe_optuna.study_attrs import stored_spec
     except ImportError:  # the spec loader is not installed in this checkout
         return None
+    return stored_spec(study)
 
 
 def _param_of(name: str, dist: BaseDistribution) -> Param | None:
