@@ -1,0 +1,48 @@
+"""scripts/diagnose_proposals.py: true quality of a run's proposals, and its bad-input errors."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aoe_optuna.bench.runner import Case, build_case
+from aoe_optuna.exhaustive import simulator_costs
+
+ROOT = Path(__file__).resolve().parents[1]
+DECODE = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location(
+        "diagnose_proposals", ROOT / "scripts" / "diagnose_proposals.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_incumbent_is_never_better_than_the_best_config_measured(script):
+    case = Case.from_path(DECODE)
+    built = build_case(case)
+    costs = simulator_costs(built.space, built.evaluator.workload, built.evaluator.backend,
+                            built.space.all_feasible())
+    q = script.proposal_quality(case, "random", {}, seeds=2, budget=20,
+                                optimum=float(costs.min()))
+    assert q["incumbent"].shape == (2,) and q["deciles"].shape == (2, 10)
+    # the incumbent is one of the measured configs, picked by a noisy measurement
+    assert np.all(q["incumbent"] >= q["best"]) and np.all(q["best"] >= 1.0)
+    assert np.all(q["within_1pct"] <= 20)
+    # random proposals of this space: their median is far from the optimum
+    assert np.median(q["deciles"]) > 1.1
+
+
+def test_bad_inputs_exit_2_in_one_line(script, tmp_path, capsys):
+    assert script.main(["--space", str(tmp_path / "none.json"), "--sampler", "random"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("no such study spec") and "\n" not in err
+    assert script.main(["--space", str(DECODE), "--sampler", "tpe:{bad"]) == 2
+    assert "expected NAME:JSON-object" in capsys.readouterr().err
