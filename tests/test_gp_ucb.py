@@ -169,6 +169,16 @@ def test_bad_arguments_say_what_was_expected(bad) -> None:
         GPUCBSampler(space=small_space(), **bad)
 
 
+def test_hyperparameters_are_fitted_every_suggestion_until_the_study_is_large() -> None:
+    from aoe_optuna.samplers.gp_ucb.sampler import REFIT_ALWAYS_BELOW, REFIT_EVERY
+
+    default = GPUCBSampler(space=small_space())
+    assert [default._refit_period(n) for n in (2, REFIT_ALWAYS_BELOW - 1)] == [1, 1]
+    assert default._refit_period(REFIT_ALWAYS_BELOW) == REFIT_EVERY > 1
+    fixed = GPUCBSampler(space=small_space(), refit_every=4)
+    assert fixed._refit_period(2) == fixed._refit_period(10_000) == 4
+
+
 def test_plain_study_keeps_its_own_distributions() -> None:
     """A log-scaled int keeps its distribution; every value proposed is distinct and in range."""
     study = optuna.create_study(sampler=GPUCBSampler(seed=0, n_startup_trials=4))

@@ -68,7 +68,12 @@ RANKED = 16  # best candidates kept in order, for when other workers claimed the
 WARM_MAX_ITER = 10
 COLD_MAX_ITER = 100
 SOC_BACKENDS = ("simulator", "npu")  # backends whose kernel runs on the spec's SoC
-REFIT_EVERY = 3  # fit hyperparameters on every 3rd completed count (overhead; see BENCHMARKS)
+# Hyperparameters are fitted on every suggestion while the study is small: fitting only
+# every 3rd saved ~0.1 s a suggestion but, over 40 seeds, left 9 more RTX 3060 GEMM runs
+# short of 1% and 2 more RTX 2080 Ti runs short of 5% at 100 measurements. Past
+# REFIT_ALWAYS_BELOW completed trials a fit costs ~1 s and more (n^3), and every 3rd.
+REFIT_ALWAYS_BELOW = 300
+REFIT_EVERY = 3
 
 
 class GPUCBSampler(BaseSampler):
@@ -93,7 +98,8 @@ class GPUCBSampler(BaseSampler):
         pool_size: uniform feasible samples in that pool (plus neighbours of the best).
         refit_every: fit the hyperparameters when the number of completed trials is a
             multiple of this (or none are stored yet); in between, reuse the last ones
-            (the posterior is still conditioned on every trial).
+            (the posterior is still conditioned on every trial). None (default): every
+            suggestion below 300 completed trials, every 3rd after (docs/BENCHMARKS.md).
         floor_quantile: completed values below this quantile are raised to it before
             the GP sees them (None: untouched).
         local_patience: once the best has not improved for this many completed trials,
@@ -119,7 +125,7 @@ class GPUCBSampler(BaseSampler):
         use_feasibility_model: bool = True,
         enumerate_limit: int = ENUMERATE_LIMIT,
         pool_size: int = POOL_SIZE,
-        refit_every: int = REFIT_EVERY,
+        refit_every: int | None = None,
         floor_quantile: float | None = None,
         local_patience: int | None = None,
         local_radius: int = 2,
@@ -132,8 +138,8 @@ class GPUCBSampler(BaseSampler):
             raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
         if beta < 0:
             raise ValueError(f"beta: expected >= 0, got {beta}")
-        if refit_every < 1:
-            raise ValueError(f"refit_every: expected >= 1, got {refit_every}")
+        if refit_every is not None and refit_every < 1:
+            raise ValueError(f"refit_every: expected None or >= 1, got {refit_every}")
         if floor_quantile is not None and not 0.0 <= floor_quantile < 1.0:
             raise ValueError(f"floor_quantile: expected None or in [0, 1), got {floor_quantile}")
         beta_at(1, 1, beta, beta_schedule)  # validates the schedule name
@@ -271,6 +277,12 @@ class GPUCBSampler(BaseSampler):
         self._independent.reseed_rng()
 
     # ------------------------------------------------------------- the step
+    def _refit_period(self, n_completed: int) -> int:
+        """Fit on completed counts that are multiples of this (see REFIT_ALWAYS_BELOW)."""
+        if self.refit_every is not None:
+            return self.refit_every
+        return 1 if n_completed < REFIT_ALWAYS_BELOW else REFIT_EVERY
+
     def _choose(
         self, encode: GPInputs, history: History, cands: Candidates,
         rng: np.random.Generator, previous: Hyper | None,
@@ -284,7 +296,7 @@ class GPUCBSampler(BaseSampler):
         x = encode(history.completed)
         try:
             n = history.completed.shape[0]
-            warm_iter = WARM_MAX_ITER if n % self.refit_every == 0 else 0
+            warm_iter = WARM_MAX_ITER if n % self._refit_period(n) == 0 else 0
             y = history.targets(self.floor_quantile, self.target_transform)
             fit = fit_gp(x, y, previous, warm_iter, COLD_MAX_ITER)
         except FitError as exc:
