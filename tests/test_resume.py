@@ -37,10 +37,16 @@ def _small_cpu_spec(tmp_path: Path) -> Path:
     return spec
 
 
+def _as_at_a_terminal() -> None:
+    # A suite started in the background by a non-interactive shell (``cmd &``) inherits
+    # SIGINT ignored, and so would aoe-tune; at a terminal, Ctrl-C is delivered.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [str(AOE_TUNE), *args, "--no-progress"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=env,
+        stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_as_at_a_terminal,
     )
 
 
@@ -118,8 +124,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(
     spec = _small_cpu_spec(tmp_path)
     db = tmp_path / "aoe.db"
     url = f"sqlite:///{db}"
-    # a budget well past the interrupted measurement: a fast config (a cached build, a
-    # repeat answered from storage) must not let the run finish before the signal lands
+    # measurements left after the interrupted one, so the run cannot end before the signal
     args = ["--config", str(spec), "--storage", url, "--study-name", "c", "--n-trials", "6",
             "--sampler", "random", "--seed", "1"]
     proc = _start(args, env)
