@@ -4,16 +4,20 @@
 The N trials are distinct random feasible configs valued by the simulator's
 noise-free cost (tokens/s), added to an in-memory study; then the sampler is
 asked ``--asks`` times (each ask told with its simulated value, so N grows by
-one per ask). Reports the median, mean and max wall time per suggestion (the
-sampler refits its hyperparameters on every 3rd ask, so the max is a refit) and the
-process's peak resident memory (ru_maxrss).
+one per ask). Reports the median, mean and max wall time per suggestion (by
+default the sampler fits its hyperparameters on every ask below 300 completed
+trials and on every 3rd above, where the max is a fit) and the process's peak
+resident memory (ru_maxrss). ``--kwargs`` passes sampler arguments.
 
     python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2.json --n 200
+    python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2_compile.json \
+        --n 1000 --asks 7 --kwargs '{"refit_every": 1}'
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import time
@@ -33,6 +37,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="completed trials before timing")
     ap.add_argument("--asks", type=int, default=7, help="asks timed (>= 4 covers a refit)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kwargs", type=json.loads, default={},
+                    help='GPUCBSampler arguments as a JSON object, e.g. \'{"refit_every": 1}\'')
     args = ap.parse_args()
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -47,7 +53,8 @@ def main() -> None:
     values = tokens_per_s(rows)
     dists = space.distributions()
     sampler = GPUCBSampler(space=space, seed=args.seed, workload=spec.workload,
-                           profile=spec.profile)  # as a study made by aoe-tune gives it
+                           profile=spec.profile,  # as a study made by aoe-tune gives it
+                           **args.kwargs)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     for row, value in zip(rows, values, strict=True):
         study.add_trial(optuna.trial.create_trial(params=space.config(row), distributions=dists,

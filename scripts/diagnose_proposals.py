@@ -24,15 +24,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import BenchError, parse_sampler, sampler_label  # noqa: E402
-from aoe_optuna.bench.runner import Case, Task, build_case, run_task  # noqa: E402
-from aoe_optuna.exhaustive import simulator_costs  # noqa: E402
+from aoe_optuna.bench import BenchError, exhaustive_for, parse_sampler, sampler_label  # noqa: E402
+from aoe_optuna.bench.runner import Case, Task, run_task  # noqa: E402
 
 DECILES = 10
 
 
 def proposal_quality(case: Case, name: str, kwargs: dict[str, Any], seeds: int, budget: int,
-                     optimum: float) -> dict[str, np.ndarray]:
+                     optimum: float, progress: bool = False) -> dict[str, np.ndarray]:
     """Per seed: the incumbent's and the best measured config's true cost / optimum,
     how many measured configs were within 1%, and the median true cost / optimum of
     each tenth of the run's proposals (rows)."""
@@ -41,6 +40,9 @@ def proposal_quality(case: Case, name: str, kwargs: dict[str, Any], seeds: int, 
     for seed in range(seeds):
         task = Task(case, name, tuple(sorted(kwargs.items())), seed, budget, 50 * budget, name)
         r = run_task(task)
+        if progress:
+            print(f"  {name} seed {seed + 1}/{seeds}: {len(r.costs)} measured in {r.wall_s:.1f} s",
+                  file=sys.stderr)
         true = np.asarray(r.true_costs, dtype=float) / optimum
         measured = np.asarray(r.costs, dtype=float)
         out["incumbent"].append(true[int(np.nanargmin(measured))])
@@ -59,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--budget", type=int, default=100)
     args = ap.parse_args(argv)
+    if args.seeds < 1 or args.budget < DECILES:
+        print(f"error: --seeds: expected >= 1, --budget: expected >= {DECILES} "
+              f"(got {args.seeds}, {args.budget})", file=sys.stderr)
+        return 2
     if not Path(args.space).is_file():
         print(f"error: {args.space}: no such study spec", file=sys.stderr)
         return 2
@@ -67,27 +73,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.space}: expected a simulator study spec, got a recorded space",
               file=sys.stderr)
         return 2
-    built = build_case(case)
-    if not hasattr(built.evaluator.backend, "latency"):
-        print(f"error: {args.space}: key 'backend': expected the simulator (a noise-free cost)",
-              file=sys.stderr)
-        return 2
     try:
         samplers = [parse_sampler(s) for s in args.sampler]
+        exhaustive = exhaustive_for(case, None)  # the bench's cached exhaustive optimum
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    costs = simulator_costs(built.space, built.evaluator.workload, built.evaluator.backend,
-                            built.space.all_feasible())
-    optimum = float(np.min(costs))
-    print(f"{case.name}: {costs.size:,} feasible; feasible-set median cost/opt "
-          f"{np.median(costs) / optimum:.3f}; within 1%: {int((costs < 1.01 * optimum).sum())}")
+    optimum = exhaustive.optimum
+    finite = exhaustive.costs[np.isfinite(exhaustive.costs)]
+    print(f"{case.name}: {exhaustive.n_feasible:,} feasible; feasible-set median cost/opt "
+          f"{np.median(finite) / optimum:.3f}; within 1%: {exhaustive.count_within(0.01)}")
     width = args.budget // DECILES
     header = " ".join(f"{i * width + 1}-{(i + 1) * width}" for i in range(DECILES))
     for name, given in samplers:
         label = sampler_label(name, given)
         kwargs = {k: v for k, v in given.items() if not k.startswith("_")}
-        q = proposal_quality(case, name, kwargs, args.seeds, args.budget, optimum)
+        q = proposal_quality(case, name, kwargs, args.seeds, args.budget, optimum, True)
         print(f"\n{label} ({args.seeds} seeds, {args.budget} measurements)")
         print(f"  incumbent (best measured) true/opt: median {np.median(q['incumbent']):.4f} "
               f"mean {np.mean(q['incumbent']):.4f}")

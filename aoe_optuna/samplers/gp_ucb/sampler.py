@@ -68,10 +68,10 @@ RANKED = 16  # best candidates kept in order, for when other workers claimed the
 WARM_MAX_ITER = 10
 COLD_MAX_ITER = 100
 SOC_BACKENDS = ("simulator", "npu")  # backends whose kernel runs on the spec's SoC
-# Hyperparameters are fitted on every suggestion while the study is small: fitting only
-# every 3rd saved ~0.1 s a suggestion but, over 40 seeds, left 9 more RTX 3060 GEMM runs
-# short of 1% and 2 more RTX 2080 Ti runs short of 5% at 100 measurements. Past
-# REFIT_ALWAYS_BELOW completed trials a fit costs ~1 s and more (n^3), and every 3rd.
+# Hyperparameters are fitted on every suggestion below REFIT_ALWAYS_BELOW completed
+# trials: fitting only every 3rd saves ~0.07 s a suggestion at 200 trials but, over 40
+# seeds, left 9 more RTX 3060 GEMM runs short of 1% and 2 more RTX 2080 Ti runs short of
+# 5% at 100 measurements. Above it a fit costs ~1 s and grows as n^3: every REFIT_EVERY-th.
 REFIT_ALWAYS_BELOW = 300
 REFIT_EVERY = 3
 
