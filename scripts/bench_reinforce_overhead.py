@@ -1,7 +1,7 @@
 """Seconds per ReinforceSampler suggestion at N completed trials, on a study spec.
 
     python scripts/bench_reinforce_overhead.py studies/qwen25_7b_decode_910b2_compile.json \
-        --trials 200 [--policy policy.pt]
+        --trials 200 [--policy policy.pt] [--local 0.8]
 
 Runs an in-memory study with the product objective on the spec's simulator and
 times ``sample_relative`` alone (study.ask + the sampler), per trial.
@@ -28,12 +28,14 @@ def main() -> None:
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--policy", default=None)
+    p.add_argument("--local", type=float, default=None,
+                   help="share of local proposals (default: 0.8 with a policy, else 0)")
     args = p.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     spec = load_spec(args.spec)
     t0 = time.perf_counter()
     sampler = ReinforceSampler(space=spec.space, seed=args.seed, policy=args.policy,
-                               workload=spec.workload, profile=spec.profile)
+                               workload=spec.workload, profile=spec.profile, local=args.local)
     setup = time.perf_counter() - t0
     roof = spec.workload.roofline_tokens_per_s(spec.profile)
     objective = TuningObjective(spec.space, Evaluator(spec.workload, make_backend(spec), roof))

@@ -31,18 +31,19 @@ DECILES = 10
 
 
 def proposal_quality(case: Case, name: str, kwargs: dict[str, Any], seeds: int, budget: int,
-                     optimum: float, progress: bool = False) -> dict[str, np.ndarray]:
+                     optimum: float, progress: bool = False,
+                     first_seed: int = 0) -> dict[str, np.ndarray]:
     """Per seed: the incumbent's and the best measured config's true cost / optimum,
     how many measured configs were within 1%, and the median true cost / optimum of
     each tenth of the run's proposals (rows)."""
     width = max(1, budget // DECILES)
     out: dict[str, list[Any]] = {"incumbent": [], "best": [], "within_1pct": [], "deciles": []}
-    for seed in range(seeds):
+    for seed in range(first_seed, first_seed + seeds):
         task = Task(case, name, tuple(sorted(kwargs.items())), seed, budget, 50 * budget, name)
         r = run_task(task)
         if progress:
-            print(f"  {name} seed {seed + 1}/{seeds}: {len(r.costs)} measured in {r.wall_s:.1f} s",
-                  file=sys.stderr)
+            print(f"  {name} seed {seed} ({seed - first_seed + 1}/{seeds}): "
+                  f"{len(r.costs)} measured in {r.wall_s:.1f} s", file=sys.stderr)
         true = np.asarray(r.true_costs, dtype=float) / optimum
         measured = np.asarray(r.costs, dtype=float)
         out["incumbent"].append(true[int(np.nanargmin(measured))])
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sampler", action="append", required=True,
                     help="registry name, optionally NAME:JSON kwargs (repeatable)")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds run from here (fresh seeds to confirm a setting chosen on others)")
     ap.add_argument("--budget", type=int, default=100)
     args = ap.parse_args(argv)
     if args.seeds < 1 or args.budget < DECILES:
@@ -88,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, given in samplers:
         label = sampler_label(name, given)
         kwargs = {k: v for k, v in given.items() if not k.startswith("_")}
-        q = proposal_quality(case, name, kwargs, args.seeds, args.budget, optimum, True)
+        q = proposal_quality(case, name, kwargs, args.seeds, args.budget, optimum, True,
+                             args.first_seed)
         print(f"\n{label} ({args.seeds} seeds, {args.budget} measurements)")
         print(f"  incumbent (best measured) true/opt: median {np.median(q['incumbent']):.4f} "
               f"mean {np.mean(q['incumbent']):.4f}")

@@ -12,12 +12,13 @@ from optuna.trial import TrialState, create_trial
 
 from aoe_optuna.samplers.gp_ucb import _model as model_module
 from aoe_optuna.samplers.gp_ucb._acquisition import beta_at, ucb, weighted_by_success
-from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource, neighbours
+from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
 from aoe_optuna.samplers.gp_ucb._history import History, read_history
 from aoe_optuna.samplers.gp_ucb._local import is_local_step, near, stalled_for
 from aoe_optuna.samplers.gp_ucb._model import FitError, Posterior, fit_gp
+from aoe_optuna.samplers.neighbourhood import neighbours
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aoe_optuna.samplers.neighbourhood import neighbours
 from aoe_optuna.space import SearchSpace
 
 ENUMERATE_LIMIT = 400_000
@@ -25,20 +26,6 @@ POOL_SIZE = 20_000
 class Candidates:
     rows: np.ndarray  # (m, d) index rows
     x: np.ndarray  # (m, D) encoded
-
-
-def neighbours(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
-    """Every feasible config one parameter away from some row of ``rows``."""
-    out = []
-    for row in rows:
-        for j, k in enumerate(space.shape):
-            block = np.repeat(row[None, :], k, axis=0)
-            block[:, j] = np.arange(k)
-            out.append(np.delete(block, row[j], axis=0))
-    if not out:
-        return np.zeros((0, len(space.names)), dtype=np.int64)
-    cand = np.concatenate(out)
-    return cand[space.is_feasible(cand)]
 
 
 class CandidateSource:

@@ -2,8 +2,9 @@
 
 Each call rebuilds (or catches up) the learner from storage, then draws one
 whole config from the policy with infeasible and already-tried choices
-masked out. Optional start: a policy pretrained on other shapes and SoCs
-(:mod:`aoe_optuna.samplers.reinforce.pretrain`).
+masked out, or (a ``local`` share of the calls) makes a small move around
+one of the best configs measured so far. Optional start: a policy pretrained
+on other shapes and SoCs (:mod:`aoe_optuna.samplers.reinforce.pretrain`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from aoe_optuna.samplers.reinforce._features import (
     workload_features,
 )
 from aoe_optuna.samplers.reinforce._learner import LearnerSettings, ReinforceLearner
+from aoe_optuna.samplers.reinforce._local import local_proposal
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
 from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, load_policy
 from aoe_optuna.samplers.reinforce._propose import propose
@@ -35,6 +37,10 @@ from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space import SearchSpace
 from aoe_optuna.workload import Workload
 
+# A pretrained policy starts near the optimum and local moves refine from there; an
+# untrained one starts anywhere, and local moves then settle in the first basin
+# found (decode study, 20 seeds: measurements to 99% 39.5 -> 260), so it stays off.
+LOCAL_WITH_POLICY = 0.8
 CLAIM_ROUNDS = 8  # proposals tried against other workers' claims before giving up
 _TRIED_STATES = (
     TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING,
@@ -57,7 +63,10 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         policy: path of a pretrained policy file to start from.
         features: the operator feature vector; by default computed from
             ``workload`` and ``profile``, or from the study's stored spec.
-        **settings: fields of :class:`LearnerSettings` (batch_size, lr, entropy, ...).
+        **settings: fields of :class:`LearnerSettings` (batch_size, lr, entropy, ...);
+            ``local`` is the share of proposals that are small moves around the best
+            configs measured (:mod:`._local`), 0.8 by default with a pretrained
+            policy and 0 without.
     """
 
     def __init__(
@@ -78,6 +87,12 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
                 f"policy, features or {sorted(LearnerSettings.__dataclass_fields__)}"
             )
         self._settings = LearnerSettings(**settings)
+        local = self._settings.local
+        if local is None:
+            local = LOCAL_WITH_POLICY if policy is not None else 0.0
+        if not 0.0 <= local <= 1.0:
+            raise ValueError(f"ReinforceSampler: local: expected a share in [0, 1], got {local}")
+        self._local_share = float(local)
         entropy = int(np.random.SeedSequence().entropy % 2**31)
         self._seed = int(seed) if seed is not None else entropy
         self._space = space
@@ -170,17 +185,24 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         trials = study.get_trials(deepcopy=False, states=_TRIED_STATES)
         cache = self._learner_cache(study)
         assert self._rows is not None
-        learner = cache.sync(measured_observations(trials, self._rows))
+        observations = measured_observations(trials, self._rows)
+        learner = cache.sync(observations)
+        measured = [o.row for o in observations]
+        values = np.array([o.value for o in observations])
         tried = self._tried_rows(space, trials, trial.number, self._rows)
         ids = {int(i) for i in space.flat_id(tried)} if tried.shape[0] else set()
         rng = np.random.default_rng([self._seed, trial.number])
         # Another worker may propose at this very moment: claim a config no live trial
         # holds, drawing again when one was taken (see aoe_optuna.samplers.claims).
         for _ in range(CLAIM_ROUNDS):
-            row = propose(
-                learner.policy, learner.features, self._masker, rng, tried, ids,
-                self._settings.explore,
-            )
+            row = None
+            if measured and rng.random() < self._local_share:
+                row = local_proposal(space, measured, values, ids, rng)
+            if row is None:
+                row = propose(
+                    learner.policy, learner.features, self._masker, rng, tried, ids,
+                    self._settings.explore,
+                )
             if row is None:  # every completion tried, or the redraws kept hitting tried ones
                 rest = space.sample_feasible(1, rng, exclude=ids)
                 if rest.shape[0] == 0:

@@ -1,0 +1,131 @@
+"""Local proposals: small moves around the configs that measure best, noise smoothed.
+
+A policy with one categorical head per parameter puts its mass on a handful of
+whole configs; once the no-repeat mask has used those up, its next draws are
+not their neighbours but ordinary configs (measured on the decode study: a
+pretrained policy's proposals drift from 1.07x to 1.36x the optimum over 100
+measurements, and REINFORCE updates do not stop it; docs/BENCHMARKS.md). A
+local proposal supplies the neighbourhood structure the heads lack:
+
+1. a centre: one of the best configs measured so far, ranked by a smoothed
+   log value (its own and its measured neighbours', nearer ones weighing
+   more), so that one lucky measurement under 1% noise does not hold the
+   search on a config whose region is worse;
+2. a ring: the untried feasible configs that change one or two parameters,
+   grouped by how many index steps they move (16 -> 48 in a step-16 tile grid
+   is 2 steps; any categorical change is 1), one ring drawn with weight
+   ``RING_DECAY**steps``: mostly one-step moves, sometimes longer ones;
+3. a config drawn uniformly from that ring.
+
+Pilots (docs/BENCHMARKS.md) drew the config within the ring in proportion to
+the policy's probability, sharpened or flattened: every weighting by the
+policy made it worse, because the policy's preferences are what kept it in
+the wrong basin. The policy still proposes the first config and a share of
+the rest, and learns from every measurement, local ones included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from aoe_optuna.samplers.neighbourhood import ball
+from aoe_optuna.space import SearchSpace
+
+CENTRES = 4  # the top (smoothed) configs a local proposal starts from
+CENTRE_DECAY = 0.5  # the k-th of them is chosen with weight CENTRE_DECAY**k
+SMOOTH_POOL = 32  # best raw measurements whose smoothed value is computed
+SMOOTH_STEPS = 2  # measured configs this many index steps away count as neighbours
+SMOOTH_DECAY = 0.2  # a neighbour s steps away weighs SMOOTH_DECAY**s (the config itself 1)
+MAX_RADIUS = 2  # parameters changed at once
+RING_DECAY = 0.3  # a move s index steps long is drawn with weight RING_DECAY**s
+
+
+def steps_away(space: SearchSpace, centre: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows``: index steps from ``centre`` summed over parameters.
+
+    An ordered parameter (a tile size, a level) counts how many choices it
+    moved; a categorical one counts 1 for any change.
+    """
+    delta = np.abs(rows - centre[None, :])
+    categorical = np.array([p.kind == "categorical" for p in space.params])
+    return np.where(categorical[None, :], delta > 0, delta).sum(axis=1)
+
+
+def smoothed(space: SearchSpace, centres: np.ndarray, rows: np.ndarray,
+             logs: np.ndarray) -> np.ndarray:
+    """Per centre: the weighted mean log value of the measured ``rows`` near it.
+
+    ``centres`` are among ``rows``; a row ``s <= SMOOTH_STEPS`` steps away
+    weighs ``SMOOTH_DECAY**s``.
+    """
+    out = np.empty(centres.shape[0])
+    for i, c in enumerate(centres):
+        s = steps_away(space, c, rows)
+        w = np.where(s <= SMOOTH_STEPS, SMOOTH_DECAY ** s.astype(float), 0.0)
+        out[i] = float(w @ logs / w.sum())
+    return out
+
+
+def pick_centre(
+    space: SearchSpace, rows: Sequence[np.ndarray], values: np.ndarray,
+    rng: np.random.Generator, n: int = CENTRES,
+) -> np.ndarray | None:
+    """One of the ``n`` best measured configs by smoothed log value (nan = failed)."""
+    values = np.asarray(values, dtype=float)
+    ok = np.flatnonzero(np.isfinite(values) & (values > 0))
+    if ok.size == 0:
+        return None
+    measured = np.stack([rows[i] for i in ok]).astype(np.int64)
+    logs = np.log(values[ok])
+    pool = np.argsort(-logs, kind="stable")[:SMOOTH_POOL]
+    score = smoothed(space, measured[pool], measured, logs)
+    top = pool[np.argsort(-score, kind="stable")[:n]]
+    w = CENTRE_DECAY ** np.arange(top.size)
+    return measured[int(top[rng.choice(top.size, p=w / w.sum())])]
+
+
+def untried_near(
+    space: SearchSpace, centre: np.ndarray, tried_ids: set[int], max_radius: int = MAX_RADIUS
+) -> np.ndarray:
+    """Untried feasible configs 1 to ``max_radius`` parameters away from ``centre``."""
+    tried = np.fromiter(tried_ids, dtype=np.int64, count=len(tried_ids))
+    cand = np.concatenate([ball(space, centre, r) for r in range(1, max_radius + 1)])
+    return cand[~np.isin(space.flat_id(cand), tried)] if cand.shape[0] else cand
+
+
+def nearest_ring(
+    space: SearchSpace, centre: np.ndarray, candidates: np.ndarray, rng: np.random.Generator,
+) -> np.ndarray:
+    """The candidates ``s`` steps from ``centre``, ``s`` drawn with weight ``RING_DECAY**s``.
+
+    On tiling spaces the way to the optimum is usually a one-step change of one
+    or two tiles (one grows as another shrinks along a capacity ridge); among
+    the 16-choice tile axes a uniform pick over every neighbour would seldom
+    make it, and the step counts let the two-way switches wait their turn too.
+    """
+    s = steps_away(space, centre, candidates)
+    rings = np.unique(s)
+    w = RING_DECAY ** rings.astype(float)
+    ring = rings[rng.choice(rings.size, p=w / w.sum())]
+    return candidates[s == ring]
+
+
+def local_proposal(
+    space: SearchSpace, rows: Sequence[np.ndarray], values: np.ndarray, tried_ids: set[int],
+    rng: np.random.Generator,
+) -> np.ndarray | None:
+    """An untried config a small move from a top config; None when there is none.
+
+    ``rows``/``values``: every measured config and its throughput (nan = failed);
+    ``tried_ids``: flat ids of every config proposed so far, in any state.
+    """
+    centre = pick_centre(space, rows, values, rng)
+    if centre is None:
+        return None
+    cand = untried_near(space, centre, tried_ids)
+    if cand.shape[0] == 0:
+        return None
+    ring = nearest_ring(space, centre, cand, rng)
+    return ring[int(rng.integers(ring.shape[0]))]
