@@ -19,6 +19,7 @@ from aoe_optuna.samplers.reinforce._local import (
     steps_away,
     untried_near,
 )
+from aoe_optuna.samplers.reinforce._local_model import onehot, posterior, thompson_choice
 from aoe_optuna.spec import load_spec
 from tests.test_reinforce import rows_of, run
 from tests.test_reinforce_masking import brute, small_space
@@ -141,3 +142,30 @@ def test_local_runs_resume_identically(tmp_path) -> None:
 def test_local_share_must_be_a_share() -> None:
     with pytest.raises(ValueError, match="local"):
         ReinforceSampler(space=small_space(), local=1.5)
+
+
+def test_onehot_has_one_column_per_choice_and_an_intercept() -> None:
+    space = small_space()
+    rows = brute(space)[:7]
+    x = onehot(space, rows)
+    assert x.shape == (7, sum(space.shape) + 1)
+    np.testing.assert_array_equal(x.sum(axis=1), len(space.shape) + 1)
+
+
+def test_posterior_learns_additive_effects_and_the_draw_uses_them() -> None:
+    space = small_space()
+    every = brute(space)
+    rng = np.random.default_rng(3)
+    effect = [rng.normal(0, 0.2, k) for k in space.shape]
+    truth = sum(effect[j][every[:, j]] for j in range(len(space.shape)))
+    idx = rng.choice(every.shape[0], 120, replace=False)
+    y = truth[idx] + rng.normal(0, 0.01, idx.size)
+    mean, cov = posterior(onehot(space, every[idx]), y - y.mean(), np.ones(idx.size), ridge=1e-3)
+    pred = onehot(space, every) @ mean
+    assert np.corrcoef(pred, truth)[0, 1] > 0.99
+    assert np.all(np.linalg.eigvalsh(cov) > 0)
+    best = int(np.argmax(truth))
+    cands = np.stack([every[best], *every[np.argsort(truth)[:5]]])  # the best and five worst
+    picks = [tuple(thompson_choice(space, every[idx], y, np.ones(idx.size), cands, rng))
+             for _ in range(20)]
+    assert picks.count(tuple(every[best])) >= 19

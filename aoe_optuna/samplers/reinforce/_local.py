@@ -15,13 +15,17 @@ local proposal supplies the neighbourhood structure the heads lack:
    grouped by how many index steps they move (16 -> 48 in a step-16 tile grid
    is 2 steps; any categorical change is 1), one ring drawn with weight
    ``RING_DECAY**steps``: mostly one-step moves, sometimes longer ones;
-3. a config drawn uniformly from that ring.
+3. the config of that ring that a Thompson draw of a locally weighted
+   linear model of the measurements scores best (:mod:`._local_model`;
+   uniform while fewer than ``MIN_MEASURED`` configs are measured).
 
 Pilots (docs/BENCHMARKS.md) drew the config within the ring in proportion to
 the policy's probability, sharpened or flattened: every weighting by the
 policy made it worse, because the policy's preferences are what kept it in
-the wrong basin. The policy still proposes the first config and a share of
-the rest, and learns from every measurement, local ones included.
+the wrong basin; letting the model choose among every candidate, without
+the ring, was worse too (it wanders off along long moves). The policy still
+proposes the first config and a share of the rest, and learns from every
+measurement, local ones included.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from aoe_optuna.samplers.neighbourhood import ball
+from aoe_optuna.samplers.reinforce._local_model import DECAY as MODEL_DECAY
+from aoe_optuna.samplers.reinforce._local_model import MIN_MEASURED, thompson_choice
 from aoe_optuna.space import SearchSpace
 
 CENTRES = 4  # the top (smoothed) configs a local proposal starts from
@@ -121,6 +127,7 @@ def local_proposal(
     ``rows``/``values``: every measured config and its throughput (nan = failed);
     ``tried_ids``: flat ids of every config proposed so far, in any state.
     """
+    values = np.asarray(values, dtype=float)
     centre = pick_centre(space, rows, values, rng)
     if centre is None:
         return None
@@ -128,4 +135,9 @@ def local_proposal(
     if cand.shape[0] == 0:
         return None
     ring = nearest_ring(space, centre, cand, rng)
-    return ring[int(rng.integers(ring.shape[0]))]
+    ok = np.flatnonzero(np.isfinite(values) & (values > 0))
+    if ok.size < MIN_MEASURED:
+        return ring[int(rng.integers(ring.shape[0]))]
+    measured = np.stack([rows[i] for i in ok]).astype(np.int64)
+    weights = MODEL_DECAY ** steps_away(space, centre, measured).astype(float)
+    return thompson_choice(space, measured, np.log(values[ok]), weights, ring, rng)

@@ -196,7 +196,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         # holds, drawing again when one was taken (see aoe_optuna.samplers.claims).
         for _ in range(CLAIM_ROUNDS):
             row = None
-            if measured and rng.random() < self._local_share:
+            if self._local_share > 0 and measured and rng.random() < self._local_share:
                 row = local_proposal(space, measured, values, ids, rng)
             if row is None:
                 row = propose(
