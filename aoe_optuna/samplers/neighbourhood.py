@@ -1,10 +1,11 @@
 """Configs a few parameter changes away from a given one (index rows, feasible only).
 
 Both samplers refine around their best measurements: GPUCBSampler scores the
-one-parameter neighbours of its incumbents on spaces too big to enumerate,
-ReinforceSampler lets its policy choose among the untried neighbours of its
-elites. A change is any other choice of a parameter, not just the adjacent
-one: on tiling spaces the step that matters is often a halving or a doubling.
+one-parameter neighbours of its incumbents on spaces too big to enumerate;
+ReinforceSampler's local moves (``reinforce/_local.py``) draw from the
+untried configs one or two parameters from a top config. A change is any
+other choice of a parameter, not just the adjacent one; ``steps_away`` says
+how far a change goes along an ordered axis.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from aoe_optuna.space import SearchSpace
 
 def neighbours(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
     """Every feasible config one parameter away from some row of ``rows``."""
-    out = [_changed(space, row, (j,)) for row in rows for j in range(len(space.shape))]
+    out = [ball(space, row, 1) for row in rows]
     if not out:
-        return np.zeros((0, len(space.names)), dtype=np.int64)
-    cand = np.concatenate(out)
-    return cand[space.is_feasible(cand)]
+        return np.zeros((0, len(space.shape)), dtype=np.int64)
+    return np.concatenate(out)
 
 
 def ball(space: SearchSpace, centre: np.ndarray, radius: int) -> np.ndarray:
@@ -39,6 +39,18 @@ def ball(space: SearchSpace, centre: np.ndarray, radius: int) -> np.ndarray:
         return np.zeros((0, d), dtype=np.int64)
     cand = np.concatenate(out)
     return cand[space.is_feasible(cand)]
+
+
+def steps_away(space: SearchSpace, centre: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows``: index steps from ``centre`` summed over parameters.
+
+    An ordered parameter (a tile size, a level) counts how many choices it
+    moved (16 -> 48 in a step-16 grid is 2); a categorical one counts 1 for
+    any change.
+    """
+    delta = np.abs(rows - centre[None, :])
+    categorical = np.array([p.kind == "categorical" for p in space.params])
+    return np.where(categorical[None, :], delta > 0, delta).sum(axis=1)
 
 
 def _changed(space: SearchSpace, row: np.ndarray, positions: tuple[int, ...]) -> np.ndarray:

@@ -47,9 +47,6 @@ class LearnerSettings:
     hidden: int = 64
     explore: float = 0.1  # uniform share of each step's distribution
     prior_temperature: float = 1.0  # divides a pretrained policy's logits (softer start)
-    # share of proposals that are small moves around the best configs (_local.py);
-    # None: LOCAL_WITH_POLICY when starting from a pretrained policy, else 0
-    local: float | None = None
 
 
 def log_probs_and_entropy(

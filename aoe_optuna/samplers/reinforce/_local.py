@@ -7,25 +7,26 @@ pretrained policy's proposals drift from 1.07x to 1.36x the optimum over 100
 measurements, and REINFORCE updates do not stop it; docs/BENCHMARKS.md). A
 local proposal supplies the neighbourhood structure the heads lack:
 
-1. a centre: one of the best configs measured so far, ranked by a smoothed
-   log value (its own and its measured neighbours', nearer ones weighing
-   more), so that one lucky measurement under 1% noise does not hold the
-   search on a config whose region is worse;
+1. a centre: of the ``SMOOTH_POOL`` best successful measurements, the
+   ``CENTRES`` best by a smoothed log value (their own and their measured
+   neighbours', nearer ones weighing more), the k-th drawn with weight
+   ``CENTRE_DECAY**k``; smoothing keeps one lucky measurement under 1% noise
+   from holding the search on a config whose region is worse;
 2. a ring: the untried feasible configs that change one or two parameters,
-   grouped by how many index steps they move (16 -> 48 in a step-16 tile grid
-   is 2 steps; any categorical change is 1), one ring drawn with weight
-   ``RING_DECAY**steps``: mostly one-step moves, sometimes longer ones;
-3. the config of that ring that a Thompson draw of a locally weighted
-   linear model of the measurements scores best (:mod:`._local_model`;
-   uniform while fewer than ``MIN_MEASURED`` configs are measured).
+   grouped by how many index steps they move (``steps_away``), one ring drawn
+   with weight ``RING_DECAY**steps``: mostly one-step moves, sometimes longer;
+3. the config of that ring that a Thompson draw of a locally weighted linear
+   model of the measurements scores best (:mod:`._local_model`; uniform
+   while fewer than ``MIN_MEASURED`` configs have measured successfully).
 
-Pilots (docs/BENCHMARKS.md) drew the config within the ring in proportion to
-the policy's probability, sharpened or flattened: every weighting by the
-policy made it worse, because the policy's preferences are what kept it in
-the wrong basin; letting the model choose among every candidate, without
-the ring, was worse too (it wanders off along long moves). The policy still
-proposes the first config and a share of the rest, and learns from every
-measurement, local ones included.
+Failed measurements count as tried but inform neither the centre nor the
+model. Pilots (docs/BENCHMARKS.md) drew the config within the ring in
+proportion to the policy's probability, sharpened or flattened: every
+weighting by the policy made it worse, because the policy's preferences are
+what kept it in the wrong basin; letting the model choose among every
+candidate, without the ring, was worse too (it wanders off along long moves).
+The policy still proposes the first configs and a share of the rest, and
+learns from every measurement, local ones included.
 """
 
 from __future__ import annotations
@@ -34,8 +35,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aoe_optuna.samplers.neighbourhood import ball
-from aoe_optuna.samplers.reinforce._local_model import DECAY as MODEL_DECAY
+from aoe_optuna.samplers.neighbourhood import ball, steps_away
 from aoe_optuna.samplers.reinforce._local_model import MIN_MEASURED, thompson_choice
 from aoe_optuna.space import SearchSpace
 
@@ -48,43 +48,38 @@ MAX_RADIUS = 2  # parameters changed at once
 RING_DECAY = 0.3  # a move s index steps long is drawn with weight RING_DECAY**s
 
 
-def steps_away(space: SearchSpace, centre: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Per row of ``rows``: index steps from ``centre`` summed over parameters.
-
-    An ordered parameter (a tile size, a level) counts how many choices it
-    moved; a categorical one counts 1 for any change.
-    """
-    delta = np.abs(rows - centre[None, :])
-    categorical = np.array([p.kind == "categorical" for p in space.params])
-    return np.where(categorical[None, :], delta > 0, delta).sum(axis=1)
+def successes(rows: Sequence[np.ndarray], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The successfully measured configs (index rows) and their log throughput."""
+    values = np.asarray(values, dtype=float)
+    ok = np.flatnonzero(np.isfinite(values) & (values > 0))
+    if ok.size == 0:
+        return np.zeros((0, 0), dtype=np.int64), np.zeros(0)
+    return np.stack([rows[i] for i in ok]).astype(np.int64), np.log(values[ok])
 
 
-def smoothed(space: SearchSpace, centres: np.ndarray, rows: np.ndarray,
+def smoothed(space: SearchSpace, centres: np.ndarray, measured: np.ndarray,
              logs: np.ndarray) -> np.ndarray:
-    """Per centre: the weighted mean log value of the measured ``rows`` near it.
+    """Per centre: the weighted mean log value of the ``measured`` configs near it.
 
-    ``centres`` are among ``rows``; a row ``s <= SMOOTH_STEPS`` steps away
-    weighs ``SMOOTH_DECAY**s``.
+    A measured config ``s <= SMOOTH_STEPS`` steps away weighs
+    ``SMOOTH_DECAY**s``; a centre that is itself measured weighs 1.
     """
     out = np.empty(centres.shape[0])
     for i, c in enumerate(centres):
-        s = steps_away(space, c, rows)
+        s = steps_away(space, c, measured)
         w = np.where(s <= SMOOTH_STEPS, SMOOTH_DECAY ** s.astype(float), 0.0)
-        out[i] = float(w @ logs / w.sum())
+        total = float(w.sum())
+        out[i] = float(w @ logs) / total if total > 0 else -np.inf
     return out
 
 
 def pick_centre(
-    space: SearchSpace, rows: Sequence[np.ndarray], values: np.ndarray,
-    rng: np.random.Generator, n: int = CENTRES,
+    space: SearchSpace, measured: np.ndarray, logs: np.ndarray, rng: np.random.Generator,
+    n: int = CENTRES,
 ) -> np.ndarray | None:
-    """One of the ``n`` best measured configs by smoothed log value (nan = failed)."""
-    values = np.asarray(values, dtype=float)
-    ok = np.flatnonzero(np.isfinite(values) & (values > 0))
-    if ok.size == 0:
+    """One of the ``n`` best successful measurements by smoothed log value."""
+    if logs.size == 0:
         return None
-    measured = np.stack([rows[i] for i in ok]).astype(np.int64)
-    logs = np.log(values[ok])
     pool = np.argsort(-logs, kind="stable")[:SMOOTH_POOL]
     score = smoothed(space, measured[pool], measured, logs)
     top = pool[np.argsort(-score, kind="stable")[:n]]
@@ -127,17 +122,14 @@ def local_proposal(
     ``rows``/``values``: every measured config and its throughput (nan = failed);
     ``tried_ids``: flat ids of every config proposed so far, in any state.
     """
-    values = np.asarray(values, dtype=float)
-    centre = pick_centre(space, rows, values, rng)
+    measured, logs = successes(rows, values)
+    centre = pick_centre(space, measured, logs, rng)
     if centre is None:
         return None
     cand = untried_near(space, centre, tried_ids)
     if cand.shape[0] == 0:
         return None
     ring = nearest_ring(space, centre, cand, rng)
-    ok = np.flatnonzero(np.isfinite(values) & (values > 0))
-    if ok.size < MIN_MEASURED:
+    if logs.size < MIN_MEASURED:
         return ring[int(rng.integers(ring.shape[0]))]
-    measured = np.stack([rows[i] for i in ok]).astype(np.int64)
-    weights = MODEL_DECAY ** steps_away(space, centre, measured).astype(float)
-    return thompson_choice(space, measured, np.log(values[ok]), weights, ring, rng)
+    return thompson_choice(space, centre, measured, logs, ring, rng)

@@ -47,6 +47,15 @@ _TRIED_STATES = (
 )
 
 
+def _local_share(local: Any, pretrained: bool) -> float:
+    """The validated share of local proposals (the default depends on the start)."""
+    if local is None:
+        return LOCAL_WITH_POLICY if pretrained else 0.0
+    if isinstance(local, bool) or not isinstance(local, int | float) or not 0 <= local <= 1:
+        raise ValueError(f"ReinforceSampler: local: expected a share in [0, 1], got {local!r}")
+    return float(local)
+
+
 def new_policy(n_shape: Sequence[int], hidden: int, seed: int) -> AutoregressivePolicy:
     """A freshly initialised policy, the same for the same seed in every process."""
     with torch.random.fork_rng():
@@ -63,10 +72,11 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         policy: path of a pretrained policy file to start from.
         features: the operator feature vector; by default computed from
             ``workload`` and ``profile``, or from the study's stored spec.
-        **settings: fields of :class:`LearnerSettings` (batch_size, lr, entropy, ...);
-            ``local`` is the share of proposals that are small moves around the best
-            configs measured (:mod:`._local`), 0.8 by default with a pretrained
-            policy and 0 without.
+        local: the share of proposals, once a trial has finished, that are small
+            moves around the best configs measured (:mod:`._local`; a policy draw
+            when no untried config is near); None: 0.8 with a pretrained policy,
+            0 without.
+        **settings: fields of :class:`LearnerSettings` (batch_size, lr, entropy, ...).
     """
 
     def __init__(
@@ -78,21 +88,17 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         features: Sequence[float] | None = None,
         workload: Workload | None = None,
         profile: SocProfile | None = None,
+        local: float | None = None,
         **settings: Any,
     ) -> None:
         unknown = set(settings) - set(LearnerSettings.__dataclass_fields__)
         if unknown:
             raise TypeError(
                 f"ReinforceSampler: unknown settings {sorted(unknown)}; expected "
-                f"policy, features or {sorted(LearnerSettings.__dataclass_fields__)}"
+                f"policy, features, local or {sorted(LearnerSettings.__dataclass_fields__)}"
             )
         self._settings = LearnerSettings(**settings)
-        local = self._settings.local
-        if local is None:
-            local = LOCAL_WITH_POLICY if policy is not None else 0.0
-        if not 0.0 <= local <= 1.0:
-            raise ValueError(f"ReinforceSampler: local: expected a share in [0, 1], got {local}")
-        self._local_share = float(local)
+        self._local_share = _local_share(local, policy is not None)
         entropy = int(np.random.SeedSequence().entropy % 2**31)
         self._seed = int(seed) if seed is not None else entropy
         self._space = space
