@@ -24,7 +24,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import BenchError, exhaustive_for, parse_sampler, sampler_label  # noqa: E402
+from aoe_optuna.bench import (  # noqa: E402
+    INFEASIBLE_CAP_PER_MEASUREMENT,
+    BenchError,
+    exhaustive_for,
+    parse_sampler,
+    sampler_label,
+)
+from aoe_optuna.bench.metrics import incumbent_costs  # noqa: E402
 from aoe_optuna.bench.runner import Case, Task, run_task  # noqa: E402
 
 DECILES = 10
@@ -39,14 +46,14 @@ def proposal_quality(case: Case, name: str, kwargs: dict[str, Any], seeds: int, 
     width = max(1, budget // DECILES)
     out: dict[str, list[Any]] = {"incumbent": [], "best": [], "within_1pct": [], "deciles": []}
     for seed in range(first_seed, first_seed + seeds):
-        task = Task(case, name, tuple(sorted(kwargs.items())), seed, budget, 50 * budget, name)
+        task = Task(case, name, tuple(sorted(kwargs.items())), seed, budget,
+                    INFEASIBLE_CAP_PER_MEASUREMENT * budget, name)
         r = run_task(task)
         if progress:
             print(f"  {name} seed {seed} ({seed - first_seed + 1}/{seeds}): "
                   f"{len(r.costs)} measured in {r.wall_s:.1f} s", file=sys.stderr)
         true = np.asarray(r.true_costs, dtype=float) / optimum
-        measured = np.asarray(r.costs, dtype=float)
-        out["incumbent"].append(true[int(np.nanargmin(measured))])
+        out["incumbent"].append(incumbent_costs(r.costs, r.true_costs)[-1] / optimum)
         out["best"].append(true.min())
         out["within_1pct"].append(int((true < 1.01).sum()))
         out["deciles"].append([float(np.median(true[i * width:(i + 1) * width]))
@@ -64,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="seeds run from here (fresh seeds to confirm a setting chosen on others)")
     ap.add_argument("--budget", type=int, default=100)
     args = ap.parse_args(argv)
-    if args.seeds < 1 or args.budget < DECILES:
-        print(f"error: --seeds: expected >= 1, --budget: expected >= {DECILES} "
-              f"(got {args.seeds}, {args.budget})", file=sys.stderr)
+    if args.seeds < 1 or args.budget < DECILES or args.first_seed < 0:
+        print(f"error: --seeds: expected >= 1, --budget: expected >= {DECILES}, --first-seed: "
+              f"expected >= 0 (got {args.seeds}, {args.budget}, {args.first_seed})",
+              file=sys.stderr)
         return 2
     if not Path(args.space).is_file():
         print(f"error: {args.space}: no such study spec", file=sys.stderr)
