@@ -168,3 +168,46 @@ def test_each_run_seed_draws_its_own_measurement_noise():
     assert again.tokens_per_s == a.tokens_per_s  # but each reproducible
     assert abs(a.tokens_per_s / b.tokens_per_s - 1) < 0.1  # noise, not another landscape
     assert built.evaluator.backend.seed == 0  # the shared case is left as the spec made it
+
+
+def test_paired_comparison_by_hand():
+    a = [1.00, 1.02, 1.01, 1.03, 1.00]
+    b = [1.01, 1.02, 1.00, 1.05, 1.02]
+    c = metrics.paired_comparison(a, b, np.random.default_rng(0), n_boot=2000)
+    assert (c["wins"], c["ties"], c["losses"]) == (3, 1, 1)
+    # sign test on 4 untied pairs, 1 loss: 2 * (C(4,0) + C(4,1)) / 2^4
+    assert c["sign_p"] == pytest.approx(2 * 5 / 16)
+    assert c["median_diff"] == pytest.approx(np.median(a) - np.median(b))
+    assert c["mean_diff"] == pytest.approx(np.mean(a) - np.mean(b))
+    assert c["mean_diff_lo"] <= c["mean_diff"] <= c["mean_diff_hi"]
+    same = metrics.paired_comparison(a, a, np.random.default_rng(0))
+    assert same["ties"] == 5 and same["sign_p"] == 1.0 and same["mean_diff_hi"] == 0.0
+    with pytest.raises(ValueError, match="equal"):
+        metrics.paired_comparison(a, b[:3], np.random.default_rng(0))
+
+
+def test_compare_runs_script_pairs_the_bench_runs(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "compare_runs.py"
+    spec = importlib.util.spec_from_file_location("compare_runs", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cache = write_cache(tmp_path, gz=True)
+    out = tmp_path / "out"
+    assert main(["--space", str(cache), "--sampler", "random", "--sampler", "tpe",
+                 "--seeds", "3", "--budgets", "3", "--jobs", "1", "--kernel-tuner", "",
+                 "--out", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+    raw = json.loads((out / "results.json").read_text())
+    want = {s: raw["summary"]["tiny"][s]["budgets"]["3"]["median"] for s in ("random", "tpe")}
+    capsys.readouterr()
+    argv = ["--space", str(cache), "--runs", str(out), "--a", "random", "--b", "tpe",
+            "--budget", "3"]
+    assert script.main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("3 seeds (0-2), best/opt at 3")
+    assert f"a: median {want['random']:.4f}" in text and f"b: median {want['tpe']:.4f}" in text
+    assert script.main([*argv[:-4], "--a", "random", "--b", "nope", "--budget", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no seed has runs of both" in err and "\n" not in err

@@ -134,3 +134,42 @@ def performance_score(found: float | np.ndarray, baseline: float,
 def invalid_per_valid(n_infeasible: int, n_measured: int) -> float:
     """Infeasible proposals per measurement (known-constraint violations, never measured)."""
     return n_infeasible / n_measured if n_measured else float("inf")
+
+
+def paired_comparison(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
+                      rng: np.random.Generator, n_boot: int = 4000,
+                      level: float = 0.90) -> dict[str, float]:
+    """Two samplers' best/opt on the same seeds (``a[i]`` and ``b[i]`` share seed i's noise).
+
+    Lower is better. Wins/ties/losses count the seeds where ``a`` is better /
+    equal / worse; the sign test's two-sided p ignores ties. The bootstrap
+    resamples seeds (pairs kept together) for intervals of the differences of
+    the medians and of the means (a - b).
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.size == 0:
+        raise ValueError(f"paired_comparison: expected two equal, non-empty arrays, got "
+                         f"{x.shape} and {y.shape}")
+    d = x - y
+    wins, losses = int((d < -1e-12).sum()), int((d > 1e-12).sum())
+    n = wins + losses
+    k = min(wins, losses)
+    logp = [gammaln(n + 1) - gammaln(i + 1) - gammaln(n - i + 1) - n * np.log(2)
+            for i in range(k + 1)]
+    p = min(1.0, 2.0 * float(np.exp(logp).sum())) if n else 1.0
+    idx = rng.integers(0, x.size, size=(n_boot, x.size))
+    med = np.median(x[idx], axis=1) - np.median(y[idx], axis=1)
+    mean = d[idx].mean(axis=1)
+    lo, hi = 100 * (1 - level) / 2, 100 * (1 + level) / 2
+    return {
+        "n": int(x.size), "wins": wins, "ties": int(x.size - n), "losses": losses,
+        "sign_p": p,
+        "median_a": float(np.median(x)), "median_b": float(np.median(y)),
+        "mean_a": float(x.mean()), "mean_b": float(y.mean()),
+        "median_diff": float(np.median(x) - np.median(y)),
+        "median_diff_lo": float(np.percentile(med, lo)),
+        "median_diff_hi": float(np.percentile(med, hi)),
+        "mean_diff": float(d.mean()),
+        "mean_diff_lo": float(np.percentile(mean, lo)),
+        "mean_diff_hi": float(np.percentile(mean, hi)),
+    }
