@@ -37,9 +37,11 @@ from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space import SearchSpace
 from aoe_optuna.workload import Workload
 
-# A pretrained policy starts near the optimum and local moves refine from there; an
-# untrained one starts anywhere, and local moves then settle in the first basin
-# found (decode study, 20 seeds: measurements to 99% 39.5 -> 260), so it stays off.
+# A pretrained policy starts near the optimum and local moves refine from there
+# (docs/BENCHMARKS.md). Untrained, they stay off by default: an early version settled
+# in the first basin found, and the shipped one is measured on the decode study only
+# (better there: BENCHMARKS, "ReinforceSampler with local moves"), not on the recorded
+# GEMM spaces, the 11.8M study or the hidden-failure study.
 LOCAL_WITH_POLICY = 0.8
 CLAIM_ROUNDS = 8  # proposals tried against other workers' claims before giving up
 _TRIED_STATES = (
