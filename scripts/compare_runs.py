@@ -5,9 +5,10 @@
       --b gp-ucb --budget 100 [--seeds 80-119]
 
 Reads the ``runs.jsonl`` of one or more ``bench_samplers.py --out`` folders
-(a later folder's run of the same sampler label and seed replaces an
-earlier one), scores each run's incumbent at ``--budget`` by its noise-free
-cost / the exhaustive optimum (``aoe_optuna.bench.metrics.ratio_curve``), and
+(``aoe_optuna.bench.runs_of``: a later folder's run of the same sampler label
+and seed replaces an earlier one; runs made for a smaller budget are left
+out), scores each run's incumbent at ``--budget`` by its noise-free cost /
+the exhaustive optimum (``aoe_optuna.bench.metrics.ratio_curve``), and
 compares the two labels on the seeds both have. On the simulator the noise of
 a config is a fixed function of (seed, config), so the pairs share their
 noise and a tie means both kept the same config.
@@ -23,19 +24,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import BenchError, exhaustive_for, load_runs  # noqa: E402
+from aoe_optuna.bench import BenchError, exhaustive_for, runs_of  # noqa: E402
 from aoe_optuna.bench.metrics import paired_comparison, ratio_curve  # noqa: E402
 from aoe_optuna.bench.runner import Case  # noqa: E402
 
 
 def ratios(folders: list[Path], label: str, optimum: float, budget: int) -> dict[int, float]:
     """best/opt at ``budget`` per seed for one sampler label."""
-    out: dict[int, float] = {}
-    for folder in folders:
-        for r in load_runs(folder / "runs.jsonl"):
-            if r.sampler == label:
-                out[r.seed] = float(ratio_curve(r.costs, optimum, budget, r.true_costs)[-1])
-    return out
+    return {seed: float(ratio_curve(r.costs, optimum, budget, r.true_costs)[-1])
+            for seed, r in runs_of(folders, label, budget).items()}
 
 
 def _seed_range(text: str) -> range:

@@ -211,3 +211,30 @@ def test_compare_runs_script_pairs_the_bench_runs(tmp_path, capsys):
     assert script.main([*argv[:-4], "--a", "random", "--b", "nope", "--budget", "3"]) == 2
     err = capsys.readouterr().err.strip()
     assert "no seed has runs of both" in err and "\n" not in err
+
+
+def test_effective_noise_is_the_spread_of_the_log_ratios():
+    true = np.array([1.0, 2.0, 4.0, np.inf])
+    measured = true * np.exp(np.array([0.01, -0.01, 0.01, 0.0]))
+    # log ratios 0.01, -0.01, 0.01 (the failed config is left out): std 0.01 sqrt(8/9)
+    assert metrics.effective_noise(measured, true) == pytest.approx(0.01 * np.sqrt(8 / 9))
+    with pytest.raises(ValueError, match="two"):
+        metrics.effective_noise([1.0], [1.0])
+
+
+def test_incumbent_draws_winners_curse_by_hand():
+    rng = np.random.default_rng(0)
+    assert (metrics.incumbent_draws([1.0], 0.01, rng, 50) == 1.0).all()
+    assert (metrics.incumbent_draws([1.02, 1.0, np.nan], 0.0, rng, 5) == 1.0).all()
+    far = metrics.incumbent_draws([1.0, 1.5, 2.0], 0.01, rng, 500)
+    assert (far == 1.0).all()  # 40 sigma away: never mistaken for the best
+    # two configs 1 sigma apart: the worse wins when its noise beats the other's by
+    # more than the gap, P = Phi(-1 / sqrt(2)) = 0.24
+    near = metrics.incumbent_draws([1.0, np.exp(0.01)], 0.01, np.random.default_rng(1), 20000)
+    assert np.mean(near > 1.0) == pytest.approx(0.2398, abs=0.01)
+    # more near-optimal configs measured: a worse expected incumbent
+    few = metrics.incumbent_draws(1 + 0.002 * np.arange(5), 0.01, rng, 4000).mean()
+    many = metrics.incumbent_draws(1 + 0.002 * np.arange(20), 0.01, rng, 4000).mean()
+    assert many > few > 1.0
+    with pytest.raises(ValueError, match="no successfully"):
+        metrics.incumbent_draws([np.inf], 0.01, rng)

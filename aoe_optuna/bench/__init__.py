@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +263,17 @@ def _run_kt(tasks: list[tuple[Case, str, int, int]], jobs: int, progress: Any) -
             results.append(r)
             progress(r)
     return results
+
+
+def runs_of(folders: Sequence[Path], label: str, budget: int) -> dict[int, RunResult]:
+    """One sampler label's runs per seed over bench ``--out`` folders.
+
+    A later folder's run of the same seed replaces an earlier one; runs shorter
+    than ``budget`` measurements are kept (the metrics hold their last value).
+    """
+    out: dict[int, RunResult] = {}
+    for folder in folders:
+        for r in load_runs(Path(folder) / "runs.jsonl"):
+            if r.sampler == label and r.budget >= budget:
+                out[r.seed] = r
+    return out

@@ -173,3 +173,39 @@ def paired_comparison(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.n
         "mean_diff_lo": float(np.percentile(mean, lo)),
         "mean_diff_hi": float(np.percentile(mean, hi)),
     }
+
+
+def effective_noise(costs: Sequence[float] | np.ndarray,
+                    true_costs: Sequence[float] | np.ndarray) -> float:
+    """Std of log(measured / noise-free cost) over the successful measurements.
+
+    On the simulator each GEMM of a workload draws its own log-normal factor,
+    so the noise on a whole workload's cost is smaller than the per-GEMM
+    ``noise`` setting; this is the figure to use for the workload.
+    """
+    c, t = np.asarray(costs, dtype=float), np.asarray(true_costs, dtype=float)
+    ok = np.isfinite(c) & np.isfinite(t) & (c > 0) & (t > 0)
+    if ok.sum() < 2:
+        raise ValueError("effective_noise: expected at least two measured configs")
+    return float(np.log(c[ok] / t[ok]).std())
+
+
+def incumbent_draws(true_costs: Sequence[float] | np.ndarray, sigma: float,
+                    rng: np.random.Generator, draws: int = 2000) -> np.ndarray:
+    """Noise-free cost of the incumbent when the configs are measured afresh, per draw.
+
+    Each config's measurement is its noise-free cost times exp(N(0, sigma)),
+    independently; the incumbent is the one that measures best. Over the
+    draws this separates which configs a search measured from the luck of
+    one noise draw (the winner's curse): measuring more configs close to the
+    optimum raises the expected incumbent, measuring clearly worse ones does
+    not. Failed configs (non-finite cost) are never the incumbent.
+    """
+    t = np.asarray(true_costs, dtype=float)
+    t = t[np.isfinite(t)]
+    if t.size == 0:
+        raise ValueError("incumbent_draws: no successfully measured config")
+    if sigma <= 0:
+        return np.full(draws, t.min())
+    measured = t[None, :] * np.exp(sigma * rng.standard_normal((draws, t.size)))
+    return t[np.argmin(measured, axis=1)]
