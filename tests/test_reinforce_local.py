@@ -9,7 +9,7 @@ import optuna
 import pytest
 
 import aoe_optuna.samplers.reinforce._local as local_module
-from aoe_optuna.samplers.neighbourhood import ball, neighbours, steps_away
+from aoe_optuna.samplers.neighbourhood import BallCache, ball, neighbours, steps_away
 from aoe_optuna.samplers.reinforce import ReinforceSampler
 from aoe_optuna.samplers.reinforce._local import (
     RING_DECAY,
@@ -41,6 +41,25 @@ def test_ball_is_every_feasible_config_at_that_distance() -> None:
     assert sorted(space.flat_id(neighbours(space, centre[None, :])).tolist()) == sorted(
         space.flat_id(every[dist == 1]).tolist()
     )
+
+
+def test_ball_cache_returns_the_same_balls_and_keeps_only_the_recent_ones() -> None:
+    space = small_space()
+    every = brute(space)
+    cache = BallCache(space, size=2)
+    a, b, c = every[10], every[200], every[300]
+    first = cache.ball(a, 2)
+    np.testing.assert_array_equal(first, ball(space, a, 2))
+    assert cache.ball(a, 2) is first  # a hit, not a recomputation
+    assert not first.flags.writeable  # shared between calls: nobody may edit it
+    np.testing.assert_array_equal(cache.ball(a, 1), ball(space, a, 1))  # radius is in the key
+    cache.ball(b, 1)  # third entry: (a, 2), the least recently used, is dropped
+    assert cache.ball(a, 2) is not first
+    np.testing.assert_array_equal(cache.ball(c, 2), ball(space, c, 2))
+    got = untried_near(space, a, set(), balls=cache)
+    np.testing.assert_array_equal(got, untried_near(space, a, set()))
+    got[:] = 0  # the caller's copy, not the cache's
+    np.testing.assert_array_equal(cache.ball(a, 1), ball(space, a, 1))
 
 
 def test_untried_near_is_both_rings_less_what_was_tried() -> None:

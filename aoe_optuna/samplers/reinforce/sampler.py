@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.hardware import SocProfile
 from aoe_optuna.samplers.claims import claim_first_free
+from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.reinforce._features import (
     FEATURE_NAMES,
     no_features,
@@ -113,6 +114,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         self._pretrained: AutoregressivePolicy | None = None
         self._pretrained_info: dict[str, Any] = {}
         self._masker: ChoiceMasker | None = None
+        self._balls: BallCache | None = None
         self._cache: ReplayCache | None = None
         self._cache_key: tuple[Any, ...] | None = None
         self._rows: TrialRows | None = None
@@ -124,6 +126,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
     def _prepare(self, space: SearchSpace) -> None:
         self._space = space
         self._masker = ChoiceMasker(space)
+        self._balls = BallCache(space)
         if self._policy_path is not None:
             self._pretrained, self._pretrained_info = load_policy(self._policy_path, space)
 
@@ -205,7 +208,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         for _ in range(CLAIM_ROUNDS):
             row = None
             if self._local_share > 0 and measured and rng.random() < self._local_share:
-                row = local_proposal(space, measured, values, ids, rng)
+                row = local_proposal(space, measured, values, ids, rng, self._balls)
             if row is None:
                 row = propose(
                     learner.policy, learner.features, self._masker, rng, tried, ids,
