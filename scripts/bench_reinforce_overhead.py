@@ -29,7 +29,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--policy", default=None)
     p.add_argument("--local", type=float, default=None,
-                   help="share of local proposals (default: 0.8 with a policy, else 0)")
+                   help="share of local proposals (default: the sampler's, 0.8)")
     args = p.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     spec = load_spec(args.spec)

@@ -21,6 +21,7 @@ from aoe_optuna.samplers.reinforce._local import (
     untried_near,
 )
 from aoe_optuna.samplers.reinforce._local_model import onehot, posterior, thompson_choice
+from aoe_optuna.samplers.reinforce.sampler import LOCAL_START_UNTRAINED
 from aoe_optuna.spec import load_spec
 from tests.test_reinforce import rows_of, run
 from tests.test_reinforce_masking import brute, small_space
@@ -153,12 +154,23 @@ def test_an_all_local_sampler_moves_one_or_two_parameters_from_its_centre(monkey
     rows = rows_of(space, study)
     assert space.is_feasible(rows).all()
     assert len(set(space.flat_id(rows).tolist())) == 40
-    assert len(centres) == 39  # every proposal after the first finished trial
+    start = LOCAL_START_UNTRAINED
+    assert len(centres) == 40 - start  # every proposal once `start` trials were measured
     failed = {t.number for t in study.trials if t.state == optuna.trial.TrialState.FAIL}
-    for n, centre in zip(range(1, 40), centres, strict=True):
+    for n, centre in zip(range(start, 40), centres, strict=True):
         changed = int((rows[n] != centre).sum())
         assert 1 <= changed <= 2, (n, changed)
         assert not any((rows[f] == centre).all() for f in failed)  # never a failed centre
+
+
+def test_untrained_local_moves_wait_for_the_policys_first_draws() -> None:
+    space = small_space()
+    kw = {"space": space, "seed": 3, "batch_size": 4}
+    moves = rows_of(space, run(space, ReinforceSampler(**kw, local=0.8), 30))
+    plain = rows_of(space, run(space, ReinforceSampler(**kw, local=0), 30))
+    start = LOCAL_START_UNTRAINED
+    np.testing.assert_array_equal(moves[:start], plain[:start])  # policy draws, same rng
+    assert not np.array_equal(moves[start:], plain[start:])  # then the moves begin
 
 
 def test_local_runs_resume_identically(tmp_path) -> None:
@@ -180,11 +192,12 @@ def test_local_share_must_be_a_share(bad) -> None:
         ReinforceSampler(space=small_space(), local=bad)
 
 
-def test_local_moves_are_on_by_default_only_from_a_pretrained_policy() -> None:
+def test_local_moves_are_on_by_default_with_or_without_a_policy() -> None:
     space = load_spec(STUDIES / "qwen25_7b_decode_910b2.json").space
     policy = str(STUDIES / "policies" / "qwen_holdout_seed.pt")
-    assert ReinforceSampler(space=space)._local_share == 0.0
+    assert ReinforceSampler(space=space)._local_share == 0.8
     assert ReinforceSampler(space=space, policy=policy)._local_share == 0.8
+    assert ReinforceSampler(space=space, local=0)._local_share == 0.0
     assert ReinforceSampler(space=space, policy=policy, local=0)._local_share == 0.0
 
 

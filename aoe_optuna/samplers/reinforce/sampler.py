@@ -38,22 +38,25 @@ from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space import SearchSpace
 from aoe_optuna.workload import Workload
 
-# A pretrained policy starts near the optimum and local moves refine from there
-# (docs/BENCHMARKS.md). Untrained, they stay off by default: an early version settled
-# in the first basin found, and the shipped one is measured on the decode study only
-# (better there: BENCHMARKS, "ReinforceSampler with local moves"), not on the recorded
-# GEMM spaces, the 11.8M study or the hidden-failure study.
-LOCAL_WITH_POLICY = 0.8
+# The share of proposals that are local moves, with or without a pretrained policy:
+# on every study measured (decode, hidden failures, the recorded GEMM and convolution
+# spaces) 0.8 beats policy draws alone; docs/BENCHMARKS.md, "local moves by default".
+LOCAL_SHARE = 0.8
+# Without a policy, the first configs are poor and moves around them only climb the
+# nearest hill: local moves start once this many measurements exist (the policy's
+# draws explore until then). A pretrained policy's first draw is already near the
+# optimum, so with one they start after the first measurement.
+LOCAL_START_UNTRAINED = 10
 CLAIM_ROUNDS = 8  # proposals tried against other workers' claims before giving up
 _TRIED_STATES = (
     TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING,
 )
 
 
-def _local_share(local: Any, pretrained: bool) -> float:
-    """The validated share of local proposals (the default depends on the start)."""
+def _local_share(local: Any) -> float:
+    """The validated share of local proposals."""
     if local is None:
-        return LOCAL_WITH_POLICY if pretrained else 0.0
+        return LOCAL_SHARE
     if isinstance(local, bool) or not isinstance(local, int | float) or not 0 <= local <= 1:
         raise ValueError(f"ReinforceSampler: local: expected a share in [0, 1], got {local!r}")
     return float(local)
@@ -75,10 +78,11 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         policy: path of a pretrained policy file to start from.
         features: the operator feature vector; by default computed from
             ``workload`` and ``profile``, or from the study's stored spec.
-        local: the share of proposals, once a trial has finished, that are small
-            moves around the best configs measured (:mod:`._local`; a policy draw
-            when no untried config is near); None: 0.8 with a pretrained policy,
-            0 without.
+        local: the share of proposals that are small moves around the best
+            configs measured (:mod:`._local`; a policy draw when no untried config
+            is near), from the first measurement with a policy, from the
+            ``LOCAL_START_UNTRAINED``-th without; None: ``LOCAL_SHARE`` (0.8);
+            0: policy draws only, the sampler of the first sessions.
         **settings: fields of :class:`LearnerSettings` (batch_size, lr, entropy, ...).
     """
 
@@ -101,7 +105,8 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
                 f"policy, features, local or {sorted(LearnerSettings.__dataclass_fields__)}"
             )
         self._settings = LearnerSettings(**settings)
-        self._local_share = _local_share(local, policy is not None)
+        self._local_share = _local_share(local)
+        self._local_start = 1 if policy is not None else LOCAL_START_UNTRAINED
         entropy = int(np.random.SeedSequence().entropy % 2**31)
         self._seed = int(seed) if seed is not None else entropy
         self._space = space
@@ -207,7 +212,8 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         # holds, drawing again when one was taken (see aoe_optuna.samplers.claims).
         for _ in range(CLAIM_ROUNDS):
             row = None
-            if self._local_share > 0 and measured and rng.random() < self._local_share:
+            if (self._local_share > 0 and len(measured) >= self._local_start
+                    and rng.random() < self._local_share):
                 row = local_proposal(space, measured, values, ids, rng, self._balls)
             if row is None:
                 row = propose(
