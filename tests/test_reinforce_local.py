@@ -173,6 +173,31 @@ def test_untrained_local_moves_wait_for_the_policys_first_draws() -> None:
     assert not np.array_equal(moves[start:], plain[start:])  # then the moves begin
 
 
+def test_failed_builds_teach_the_model_to_move_away_from_them() -> None:
+    space = small_space()
+    every = brute(space)
+    pipe = space.names.index("pipeline")
+    centre = every[(every[:, pipe] == 1)][40]
+    near = np.concatenate([ball(space, centre, 1), ball(space, centre, 2)])
+    # a flat landscape around the centre, and every double-buffered config measured fails
+    ok = near[near[:, pipe] != 2][:20]
+    bad = near[near[:, pipe] == 2][:10]
+    rows = [centre, *ok, *bad]
+    values = np.concatenate([[1.01], np.ones(len(ok)), np.full(len(bad), np.nan)])
+    tried = {int(i) for i in space.flat_id(np.stack(rows))}
+
+    def share_double_buffered(rows: list[np.ndarray], vals: np.ndarray) -> float:
+        picks = [local_proposal(space, rows, vals, tried, np.random.default_rng(s))
+                 for s in range(300)]
+        return float(np.mean([p[pipe] == 2 for p in picks]))
+
+    taught = share_double_buffered(rows, values)
+    # the failed configs only known as tried (how the moves treated failures before)
+    untaught = share_double_buffered(rows[: 1 + len(ok)], values[: 1 + len(ok)])
+    assert untaught > 0.1  # measured here: 0.20 without the failures, 0.07 with them
+    assert taught < untaught / 2, (taught, untaught)
+
+
 def test_local_runs_resume_identically(tmp_path) -> None:
     space = small_space()
     kw = {"space": space, "seed": 4, "batch_size": 4, "local": 0.5}
