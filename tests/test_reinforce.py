@@ -204,3 +204,25 @@ def test_shipped_policy_loads_or_is_reported_stale() -> None:
     trial = study.ask()
     row = space.index(suggest_config(trial, space))
     assert space.is_feasible(row[None, :]).all()
+
+
+def test_observation_cache_reads_each_finished_trial_once_and_sees_new_ones() -> None:
+    from aoe_optuna.samplers.reinforce._replay import ObservationCache, TrialRows
+
+    space = small_space()
+    study = run(space, ReinforceSampler(space=space, seed=1, batch_size=4), 12, fail_every=5)
+    pending = study.ask()
+    suggest_config(pending, space)  # RUNNING: not an observation yet
+    unmeasured = study.ask()
+    suggest_config(unmeasured, space)
+    study.tell(unmeasured, state=optuna.trial.TrialState.FAIL)  # failed before measuring
+    rows = TrialRows(space)
+    cache = ObservationCache(rows)
+    first = cache(study.get_trials(deepcopy=False))
+    assert [o.number for o in first] == list(range(12))  # completion order, measured fails kept
+    assert sum(np.isnan(o.value) for o in first) == 2
+    study.tell(pending, 0.5)
+    again = cache(study.get_trials(deepcopy=False))
+    fresh = ObservationCache(TrialRows(space))(study.get_trials(deepcopy=False))
+    assert [o.number for o in again] == [o.number for o in fresh] == [*range(12), pending.number]
+    assert again[-1].value == 0.5

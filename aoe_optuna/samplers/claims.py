@@ -35,10 +35,6 @@ def claimed_params(trial: FrozenTrial) -> dict[str, Any]:
     }
 
 
-def _key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(params.items()))
-
-
 def claim_first_free(
     study: optuna.Study,
     trial: FrozenTrial,
@@ -55,12 +51,11 @@ def claim_first_free(
             return None
         config = dict(candidate)
         study._storage.set_trial_system_attr(trial._trial_id, CLAIM_ATTR, config)
-        key = _key(config)
         # All trials, not only live ones: the one that claimed this config may have
         # finished since this sampler read the study.
         others = study.get_trials(deepcopy=False)
         taken = any(
-            t.number != trial.number and _key(claimed_params(t)) == key for t in others
+            t.number != trial.number and claimed_params(t) == config for t in others
         )
         if not taken:
             return config

@@ -57,24 +57,46 @@ class TrialRows:
         return row
 
 
-def measured_observations(
-    trials: Sequence[FrozenTrial], row_of: Callable[[FrozenTrial], np.ndarray | None]
-) -> list[Observation]:
-    """Completed and failed-while-measuring trials, in order of completion then number."""
-    done = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
-    done.sort(key=lambda t: (t.datetime_complete is None, t.datetime_complete, t.number))
-    out: list[Observation] = []
-    for t in done:
+class ObservationCache:
+    """A study's completed and failed-while-measuring trials, in order of completion
+    then number, each finished trial read once.
+
+    A finished trial never changes, so what it contributes to the replay (an
+    observation or nothing) and where it sorts are kept by trial number; a
+    suggestion then costs a dictionary lookup per trial instead of reading its
+    state, value, attributes and params again (9 ms per suggestion at 850
+    trials before).
+    """
+
+    def __init__(self, row_of: Callable[[FrozenTrial], np.ndarray | None]) -> None:
+        self.row_of = row_of
+        self._done: dict[int, tuple[tuple, Observation | None]] = {}
+
+    def __call__(self, trials: Sequence[FrozenTrial]) -> list[Observation]:
+        entries = []
+        for t in trials:
+            entry = self._done.get(t.number)
+            if entry is None:
+                if t.state not in (TrialState.COMPLETE, TrialState.FAIL):
+                    continue
+                entry = ((t.datetime_complete is None, t.datetime_complete, t.number),
+                         self._observation(t))
+                self._done[t.number] = entry
+            entries.append(entry)
+        entries.sort(key=lambda e: e[0])
+        return [o for _, o in entries if o is not None]
+
+    def _observation(self, t: FrozenTrial) -> Observation | None:
         if t.state == TrialState.FAIL and not t.user_attrs.get(ATTR_MEASURED):
-            continue
-        row = row_of(t)
+            return None
+        row = self.row_of(t)
         if row is None:
-            continue
+            return None
         if t.state == TrialState.COMPLETE and t.value is not None and t.value > 0:
-            out.append(Observation(t.number, row, float(t.value)))
-        elif t.state == TrialState.FAIL:
-            out.append(Observation(t.number, row, float("nan")))
-    return out
+            return Observation(t.number, row, float(t.value))
+        if t.state == TrialState.FAIL:
+            return Observation(t.number, row, float("nan"))
+        return None
 
 
 @dataclass

@@ -33,7 +33,7 @@ from aoe_optuna.samplers.reinforce._local import local_proposal
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
 from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, load_policy
 from aoe_optuna.samplers.reinforce._propose import propose
-from aoe_optuna.samplers.reinforce._replay import ReplayCache, TrialRows, measured_observations
+from aoe_optuna.samplers.reinforce._replay import ObservationCache, ReplayCache, TrialRows
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space import SearchSpace
 from aoe_optuna.workload import Workload
@@ -124,6 +124,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         self._cache: ReplayCache | None = None
         self._cache_key: tuple[Any, ...] | None = None
         self._rows: TrialRows | None = None
+        self._observations: ObservationCache | None = None
         self._fallback = optuna.samplers.RandomSampler(seed=self._seed)
         if space is not None:
             self._prepare(space)
@@ -180,6 +181,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
             self._cache_key = key
             assert self._space is not None
             self._rows = TrialRows(self._space)
+            self._observations = ObservationCache(self._rows)
         return self._cache
 
     # ---------------------------------------------------------- the sampler API
@@ -201,8 +203,8 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         assert self._masker is not None
         trials = study.get_trials(deepcopy=False, states=_TRIED_STATES)
         cache = self._learner_cache(study)
-        assert self._rows is not None
-        observations = measured_observations(trials, self._rows)
+        assert self._rows is not None and self._observations is not None
+        observations = self._observations(trials)
         learner = cache.sync(observations)
         measured = [o.row for o in observations]
         values = np.array([o.value for o in observations])
