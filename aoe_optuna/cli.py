@@ -23,7 +23,7 @@ examples:
   # a study made by `optuna create-study --direction maximize` first
   aoe-tune --config studies/qwen25_7b_decode_910b2.json --storage sqlite:///aoe.db \\
       --study-name qwen-decode --n-trials 100 --sampler gp-ucb
-  # resume it: storage and name are enough, the spec is stored in the study
+  # resume it: storage and name are enough, the spec and sampler are stored in the study
   aoe-tune --storage sqlite:///aoe.db --study-name qwen-decode --n-trials 100
   # AOE's short form: tune, then write the tuned kernel
   aoe-tune --config studies/aoe_config.json --op-source studies/kernels/gemm_kernel.cpp \\
@@ -39,6 +39,7 @@ other commands: export, describe, bench (sampler benchmark), pretrain-policy
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy")
+DEFAULT_SAMPLER = "gp-ucb"
 
 
 class UsageError(Exception):
@@ -67,10 +68,14 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-trials", type=int, default=None,
                    help="measurements the study should hold in all (infeasible proposals are "
                    "not measured and do not count); default 100")
-    p.add_argument("--sampler", default="gp-ucb",
-                   help=f"one of {', '.join(sampler_names())} (default gp-ucb)")
-    p.add_argument("--sampler-kwargs", default="{}", help="JSON object passed to the sampler")
-    p.add_argument("--seed", type=int, default=None, help="sampler seed")
+    p.add_argument("--sampler", default=None,
+                   help=f"one of {', '.join(sampler_names())} (default: the one the study last "
+                   f"ran with, {DEFAULT_SAMPLER} for a new study)")
+    p.add_argument("--sampler-kwargs", default=None,
+                   help="JSON object passed to the sampler (default: the stored ones when "
+                   "--sampler is not given, else {})")
+    p.add_argument("--seed", type=int, default=None,
+                   help="sampler seed (default: the stored one when resuming)")
     p.add_argument("--timeout", type=float, default=None,
                    help="time budget in seconds (default: the spec's max_search_time); virtual "
                    "measurement time unless --wall-time")
@@ -193,6 +198,7 @@ def _tune(args: argparse.Namespace) -> int:
     from aoe_optuna.spec import load_spec
     from aoe_optuna.storage import open_storage
     from aoe_optuna.study import baseline_trial, enqueue_baseline, load_or_create
+    from aoe_optuna.study_attrs import store_sampler
 
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError("--n-trials: expected a positive number of measurements")
@@ -210,11 +216,13 @@ def _tune(args: argparse.Namespace) -> int:
         raise UsageError("--op-source and --output go together")
     if args.op_source is not None and not Path(args.op_source).is_file():
         raise UsageError(f"--op-source: {args.op_source} is not a file")
-    if args.sampler not in SAMPLERS:
+    if args.sampler is not None and args.sampler not in SAMPLERS:
         raise UnknownSamplerError(
             f"--sampler: unknown sampler {args.sampler!r}: expected one of {', '.join(SAMPLERS)}"
         )
-    sampler_kwargs = _sampler_kwargs(args.sampler_kwargs)
+    sampler_kwargs = _sampler_kwargs(args.sampler_kwargs) if args.sampler_kwargs else {}
+    # checked before anything is written; a resumed study may replace it with its stored one
+    choice = (args.sampler or DEFAULT_SAMPLER, sampler_kwargs, args.seed)
     spec = load_spec(args.config) if args.config else None
     if spec is not None and args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
@@ -230,7 +238,7 @@ def _tune(args: argparse.Namespace) -> int:
         roofline = spec.roofline_tokens_per_s() if spec else None
         if spec is not None:
             backend = make_backend(spec)  # check backend options before writing anything
-            sampler = _build_sampler(make_sampler, args, spec, sampler_kwargs)
+            sampler = _build_sampler(make_sampler, choice, spec)
         study, spec = load_or_create(storage, study_name, spec, roofline)
     except BaseException:
         if created_file and db_file is not None and db_file.exists():
@@ -240,7 +248,12 @@ def _tune(args: argparse.Namespace) -> int:
         if args.op_source is not None:
             _check_op_source(Path(args.op_source), spec)
         backend = make_backend(spec)
-        sampler = _build_sampler(make_sampler, args, spec, sampler_kwargs)
+    resumed = _resumed_sampler(args, study, sampler_kwargs)
+    if resumed is not None or args.config is None:
+        choice = resumed or choice
+        sampler = _build_sampler(make_sampler, choice, spec)
+    if not args.worker:
+        store_sampler(study, *choice)
     study.sampler = sampler
     enqueue_baseline(study, spec)
 
@@ -264,7 +277,8 @@ def _tune(args: argparse.Namespace) -> int:
     if not args.worker:
         print(
             f"study {study.study_name} in {args.storage}: {spec.space.size:,} configs, "
-            f"{spec.space.n_feasible:,} feasible; sampler {args.sampler}; backend "
+            f"{spec.space.n_feasible:,} feasible; sampler {choice[0]}"
+            + (" (the study's own)" if resumed is not None else "") + "; backend "
             f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
             file=sys.stderr,
         )
@@ -273,8 +287,9 @@ def _tune(args: argparse.Namespace) -> int:
             if n_workers > 1:
                 from aoe_optuna.workers import run_workers
 
-                result = run_workers(study, budget, view, _worker_args(args, study.study_name),
-                                     n_workers, devices, args.seed)
+                result = run_workers(study, budget, view,
+                                     _worker_args(args, study.study_name, choice),
+                                     n_workers, devices, choice[2])
             else:
                 result = run_study(study, TuningObjective(spec.space, evaluator), budget, view)
     except KeyboardInterrupt:
@@ -304,10 +319,11 @@ def _devices(text: str | None) -> list[str]:
     return items
 
 
-def _worker_args(args: argparse.Namespace, study_name: str) -> list[str]:
-    """The command line of one worker: the same study, from storage, no display."""
-    out = ["--storage", args.storage, "--study-name", study_name, "--sampler", args.sampler,
-           "--sampler-kwargs", args.sampler_kwargs, "--no-progress", "--worker"]
+def _worker_args(args: argparse.Namespace, study_name: str,
+                 choice: tuple[str, dict[str, Any], int | None]) -> list[str]:
+    """The command line of one worker: the same study and sampler, from storage, no display."""
+    out = ["--storage", args.storage, "--study-name", study_name, "--sampler", choice[0],
+           "--sampler-kwargs", json.dumps(choice[1]), "--no-progress", "--worker"]
     if args.n_trials is not None:
         out += ["--n-trials", str(args.n_trials)]
     if args.timeout is not None:
@@ -332,13 +348,35 @@ def _check_op_source(path: Path, spec: Any) -> None:
                    source_name=str(path))
 
 
-def _build_sampler(make_sampler: Any, args: argparse.Namespace, spec: Any, kwargs: dict) -> Any:
+def _build_sampler(make_sampler: Any, choice: tuple[str, dict[str, Any], int | None],
+                   spec: Any) -> Any:
+    name, kwargs, seed = choice
     try:
-        return make_sampler(args.sampler, space=spec.space, seed=args.seed, **kwargs)
+        return make_sampler(name, space=spec.space, seed=seed, **kwargs)
     except TypeError as exc:
-        raise UsageError(f"--sampler-kwargs: {args.sampler} does not accept them ({exc})") from None
+        raise UsageError(f"--sampler-kwargs: {name} does not accept them ({exc})") from None
     except ValueError as exc:
         raise UsageError(f"--sampler-kwargs: {exc}") from None
+
+
+def _resumed_sampler(args: argparse.Namespace, study: Any, kwargs: dict[str, Any]
+                     ) -> tuple[str, dict[str, Any], int | None] | None:
+    """The sampler a resumed study ran with, when --sampler does not name one.
+
+    --sampler-kwargs and --seed, when given, replace the stored ones.
+    """
+    from aoe_optuna.samplers.registry import SAMPLERS
+    from aoe_optuna.study_attrs import stored_sampler
+
+    stored = None if args.sampler is not None else stored_sampler(study)
+    if stored is None:
+        return None
+    name, stored_kwargs, seed = stored
+    if name not in SAMPLERS:
+        raise UsageError(f"study {study.study_name}: it ran with sampler {name!r}, which this "
+                         f"aoe-tune does not have; pass --sampler (one of {', '.join(SAMPLERS)})")
+    return (name, kwargs if args.sampler_kwargs else stored_kwargs,
+            args.seed if args.seed is not None else seed)
 
 
 # ------------------------------------------------------------------- export

@@ -14,6 +14,28 @@ SPEC_ATTR = "aoe_spec"  # study user attr: StudySpec.canonical() (a JSON-able di
 SPEC_SOURCE_ATTR = "aoe_spec_source"  # the file the spec came from (informative only)
 BASELINE_ATTR = "baseline_tokens_per_s"
 ROOFLINE_ATTR = "roofline_tokens_per_s"
+# The sampler aoe-tune last ran the study with ({"name", "kwargs", "seed"}), so that
+# resuming with storage and name only continues with the same sampler.
+SAMPLER_ATTR = "aoe_sampler"
+
+
+def stored_sampler(study: optuna.Study) -> tuple[str, dict[str, Any], int | None] | None:
+    """(name, kwargs, seed) of the sampler stored in ``study``; None when none is (or it is
+    not one aoe-tune wrote)."""
+    value: Any = study.user_attrs.get(SAMPLER_ATTR)
+    if not isinstance(value, dict):
+        return None
+    name, kwargs, seed = value.get("name"), value.get("kwargs", {}), value.get("seed")
+    if not isinstance(name, str) or not isinstance(kwargs, dict):
+        return None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        return None
+    return name, kwargs, seed
+
+
+def store_sampler(study: optuna.Study, name: str, kwargs: dict[str, Any], seed: int | None) -> None:
+    """Remember the sampler this run uses (the next resume without --sampler takes it)."""
+    study.set_user_attr(SAMPLER_ATTR, {"name": name, "kwargs": kwargs, "seed": seed})
 
 
 def stored_spec(study: optuna.Study) -> StudySpec | None:

@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 
 from aoe_optuna.cli import main
 from aoe_optuna.objective import count_measured
-from aoe_optuna.study_attrs import SPEC_ATTR
+from aoe_optuna.study_attrs import SAMPLER_ATTR, SPEC_ATTR
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -57,6 +57,37 @@ def test_tune_stores_spec_measures_baseline_first_and_resumes(tmp_path: Path) ->
     # a finished budget is not exceeded by a rerun
     assert _tune("--storage", url, "--study-name", "q", "--n-trials", "20") == 0
     assert count_measured(_load(url, "q").get_trials()) == 20
+
+
+def test_resume_without_sampler_flags_continues_with_the_studys_sampler(
+    tmp_path: Path, capsys
+) -> None:
+    url = f"sqlite:///{tmp_path / 'aoe.db'}"
+    chosen = ["--sampler", "reinforce", "--sampler-kwargs", '{"local": 0.5}', "--seed", "4"]
+    assert _tune("--config", QWEN, "--storage", url, "--study-name", "straight",
+                 "--n-trials", "20", *chosen) == 0
+    assert _tune("--config", QWEN, "--storage", url, "--study-name", "q", "--n-trials", "12",
+                 *chosen) == 0
+    assert _load(url, "q").user_attrs[SAMPLER_ATTR] == {
+        "name": "reinforce", "kwargs": {"local": 0.5}, "seed": 4}
+    capsys.readouterr()
+    assert _tune("--storage", url, "--study-name", "q", "--n-trials", "20") == 0
+    assert "sampler reinforce (the study's own)" in capsys.readouterr().err
+    # the same sampler, options and seed: the resumed study is the straight one, trial for trial
+    assert ([t.params for t in _load(url, "q").trials]
+            == [t.params for t in _load(url, "straight").trials])
+    # a sampler named on the command line wins, and is what the next resume takes
+    assert _tune("--storage", url, "--study-name", "q", "--n-trials", "22",
+                 "--sampler", "random") == 0
+    assert _load(url, "q").user_attrs[SAMPLER_ATTR] == {"name": "random", "kwargs": {},
+                                                        "seed": None}
+    # a stored sampler this aoe-tune does not have: one line, exit 2, nothing measured
+    _load(url, "q").set_user_attr(SAMPLER_ATTR, {"name": "gone", "kwargs": {}, "seed": None})
+    capsys.readouterr()
+    assert _tune("--storage", url, "--study-name", "q", "--n-trials", "30") == 2
+    err = capsys.readouterr().err.strip()
+    assert "ran with sampler 'gone'" in err and "--sampler" in err and "\n" not in err
+    assert count_measured(_load(url, "q").get_trials()) == 22
 
 
 def test_study_made_by_optuna_create_study_is_adopted(tmp_path: Path) -> None:
