@@ -220,9 +220,7 @@ def _tune(args: argparse.Namespace) -> int:
         raise UnknownSamplerError(
             f"--sampler: unknown sampler {args.sampler!r}: expected one of {', '.join(SAMPLERS)}"
         )
-    sampler_kwargs = _sampler_kwargs(args.sampler_kwargs) if args.sampler_kwargs else {}
-    # checked before anything is written; a resumed study may replace it with its stored one
-    choice = (args.sampler or DEFAULT_SAMPLER, sampler_kwargs, args.seed)
+    sampler_kwargs = _sampler_kwargs(args.sampler_kwargs) if args.sampler_kwargs is not None else {}
     spec = load_spec(args.config) if args.config else None
     if spec is not None and args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
@@ -236,6 +234,9 @@ def _tune(args: argparse.Namespace) -> int:
     try:
         storage = open_storage(args.storage)
         roofline = spec.roofline_tokens_per_s() if spec else None
+        # the study's own sampler when resuming without --sampler; checked before writing
+        resumed = _resumed_sampler(args, storage, study_name, sampler_kwargs)
+        choice = resumed or (args.sampler or DEFAULT_SAMPLER, sampler_kwargs, args.seed)
         if spec is not None:
             backend = make_backend(spec)  # check backend options before writing anything
             sampler = _build_sampler(make_sampler, choice, spec)
@@ -248,9 +249,6 @@ def _tune(args: argparse.Namespace) -> int:
         if args.op_source is not None:
             _check_op_source(Path(args.op_source), spec)
         backend = make_backend(spec)
-    resumed = _resumed_sampler(args, study, sampler_kwargs)
-    if resumed is not None or args.config is None:
-        choice = resumed or choice
         sampler = _build_sampler(make_sampler, choice, spec)
     if not args.worker:
         store_sampler(study, *choice)
@@ -359,23 +357,32 @@ def _build_sampler(make_sampler: Any, choice: tuple[str, dict[str, Any], int | N
         raise UsageError(f"--sampler-kwargs: {exc}") from None
 
 
-def _resumed_sampler(args: argparse.Namespace, study: Any, kwargs: dict[str, Any]
-                     ) -> tuple[str, dict[str, Any], int | None] | None:
-    """The sampler a resumed study ran with, when --sampler does not name one.
+def _resumed_sampler(args: argparse.Namespace, storage: Any, study_name: str,
+                     kwargs: dict[str, Any]) -> tuple[str, dict[str, Any], int | None] | None:
+    """The sampler an existing study last ran with, when --sampler does not name one.
 
     --sampler-kwargs and --seed, when given, replace the stored ones.
     """
+    import optuna
+
     from aoe_optuna.samplers.registry import SAMPLERS
     from aoe_optuna.study_attrs import stored_sampler
 
-    stored = None if args.sampler is not None else stored_sampler(study)
+    if args.sampler is not None:
+        return None
+    try:
+        study = optuna.load_study(study_name=study_name, storage=storage,
+                                  sampler=optuna.samplers.RandomSampler())
+    except KeyError:  # a new study
+        return None
+    stored = stored_sampler(study)
     if stored is None:
         return None
     name, stored_kwargs, seed = stored
     if name not in SAMPLERS:
         raise UsageError(f"study {study.study_name}: it ran with sampler {name!r}, which this "
                          f"aoe-tune does not have; pass --sampler (one of {', '.join(SAMPLERS)})")
-    return (name, kwargs if args.sampler_kwargs else stored_kwargs,
+    return (name, kwargs if args.sampler_kwargs is not None else stored_kwargs,
             args.seed if args.seed is not None else seed)
 
 

@@ -36,6 +36,7 @@ from aoe_optuna.bench.metrics import (  # noqa: E402
     paired_comparison,
     ratio_curve,
 )
+from aoe_optuna.bench.metrics import expected_incumbent as expected_cost  # noqa: E402
 from aoe_optuna.bench.runner import Case, RunResult  # noqa: E402
 
 TOP_K = (1, 5, 10, 20, 50)  # oracle searches: measure exactly the k best configs
@@ -45,8 +46,7 @@ NEAR = (0.005, 0.01, 0.02)  # "measured within x of the optimum" columns
 def expected_incumbent(run: RunResult, budget: int, optimum: float, sigma: float,
                        rng: np.random.Generator, draws: int) -> float:
     """Mean over fresh noise of the incumbent's true cost / optimum, for one run's configs."""
-    true = np.asarray(run.true_costs[:budget], dtype=float)
-    return float(incumbent_draws(true, sigma, rng, draws).mean() / optimum)
+    return expected_cost(run.true_costs[:budget], sigma, rng, draws) / optimum
 
 
 def floor_rows(costs: np.ndarray, budget: int, sigma: float, rng: np.random.Generator,

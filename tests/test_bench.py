@@ -211,6 +211,15 @@ def test_compare_runs_script_pairs_the_bench_runs(tmp_path, capsys):
     assert script.main([*argv[:-4], "--a", "random", "--b", "nope", "--budget", "3"]) == 2
     err = capsys.readouterr().err.strip()
     assert "no seed has runs of both" in err and "\n" not in err
+    # one label from two folders (two versions of the code): a run against itself ties
+    same = ["--space", str(cache), "--a-runs", str(out), "--b-runs", str(out), "--a", "tpe",
+            "--b", "tpe", "--budget", "3"]
+    assert script.main(same) == 0
+    assert "0 wins, 3 ties, 0 losses" in capsys.readouterr().out
+    # a recorded space has no noise-free costs to take an expectation over
+    assert script.main([*same, "--expected"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--expected" in err and "noise-free" in err and "\n" not in err
 
 
 def test_effective_noise_is_the_spread_of_the_log_ratios():
@@ -220,6 +229,13 @@ def test_effective_noise_is_the_spread_of_the_log_ratios():
     assert metrics.effective_noise(measured, true) == pytest.approx(0.01 * np.sqrt(8 / 9))
     with pytest.raises(ValueError, match="two"):
         metrics.effective_noise([1.0], [1.0])
+
+
+def test_expected_incumbent_is_the_mean_of_the_draws():
+    true = [1.0, 1.004, 1.01, 2.0]
+    draws = metrics.incumbent_draws(true, 0.01, np.random.default_rng(3), 500)
+    assert metrics.expected_incumbent(true, 0.01, np.random.default_rng(3), 500) == draws.mean()
+    assert 1.0 < draws.mean() < 1.01
 
 
 def test_incumbent_draws_winners_curse_by_hand():

@@ -76,6 +76,10 @@ def test_resume_without_sampler_flags_continues_with_the_studys_sampler(
     # the same sampler, options and seed: the resumed study is the straight one, trial for trial
     assert ([t.params for t in _load(url, "q").trials]
             == [t.params for t in _load(url, "straight").trials])
+    # options alone, with the spec again, go to the study's own sampler (gp-ucb has no `local`)
+    assert _tune("--config", QWEN, "--storage", url, "--study-name", "q", "--n-trials", "20",
+                 "--sampler-kwargs", '{"local": 0.8}') == 0
+    assert _load(url, "q").user_attrs[SAMPLER_ATTR]["kwargs"] == {"local": 0.8}
     # a sampler named on the command line wins, and is what the next resume takes
     assert _tune("--storage", url, "--study-name", "q", "--n-trials", "22",
                  "--sampler", "random") == 0

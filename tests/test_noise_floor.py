@@ -82,3 +82,23 @@ def test_bad_inputs_exit_2_in_one_line(script, runs, tmp_path, capsys) -> None:
         assert script.main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert want in err and "\n" not in err, (argv, err)
+
+
+def test_compare_runs_expected_incumbent_matches_the_noise_floor_script(
+    script, runs, capsys
+) -> None:
+    path = ROOT / "scripts" / "compare_runs.py"
+    spec = importlib.util.spec_from_file_location("compare_runs", path)
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    capsys.readouterr()
+    assert compare.main(["--space", str(DECODE), "--runs", str(runs), "--a", "random",
+                         "--b", "tpe", "--budget", "20", "--expected"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("2 seeds (0-1), expected incumbent / opt (noise ")
+    median_a = float(text.splitlines()[1].split("median ")[1].split()[0])
+    assert script.main(["--space", str(DECODE), "--runs", str(runs), "--budget", "20"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("| random | 2 |"))
+    expected_median = float(row.split("|")[4].split("/")[0])
+    assert median_a == pytest.approx(expected_median, abs=5e-4)  # other draws, same expectation

@@ -209,3 +209,10 @@ def incumbent_draws(true_costs: Sequence[float] | np.ndarray, sigma: float,
         return np.full(draws, t.min())
     measured = t[None, :] * np.exp(sigma * rng.standard_normal((draws, t.size)))
     return t[np.argmin(measured, axis=1)]
+
+
+def expected_incumbent(true_costs: Sequence[float] | np.ndarray, sigma: float,
+                       rng: np.random.Generator, draws: int = 2000) -> float:
+    """Mean of :func:`incumbent_draws`: the incumbent's noise-free cost a search can expect
+    from the configs it measured, without the luck of the one noise draw it met."""
+    return float(incumbent_draws(true_costs, sigma, rng, draws).mean())

@@ -46,10 +46,10 @@ class BallCache:
     """The feasible balls of recently used centres, so a sampler refining around the
     same few configs does not regenerate them on every proposal.
 
-    On the 11.8M-point study a radius-2 ball is every pair of 11 parameters
-    changed together, a few thousand rows checked for feasibility: about 5 ms,
-    the largest part of a local move. Bounded (least recently used dropped
-    first); one per sampler, for one space.
+    On the 11.8M-point study a radius-2 ball is every pair of its 10
+    parameters changed together, about 1,500 rows checked for feasibility,
+    most of a local move's time before this cache. Bounded (least recently
+    used dropped first); one per sampler, for one space.
     """
 
     def __init__(self, space: SearchSpace, size: int = 64) -> None:
