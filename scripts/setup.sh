@@ -8,5 +8,11 @@ PY=${PYTHON:-python3}
 "$PY" -c 'import sys; assert sys.version_info >= (3, 11), "aoe_optuna needs Python 3.11+"'
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+# constraints.txt pins the numerical libraries the benchmark figures were measured
+# with; where this machine's package index lacks one of them, install without it.
+if ! .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'; then
+  echo "setup: warning: constraints.txt could not be met; installing unpinned" \
+       "(benchmark figures may not reproduce bit for bit)" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+fi
 echo "set up: $(.venv/bin/python -c 'import aoe_optuna, optuna, torch; print("optuna", optuna.__version__, "torch", torch.__version__)')"
