@@ -21,7 +21,7 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.hardware import SocProfile
-from aoe_optuna.samplers.claims import claim_first_free
+from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free
 from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.reinforce._features import (
     FEATURE_NAMES,
@@ -125,6 +125,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         self._cache_key: tuple[Any, ...] | None = None
         self._rows: TrialRows | None = None
         self._observations: ObservationCache | None = None
+        self._finished: FinishedClaims | None = None
         self._fallback = optuna.samplers.RandomSampler(seed=self._seed)
         if space is not None:
             self._prepare(space)
@@ -182,6 +183,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
             assert self._space is not None
             self._rows = TrialRows(self._space)
             self._observations = ObservationCache(self._rows)
+            self._finished = FinishedClaims()
         return self._cache
 
     # ---------------------------------------------------------- the sampler API
@@ -228,7 +230,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
                 if rest.shape[0] == 0:
                     return {}
                 row = rest[0]
-            config = claim_first_free(study, trial, [space.config(row)])
+            config = claim_first_free(study, trial, [space.config(row)], finished=self._finished)
             if config is not None:
                 return config
             ids.add(int(space.flat_id(row[None, :])[0]))
