@@ -40,7 +40,7 @@ from aoe_optuna.bench.metrics import expected_incumbent as expected_cost  # noqa
 from aoe_optuna.bench.runner import Case, RunResult  # noqa: E402
 
 TOP_K = (1, 5, 10, 20, 50)  # oracle searches: measure exactly the k best configs
-NEAR = (0.005, 0.01, 0.02)  # "measured within x of the optimum" columns
+NEAR = (0.002, 0.005, 0.01, 0.02)  # "measured within x of the optimum" columns
 
 
 def expected_incumbent(run: RunResult, budget: int, optimum: float, sigma: float,
