@@ -9,6 +9,7 @@ import optuna
 import pytest
 
 import aoe_optuna.samplers.reinforce._local as local_module
+from aoe_optuna.params import Param
 from aoe_optuna.samplers.neighbourhood import BallCache, ball, neighbours, steps_away
 from aoe_optuna.samplers.reinforce import ReinforceSampler
 from aoe_optuna.samplers.reinforce._local import (
@@ -20,8 +21,16 @@ from aoe_optuna.samplers.reinforce._local import (
     successes,
     untried_near,
 )
-from aoe_optuna.samplers.reinforce._local_model import onehot, posterior, thompson_choice
+from aoe_optuna.samplers.reinforce._local_model import (
+    design,
+    onehot,
+    posterior,
+    size_params,
+    size_terms,
+    thompson_choice,
+)
 from aoe_optuna.samplers.reinforce.sampler import LOCAL_START_UNTRAINED
+from aoe_optuna.space import SearchSpace
 from aoe_optuna.spec import load_spec
 from tests.test_reinforce import rows_of, run
 from tests.test_reinforce_masking import brute, small_space
@@ -272,3 +281,43 @@ def test_the_model_learns_additive_effects_and_its_draw_picks_by_them() -> None:
     pool = np.concatenate([best[None, :], worst])
     picks = [tuple(thompson_choice(space, centre, every[idx], y, pool, rng)) for _ in range(20)]
     assert picks.count(tuple(best)) >= 18, picks.count(tuple(best))
+
+
+def test_size_terms_let_a_sizes_effect_depend_on_the_other_parameters() -> None:
+    space = small_space()  # tile_m/k/n are the sizes; pipeline, output_align, l1_prefetch not
+    assert size_params(space) == [0, 1, 2]
+    rows = brute(space)[::37]
+    terms = size_terms(space, rows)
+    assert terms.shape == (rows.shape[0], 3 + (3 + 2 + 2) * 3 + 3)
+    logs = np.log2(np.asarray(space.params[1].choices, dtype=float))
+    tile_k = (logs - logs.mean())[rows[:, 1]]
+    np.testing.assert_array_equal(terms[:, 1], tile_k)
+    # the slope of tile_k for pipeline == 1: after the 3 logs, pipeline's 3 choices x 3 sizes
+    np.testing.assert_array_equal(terms[:, 3 + 1 * 3 + 1], (rows[:, 3] == 1) * tile_k)
+    x = design(space, rows)
+    np.testing.assert_array_equal(x[:, : sum(space.shape) + 1], onehot(space, rows))
+    assert x.shape[1] == sum(space.shape) + 1 + terms.shape[1]
+
+
+def test_a_space_without_tile_sizes_gets_the_additive_model() -> None:
+    space = small_space()
+    renamed = SearchSpace([Param.generic(f"p{i}", p.choices) for i, p in enumerate(space.params)])
+    rows = brute(space)[::37]
+    assert size_params(renamed) == [] and size_terms(renamed, rows).shape == (rows.shape[0], 0)
+    np.testing.assert_array_equal(design(renamed, rows), onehot(renamed, rows))
+
+
+def test_size_terms_fit_the_buffering_trade_off_the_additive_model_misses() -> None:
+    # single buffering (pipeline 1) pays off only with a deeper tile_k: an interaction
+    space = small_space()
+    every = brute(space)
+    rng = np.random.default_rng(5)
+    k = np.log2(np.asarray(space.params[1].choices, dtype=float))[every[:, 1]]
+    truth = 0.1 * k + np.where(every[:, 3] == 1, 0.15 * (k - 6), 0.0)
+    idx = rng.choice(every.shape[0], 200, replace=False)
+    y = truth[idx] + rng.normal(0, 0.005, idx.size)
+    fits = {}
+    for name, basis in (("additive", onehot), ("sizes", design)):
+        mean, _ = posterior(basis(space, every[idx]), y - y.mean(), np.ones(idx.size), ridge=1e-3)
+        fits[name] = np.corrcoef(basis(space, every) @ mean.numpy(), truth)[0, 1]
+    assert fits["sizes"] > 0.99 > fits["additive"], fits
