@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import runs_of  # noqa: E402
-from aoe_optuna.bench.runner import Case, RunResult  # noqa: E402
+from aoe_optuna.bench import labels_of, runs_of, spec_runs_problem  # noqa: E402
+from aoe_optuna.bench.runner import RunResult  # noqa: E402
 from aoe_optuna.samplers.neighbourhood import steps_away  # noqa: E402
 from aoe_optuna.space import SearchSpace  # noqa: E402
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     space, rows, costs = feasible_by_cost(args.space)
     table = cost_table(costs)
     print(f"{Path(args.space).name}: optimum {space.config(rows[0])}")
-    labels = _labels(args.runs, args.budget)
+    labels = labels_of(args.runs, args.budget)
     if not labels:
         print(f"error: --runs: no run of at least {args.budget} measurements", file=sys.stderr)
         return 2
@@ -111,28 +111,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _bad_input(args: argparse.Namespace) -> str | None:
     """The first bad argument, as a one-line message; None when all are usable."""
-    missing = [str(f) for f in args.runs if not (f / "runs.jsonl").is_file()]
-    if missing:
-        return f"{missing[0]}: no runs.jsonl (expected a bench --out folder)"
-    if not Path(args.space).is_file():
-        return f"{args.space}: no such study spec"
-    if Case.from_path(args.space).kind != "spec":
-        return f"{args.space}: expected a simulator study spec, got a recorded space"
+    problem = spec_runs_problem(args.runs, args.space)
+    if problem:
+        return problem
     if args.budget < 1:
         return f"--budget: expected >= 1, got {args.budget}"
     return None
-
-
-def _labels(folders: list[Path], budget: int) -> list[str]:
-    """Sampler labels found in the folders with runs of at least ``budget``, in order."""
-    from aoe_optuna.bench import load_runs
-
-    seen: dict[str, None] = {}
-    for folder in folders:
-        for r in load_runs(folder / "runs.jsonl"):
-            if r.budget >= budget:
-                seen.setdefault(r.sampler, None)
-    return list(seen)
 
 
 if __name__ == "__main__":

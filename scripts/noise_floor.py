@@ -29,7 +29,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import BenchError, exhaustive_for, runs_of  # noqa: E402
+from aoe_optuna.bench import (  # noqa: E402
+    BenchError,
+    exhaustive_for,
+    labels_of,
+    runs_of,
+    spec_runs_problem,
+)
 from aoe_optuna.bench.metrics import (  # noqa: E402
     effective_noise,
     incumbent_draws,
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     optimum = exhaustive.optimum
-    labels = _labels(args.runs, args.budget)
+    labels = labels_of(args.runs, args.budget)
     runs = {label: runs_of(args.runs, label, args.budget) for label in labels}
     pairs = [(r.costs[:args.budget], r.true_costs[:args.budget])
              for by_seed in runs.values() for r in by_seed.values() if r.true_costs]
@@ -141,30 +147,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _bad_input(args: argparse.Namespace) -> str | None:
     """The first bad argument, as a one-line message; None when all are usable."""
-    missing = [str(f) for f in args.runs if not (f / "runs.jsonl").is_file()]
-    if missing:
-        return f"{missing[0]}: no runs.jsonl (expected a bench --out folder)"
-    if not Path(args.space).is_file():
-        return f"{args.space}: no such study spec"
-    if Case.from_path(args.space).kind != "spec":
-        return f"{args.space}: expected a simulator study spec, got a recorded space"
+    problem = spec_runs_problem(args.runs, args.space)
+    if problem:
+        return problem
     if args.budget < 1 or args.draws < 1:
         return f"--budget/--draws: expected >= 1, got {args.budget} and {args.draws}"
     if bool(args.a) != bool(args.b):
         return "--a/--b: expected both labels or neither"
     return None
-
-
-def _labels(folders: list[Path], budget: int) -> list[str]:
-    """Sampler labels found in the folders, in order of first appearance."""
-    from aoe_optuna.bench import load_runs
-
-    seen: dict[str, None] = {}
-    for folder in folders:
-        for r in load_runs(folder / "runs.jsonl"):
-            if r.budget >= budget:
-                seen.setdefault(r.sampler, None)
-    return list(seen)
 
 
 if __name__ == "__main__":

@@ -265,6 +265,28 @@ def _run_kt(tasks: list[tuple[Case, str, int, int]], jobs: int, progress: Any) -
     return results
 
 
+def spec_runs_problem(folders: Sequence[Path], space: str | Path) -> str | None:
+    """Why a simulator spec and bench ``--out`` folders are unusable (one line); None if not."""
+    missing = [str(f) for f in folders if not (Path(f) / "runs.jsonl").is_file()]
+    if missing:
+        return f"{missing[0]}: no runs.jsonl (expected a bench --out folder)"
+    if not Path(space).is_file():
+        return f"{space}: no such study spec"
+    if Case.from_path(str(space)).kind != "spec":
+        return f"{space}: expected a simulator study spec, got a recorded space"
+    return None
+
+
+def labels_of(folders: Sequence[Path], budget: int) -> list[str]:
+    """The sampler labels with runs of at least ``budget`` in bench ``--out`` folders, in order."""
+    seen: dict[str, None] = {}
+    for folder in folders:
+        for r in load_runs(Path(folder) / "runs.jsonl"):
+            if r.budget >= budget:
+                seen.setdefault(r.sampler, None)
+    return list(seen)
+
+
 def runs_of(folders: Sequence[Path], label: str, budget: int) -> dict[int, RunResult]:
     """One sampler label's runs per seed over bench ``--out`` folders.
 
