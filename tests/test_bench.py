@@ -187,13 +187,9 @@ def test_paired_comparison_by_hand():
 
 
 def test_compare_runs_script_pairs_the_bench_runs(tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
+    from script_module import load_script
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "compare_runs.py"
-    spec = importlib.util.spec_from_file_location("compare_runs", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("compare_runs")
     cache = write_cache(tmp_path, gz=True)
     out = tmp_path / "out"
     assert main(["--space", str(cache), "--sampler", "random", "--sampler", "tpe",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from script_module import load_script
 
 from aoe_optuna.bench import exhaustive_for
 from aoe_optuna.bench.runner import Case
@@ -17,12 +17,7 @@ DECODE = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location(
-        "diagnose_proposals", ROOT / "scripts" / "diagnose_proposals.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("diagnose_proposals")
 
 
 def test_incumbent_is_never_better_than_the_best_config_measured(script):

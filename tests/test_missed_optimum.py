@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 from aoe_optuna.bench import main as bench_main
 from aoe_optuna.bench.runner import RunResult
@@ -16,11 +16,7 @@ DECODE = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
 
 @pytest.fixture(scope="module")
 def script():
-    path = ROOT / "scripts" / "missed_optimum.py"
-    spec = importlib.util.spec_from_file_location("missed_optimum", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("missed_optimum")
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 from kt_fixture import write_cache
+from script_module import load_script
 
 from aoe_optuna.bench import main as bench_main
 from aoe_optuna.bench.runner import RunResult
@@ -18,11 +18,7 @@ DECODE = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
 
 @pytest.fixture(scope="module")
 def script():
-    path = ROOT / "scripts" / "noise_floor.py"
-    spec = importlib.util.spec_from_file_location("noise_floor", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("noise_floor")
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +83,7 @@ def test_bad_inputs_exit_2_in_one_line(script, runs, tmp_path, capsys) -> None:
 def test_compare_runs_expected_incumbent_matches_the_noise_floor_script(
     script, runs, capsys
 ) -> None:
-    path = ROOT / "scripts" / "compare_runs.py"
-    spec = importlib.util.spec_from_file_location("compare_runs", path)
-    compare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compare)
+    compare = load_script("compare_runs")
     capsys.readouterr()
     assert compare.main(["--space", str(DECODE), "--runs", str(runs), "--a", "random",
                          "--b", "tpe", "--budget", "20", "--expected"]) == 0
