@@ -8,7 +8,10 @@ to the optimum and did not take the step; at rank 20 the near config was
 measured but lost to noise and better-looking configs elsewhere:
 
     python scripts/missed_optimum.py --space studies/qwen25_7b_decode_910b2.json \\
-      --runs /tmp/w/head120 --budget 100
+      --runs /tmp/w/head120 --budget 100 [--ranks 5-10]
+
+``--ranks LO-HI`` also lists the space's configs of those ranks (1 = the
+optimum) and how many of them each sampler's runs measured, on average.
 
 Configs are recovered from the runs' noise-free costs (each feasible config's
 cost is recomputed on the simulator and looked up), so the spec's space is
@@ -76,24 +79,62 @@ def analyse(run: RunResult, budget: int, table: dict[float, int], rows: np.ndarr
     return {"changed": changed, "steps": steps, "rank": rank}
 
 
+def measured_of_ranks(run: RunResult, budget: int, table: dict[float, int],
+                      lo: int, hi: int) -> int:
+    """How many configs of space ranks ``lo``..``hi`` (1 = the optimum) the run measured."""
+    ids = {table.get(round(float(c), DIGITS)) for c in run.true_costs[:budget]}
+    return sum(1 for i in ids if i is not None and lo - 1 <= i <= hi - 1)
+
+
+def parse_ranks(text: str | None) -> tuple[int, int] | None:
+    """``"5-10"`` -> (5, 10); ValueError with a one-line reason."""
+    if text is None:
+        return None
+    lo, sep, hi = text.partition("-")
+    if not (sep and lo.isdigit() and hi.isdigit()) or not 1 <= int(lo) <= int(hi):
+        raise ValueError(f"--ranks: expected LO-HI with 1 <= LO <= HI, got {text!r}")
+    return int(lo), int(hi)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--space", required=True, help="the simulator study spec benched")
     ap.add_argument("--runs", action="append", required=True, type=Path,
                     help="a bench_samplers.py --out folder (repeatable)")
     ap.add_argument("--budget", type=int, default=100)
+    ap.add_argument("--ranks", help="LO-HI: also count the configs of these space ranks measured")
     args = ap.parse_args(argv)
+    try:
+        ranks = parse_ranks(args.ranks)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     bad = _bad_input(args)
     if bad:
         print(f"error: {bad}", file=sys.stderr)
         return 2
-    space, rows, costs = feasible_by_cost(args.space)
-    table = cost_table(costs)
-    print(f"{Path(args.space).name}: optimum {space.config(rows[0])}")
     labels = labels_of(args.runs, args.budget)
     if not labels:
         print(f"error: --runs: no run of at least {args.budget} measurements", file=sys.stderr)
         return 2
+    print(f"{Path(args.space).name}: costing every feasible config ...", file=sys.stderr)
+    space, rows, costs = feasible_by_cost(args.space)
+    table = cost_table(costs)
+    print(f"{Path(args.space).name}: optimum {space.config(rows[0])}")
+    if ranks is not None:
+        lo, hi = ranks[0], min(ranks[1], rows.shape[0])
+        print(f"\nconfigs ranked {lo}-{hi} (cost / optimum, parameters changed from it):")
+        for i in range(lo - 1, hi):
+            print(f"  {i + 1}: {space.config(rows[i])}  {costs[i] / costs[0]:.4f}  "
+                  f"{int((rows[i] != rows[0]).sum())}")
+        for label in labels:
+            by_seed = runs_of(args.runs, label, args.budget)
+            counts = [measured_of_ranks(r, args.budget, table, lo, hi)
+                      for r in by_seed.values() if r.true_costs]
+            if counts:
+                print(f"  {label}: {np.mean(counts):.2f} of them measured per run "
+                      f"({len(counts)} runs)")
+        print()
     print("| sampler | runs | missed the optimum | nearest: 1 parameter away | of those 1 step "
           "| measured rank of the nearest, median (quartiles) |\n|---|---|---|---|---|---|")
     for label in labels:

@@ -58,8 +58,28 @@ def test_report_on_bench_runs_and_bad_inputs(script, tmp_path, capsys) -> None:
         (["--space", str(tmp_path / "none.json"), "--runs", str(out)], "no such study spec"),
         (["--space", str(DECODE), "--runs", str(out), "--budget", "0"], "expected >= 1"),
         (["--space", str(DECODE), "--runs", str(out), "--budget", "500"], "no run of at least"),
+        (["--space", str(DECODE), "--runs", str(out), "--ranks", "10-5"], "expected LO-HI"),
     ]:
         capsys.readouterr()
         assert script.main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert want in err and "\n" not in err, (argv, err)
+
+
+def test_ranks_lists_the_configs_and_counts_them_per_run(script, decode, tmp_path, capsys) -> None:
+    space, rows, costs = decode
+    table = script.cost_table(costs)
+    run = RunResult(case="c", sampler="s", seed=0, budget=3, costs=[1.0, 2.0, 3.0],
+                    true_costs=[float(costs[4]), float(costs[9]), float(costs[10])])
+    assert script.measured_of_ranks(run, 3, table, 5, 10) == 2  # ranks 5 and 10, not 11
+    assert script.measured_of_ranks(run, 1, table, 5, 10) == 1
+    out = tmp_path / "out"
+    assert bench_main(["--space", str(DECODE), "--sampler", "random", "--seeds", "1",
+                       "--budgets", "5", "--jobs", "1", "--kernel-tuner", "",
+                       "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert script.main(["--space", str(DECODE), "--runs", str(out), "--budget", "5",
+                        "--ranks", "5-10"]) == 0
+    text = capsys.readouterr().out
+    assert "configs ranked 5-10" in text and "  10: {'tile_m': 16" in text
+    assert "random: 0.00 of them measured per run (1 runs)" in text

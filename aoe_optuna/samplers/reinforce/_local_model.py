@@ -1,23 +1,23 @@
 """A locally weighted Bayesian linear model of log throughput, for local moves.
 
-Within one or two parameters of a centre config, a tiling's log throughput is
-mostly additive in its parameters (l1_prefetch on costs about the same
+Within one or two parameters of a centre config, a tiling's log throughput
+is mostly additive in its parameters (l1_prefetch on costs about the same
 everywhere near the centre; so does one more tile step), but not entirely: a
 size's effect depends on the others. On the decode study the configs ranked
 5-10 (within 0.15% of the optimum) switch double for single buffering *and*
 double tile_k, so single buffering looks bad to an additive model fitted
-around the optimum, and moves there were almost never made (0.5 of these 6
-configs measured per 100-measurement run against gp-ucb's 4.7;
-docs/BENCHMARKS.md, "ReinforceSampler, sixth session"). So the design matrix
-is the one-hot parameter values plus size terms (:func:`size_terms`): each
-size's log, its slope per choice of every other parameter, and the products
-of sizes' logs. A ridge regression on it, with each successfully measured
-config weighted by ``DECAY**steps`` from the centre, learns those effects
-from every measurement near it. A Thompson draw of its coefficients scores
-the candidate moves: a move whose effect is known to be bad is seldom
-measured. The draws are only as wide as the weighted residuals around the
-centre, so this is mostly exploitation; the rings around it (``_local``)
-supply the exploration.
+around the optimum, and moves there were almost never made (0.41 of these 6
+configs measured per 100-measurement run against gp-ucb's 4.88; 1.78 with
+the terms below; docs/BENCHMARKS.md, "ReinforceSampler, sixth session"). So
+the design matrix is the one-hot parameter values plus size terms
+(:func:`size_terms`): each size's log, its slope per choice of every other
+parameter, and the products of sizes' logs. A ridge regression on it, with
+each successfully measured config weighted by ``DECAY**steps`` from the
+centre, learns those effects from every measurement near it. A Thompson draw
+of its coefficients scores the candidate moves: a move whose effect is known
+to be bad is seldom measured. The draws are only as wide as the weighted
+residuals around the centre, so this is mostly exploitation; the rings
+around it (``_local``) supply the exploration.
 
 The linear algebra runs in torch float64 on the caller's single torch thread,
 so a draw is the same in every process for the same ``rng`` (numpy's BLAS may
