@@ -29,10 +29,10 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from aoe_optuna.backends.cpu import CpuBackend
-from aoe_optuna.backends.cpu_driver import round_to_dtype
+from aoe_optuna.backends.cpu.backend import CpuBackend
+from aoe_optuna.backends.cpu.driver import round_to_dtype
 from aoe_optuna.backends.timing import TimingPolicy, time_call
-from aoe_optuna.spec import load_spec
+from aoe_optuna.spec.loader import load_spec
 
 SEARCH_TIMING = {"min_repeats": 3, "max_repeats": 20, "max_seconds": 0.3}
 FINAL_TIMING = {"min_repeats": 10, "max_repeats": 200, "max_seconds": 3.0,

@@ -25,10 +25,10 @@ import time
 import numpy as np
 import optuna
 
-from aoe_optuna.backends import make_backend
-from aoe_optuna.exhaustive import simulator_costs
+from aoe_optuna.bench.exhaustive import simulator_costs
 from aoe_optuna.samplers.gp_ucb import GPUCBSampler
-from aoe_optuna.spec import load_spec
+from aoe_optuna.spec.backend import make_backend
+from aoe_optuna.spec.loader import load_spec
 
 
 def main() -> None:

@@ -21,10 +21,10 @@ import time
 import numpy as np
 import optuna
 
-from aoe_optuna.backends import make_backend
-from aoe_optuna.objective import Evaluator, MeasurementFailed, TuningObjective, suggest_config
 from aoe_optuna.samplers.reinforce import ReinforceSampler
-from aoe_optuna.spec import load_spec
+from aoe_optuna.spec.backend import make_backend
+from aoe_optuna.spec.loader import load_spec
+from aoe_optuna.study.objective import Evaluator, MeasurementFailed, TuningObjective, suggest_config
 
 
 def main() -> None:

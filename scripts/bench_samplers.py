@@ -3,7 +3,7 @@
 
 import sys
 
-from aoe_optuna.bench import main
+from aoe_optuna.bench.command import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,13 +19,13 @@ import time
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from aoe_optuna.backends.sim import cube, transfer
-from aoe_optuna.backends.simulator import KERNEL_LAUNCH_S, AscendSimulator
-from aoe_optuna.capacity import hardware_rules
-from aoe_optuna.hardware import SocProfile, load_profile
-from aoe_optuna.params import Param
-from aoe_optuna.space import SearchSpace
-from aoe_optuna.workload import Gemm, model_workload
+from aoe_optuna.backends.simulator import cube, transfer
+from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S, AscendSimulator
+from aoe_optuna.hardware.capacity import hardware_rules
+from aoe_optuna.hardware.profile import SocProfile, load_profile
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Gemm, model_workload
 
 # torch_npu matmul on 910B2, square fp16, TFLOPS (zzc0721/torch-performance-test-data
 # issue 109, quoted in the reference ascend-910b.md).

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import BenchError, exhaustive_for, runs_of  # noqa: E402
+from aoe_optuna.bench.command import BenchError, exhaustive_for, runs_of  # noqa: E402
 from aoe_optuna.bench.metrics import (  # noqa: E402
     effective_noise,
     expected_incumbent,

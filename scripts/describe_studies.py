@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from aoe_optuna.cli import main
+from aoe_optuna.cli.main import main
 
 if __name__ == "__main__":
     root = Path(__file__).resolve().parents[1]

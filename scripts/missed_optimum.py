@@ -28,19 +28,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import labels_of, runs_of, spec_runs_problem  # noqa: E402
+from aoe_optuna.bench.command import labels_of, runs_of, spec_runs_problem  # noqa: E402
 from aoe_optuna.bench.runner import RunResult  # noqa: E402
 from aoe_optuna.samplers.neighbourhood import steps_away  # noqa: E402
-from aoe_optuna.space import SearchSpace  # noqa: E402
+from aoe_optuna.space.search_space import SearchSpace  # noqa: E402
 
 DIGITS = 15  # costs are matched after rounding to this many decimals (seconds per token)
 
 
 def feasible_by_cost(spec_path: str | Path) -> tuple[SearchSpace, np.ndarray, np.ndarray]:
     """The spec's space, its feasible index rows and their noise-free costs, cheapest first."""
-    from aoe_optuna.backends import make_backend
-    from aoe_optuna.exhaustive import simulator_costs
-    from aoe_optuna.spec import load_spec
+    from aoe_optuna.bench.exhaustive import simulator_costs
+    from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.spec.loader import load_spec
 
     spec = load_spec(spec_path)
     rows = np.concatenate(list(spec.space.iter_feasible(500_000)))

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aoe_optuna.bench import (  # noqa: E402
+from aoe_optuna.bench.command import (  # noqa: E402
     BenchError,
     exhaustive_for,
     labels_of,

@@ -54,7 +54,7 @@ except ValueError as exc:
     raise SystemExit(2) from None
 
 if __name__ == "__main__":
-    from aoe_optuna.bench import main
+    from aoe_optuna.bench.command import main
 
     print(f"local-move constants: {SET or 'as shipped'}", file=sys.stderr)
     raise SystemExit(main(sys.argv[1:]))

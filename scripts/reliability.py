@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from pg_server import postgres_server, server_bin  # noqa: E402
 
-from aoe_optuna.objective import count_measured, is_measured  # noqa: E402
+from aoe_optuna.study.objective import count_measured, is_measured  # noqa: E402
 
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
 CPU = ROOT / "studies" / "cpu_gemm.json"

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import optuna
 
-from aoe_optuna.constraints import compile_expression
-from aoe_optuna.params import Param
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.constraints import compile_expression
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
 
 SIZES = (1, 2, 4, 8, 16, 32)
 MODES = ("x", "y", "z")

@@ -11,7 +11,8 @@ import pytest
 from kt_fixture import write_cache
 
 from aoe_optuna.bench import kernel_tuner_side as kts
-from aoe_optuna.bench import main, metrics, parse_sampler
+from aoe_optuna.bench import metrics
+from aoe_optuna.bench.command import main, parse_sampler
 from aoe_optuna.bench.runner import Case
 
 INF = float("inf")

@@ -11,9 +11,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from aoe_optuna.cli import main
-from aoe_optuna.objective import count_measured
-from aoe_optuna.study_attrs import SAMPLER_ATTR, SPEC_ATTR
+from aoe_optuna.cli.main import main
+from aoe_optuna.spec.stored import SAMPLER_ATTR, SPEC_ATTR
+from aoe_optuna.study.objective import count_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -218,7 +218,7 @@ def test_aoe_optuna_bridge_registers_our_samplers(tmp_path: Path) -> None:
          "--sampler", "RandomSampler"], capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    from aoe_optuna.optuna_cli import register_samplers
+    from aoe_optuna.cli.optuna_cli import register_samplers
 
     registered = register_samplers()
     for name in registered:
@@ -239,7 +239,7 @@ def test_aoe_optuna_ask_with_our_gp_ucb_sampler_proposes_a_feasible_config(
     assert proc.returncode == 0, proc.stderr
     params = json.loads(proc.stdout)["params"]
     study = _load(url, "s")
-    from aoe_optuna.study_attrs import space_from_study
+    from aoe_optuna.spec.stored import space_from_study
 
     space = space_from_study(study)
     assert space is not None and space.is_feasible(space.index(params)[None, :])[0]

@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-from aoe_optuna.capacity import hardware_rules
-from aoe_optuna.constraints import MAX_DEPTH, ConstraintError, compile_expression
-from aoe_optuna.hardware import load_profile
-from aoe_optuna.params import LAYOUTS
+from aoe_optuna.hardware.capacity import hardware_rules
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.constraints import MAX_DEPTH, ConstraintError, compile_expression
+from aoe_optuna.space.params import LAYOUTS
 
 NAMES: dict[str, float | None] = {
     "tile_m": None, "tile_k": None, "tile_n": None, "pipeline": None, "layout": None,

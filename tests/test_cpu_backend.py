@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.cpu import TEMP_PREFIX, CpuBackend, remove_orphaned_work_dirs
-from aoe_optuna.backends.cpu_driver import quantize, round_to_dtype, to_layout
-from aoe_optuna.backends.cpu_kernel import (
+from aoe_optuna.backends.cpu.backend import TEMP_PREFIX, CpuBackend, remove_orphaned_work_dirs
+from aoe_optuna.backends.cpu.driver import quantize, round_to_dtype, to_layout
+from aoe_optuna.backends.cpu.kernel import (
     BASE_FLAGS,
     SCHEDULE_FLAGS,
     compile_flags,
@@ -19,9 +19,9 @@ from aoe_optuna.backends.cpu_kernel import (
     validate_config,
 )
 from aoe_optuna.backends.kernel_build import toolchain_id
-from aoe_optuna.hardware import load_profile
-from aoe_optuna.params import ParamError, default_config
-from aoe_optuna.workload import Gemm
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.params import ParamError, default_config
+from aoe_optuna.workload.models import Gemm
 
 SMALL = Gemm(M=40, K=72, N=56, dtype="fp16")  # not multiples of the tiles: edges run too
 FAST = {"min_repeats": 2, "max_repeats": 5, "max_seconds": 0.2}

@@ -10,7 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from aoe_optuna.cli import main
+from aoe_optuna.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 AOE = str(ROOT / "studies" / "aoe_config.json")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from script_module import load_script
 
-from aoe_optuna.bench import exhaustive_for
+from aoe_optuna.bench.command import exhaustive_for
 from aoe_optuna.bench.runner import Case
 
 ROOT = Path(__file__).resolve().parents[1]

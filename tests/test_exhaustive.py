@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 from kt_fixture import write_cache
 
-from aoe_optuna.backends.replay import replay_space
-from aoe_optuna.exhaustive import (
+from aoe_optuna.backends.replay.backend import replay_space
+from aoe_optuna.backends.replay.kt_cache import read_cache
+from aoe_optuna.bench.exhaustive import (
     cache_key,
     load_cached,
     replay_exhaustive,
     simulator_exhaustive,
     store_cached,
 )
-from aoe_optuna.kt_cache import read_cache
-from aoe_optuna.workload import Gemm, Workload
+from aoe_optuna.workload.models import Gemm, Workload
 
 
 def test_replay_exhaustive_sorted_costs_and_failures(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.export import (
+from aoe_optuna.export.kernel_source import (
     HEADER_BEGIN,
     HEADER_END,
     ExportError,

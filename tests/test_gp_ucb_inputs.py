@@ -7,12 +7,12 @@ import optuna
 import pytest
 from scipy.stats import norm
 
-from aoe_optuna.params import Param
 from aoe_optuna.samplers.gp_ucb import GPUCBSampler
 from aoe_optuna.samplers.gp_ucb._targets import gaussian_copula, standardised, targets
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
-from aoe_optuna.space import SearchSpace
-from aoe_optuna.workload import Gemm
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Gemm
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
@@ -94,8 +94,8 @@ def test_no_features_without_tile_sizes_or_workload() -> None:
 
 
 def test_sampler_reads_the_workload_from_the_stored_spec() -> None:
-    from aoe_optuna.spec import load_spec
-    from aoe_optuna.study_attrs import SPEC_ATTR
+    from aoe_optuna.spec.loader import load_spec
+    from aoe_optuna.spec.stored import SPEC_ATTR
 
     spec = load_spec("studies/qwen25_7b_decode_910b2.json")
     sampler = GPUCBSampler(seed=0)
@@ -110,8 +110,8 @@ def test_sampler_reads_the_workload_from_the_stored_spec() -> None:
 
 
 def test_a_backend_off_the_soc_gets_the_fills_without_the_core_count() -> None:
-    from aoe_optuna.spec import load_spec
-    from aoe_optuna.study_attrs import SPEC_ATTR
+    from aoe_optuna.spec.loader import load_spec
+    from aoe_optuna.spec.stored import SPEC_ATTR
 
     spec = load_spec("studies/cpu_gemm.json")
     sampler = GPUCBSampler(seed=0)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.hardware import ProfileError, available_socs, load_profile
+from aoe_optuna.hardware.profile import ProfileError, available_socs, load_profile
 
 SOCS = ["Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4"]
 

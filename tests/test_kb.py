@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna import kb as kbmod
-from aoe_optuna.kb import KBError, KnowledgeBase, c_header, lookup, make_entry, write_c_header
+from aoe_optuna.export import kb as kbmod
+from aoe_optuna.export.kb import (
+    KBError,
+    KnowledgeBase,
+    c_header,
+    lookup,
+    make_entry,
+    write_c_header,
+)
 
 SOC = "Ascend910B3"
 CC = shutil.which("gcc")

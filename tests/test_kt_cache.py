@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from kt_fixture import TABLE, cache_text, shared_spaces, write_cache
 
-from aoe_optuna.kt_cache import FAILURE_KINDS, CacheFileError, read_cache
+from aoe_optuna.backends.replay.kt_cache import FAILURE_KINDS, CacheFileError, read_cache
 
 
 def test_plain_and_gzip_read_the_same(tmp_path):

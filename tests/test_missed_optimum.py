@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from script_module import load_script
 
-from aoe_optuna.bench import main as bench_main
+from aoe_optuna.bench.command import main as bench_main
 from aoe_optuna.bench.runner import RunResult
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import pytest
 from kt_fixture import write_cache
 from script_module import load_script
 
-from aoe_optuna.bench import main as bench_main
+from aoe_optuna.bench.command import main as bench_main
 from aoe_optuna.bench.runner import RunResult
 
 ROOT = Path(__file__).resolve().parents[1]

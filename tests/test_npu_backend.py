@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.cann import NOT_FOUND, CannNotFound, CannToolkit, find_cann
 from aoe_optuna.backends.kernel_build import BuildCache
-from aoe_optuna.backends.npu import NpuBackend, parse_options
-from aoe_optuna.backends.npu_commands import (
+from aoe_optuna.backends.npu.backend import NpuBackend, parse_options
+from aoe_optuna.backends.npu.cann import NOT_FOUND, CannNotFound, CannToolkit, find_cann
+from aoe_optuna.backends.npu.commands import (
     TimingArgs,
     bench_command,
     build_commands,
     msprof_command,
     run_env,
 )
-from aoe_optuna.backends.npu_render import (
+from aoe_optuna.backends.npu.render import (
     KERNEL_CONSTANTS,
     RenderError,
     render_project,
@@ -31,15 +31,15 @@ from aoe_optuna.backends.npu_render import (
     unsupported_reason,
     validate_config,
 )
-from aoe_optuna.backends.npu_results import (
+from aoe_optuna.backends.npu.results import (
     measurement_from_build_output,
     measurement_from_events,
     measurement_from_msprof,
     msprof_durations_us,
 )
-from aoe_optuna.hardware import load_profile
-from aoe_optuna.params import default_config
-from aoe_optuna.workload import Gemm
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.params import default_config
+from aoe_optuna.workload.models import Gemm
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "npu"

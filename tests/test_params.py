@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.params import (
+from aoe_optuna.space.params import (
     KNOWN_PARAMS,
     LAYOUTS,
     OPT_LEVELS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aoe_optuna.spec import load_spec
+from aoe_optuna.spec.loader import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

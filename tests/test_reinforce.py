@@ -9,8 +9,6 @@ import optuna
 import pytest
 import torch
 
-from aoe_optuna.objective import ATTR_MEASURED, suggest_config
-from aoe_optuna.params import Param
 from aoe_optuna.samplers.registry import make_sampler
 from aoe_optuna.samplers.reinforce import PolicyMismatchError, ReinforceSampler
 from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, no_features
@@ -20,7 +18,9 @@ from aoe_optuna.samplers.reinforce._policy import load_policy, save_policy
 from aoe_optuna.samplers.reinforce._propose import draw_batch
 from aoe_optuna.samplers.reinforce.sampler import new_policy
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.study.objective import ATTR_MEASURED, suggest_config
 from tests.test_reinforce_masking import huge_space, small_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -177,7 +177,7 @@ def test_pretrain_main_writes_a_loadable_policy(tmp_path) -> None:
     out = tmp_path / "p.pt"
     assert main(["--output", str(out), "--spec", str(spec), "--socs", "Ascend910B3",
                  "--steps", "3", "--batch", "8", "--gemms", "1"]) == 0
-    from aoe_optuna.spec import load_spec
+    from aoe_optuna.spec.loader import load_spec
 
     policy, info = load_policy(out, load_spec(spec).space)
     assert info["steps"] == 3 and all("910B3" in t for t in info["tasks"])
@@ -187,7 +187,7 @@ def test_shipped_policy_loads_or_is_reported_stale() -> None:
     """studies/policies/qwen_holdout_seed.pt fits the seed space, or says why in one line."""
     from pathlib import Path
 
-    from aoe_optuna.spec import load_spec
+    from aoe_optuna.spec.loader import load_spec
 
     root = Path(__file__).resolve().parents[1]
     path = root / "studies" / "policies" / "qwen_holdout_seed.pt"

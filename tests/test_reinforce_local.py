@@ -9,7 +9,6 @@ import optuna
 import pytest
 
 import aoe_optuna.samplers.reinforce._local as local_module
-from aoe_optuna.params import Param
 from aoe_optuna.samplers.neighbourhood import BallCache, ball, neighbours, steps_away
 from aoe_optuna.samplers.reinforce import ReinforceSampler
 from aoe_optuna.samplers.reinforce._local import (
@@ -30,8 +29,9 @@ from aoe_optuna.samplers.reinforce._local_model import (
     thompson_choice,
 )
 from aoe_optuna.samplers.reinforce.sampler import LOCAL_START_UNTRAINED
-from aoe_optuna.space import SearchSpace
-from aoe_optuna.spec import load_spec
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.spec.loader import load_spec
 from tests.test_reinforce import rows_of, run
 from tests.test_reinforce_masking import brute, small_space
 

@@ -6,12 +6,12 @@ import itertools
 
 import numpy as np
 
-from aoe_optuna.capacity import hardware_rules
-from aoe_optuna.constraints import compile_expression
-from aoe_optuna.hardware import load_profile
-from aoe_optuna.params import Param
+from aoe_optuna.hardware.capacity import hardware_rules
+from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.constraints import compile_expression
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
 
 TILES = [16, 32, 64, 128, 256]
 

@@ -11,10 +11,10 @@ import optuna
 import pytest
 from kt_fixture import TABLE, shared_spaces, write_cache
 
-from aoe_optuna.backends.replay import ReplayBackend, replay_space
-from aoe_optuna.kt_cache import read_cache
-from aoe_optuna.objective import Evaluator, MeasurementFailed, TuningObjective
-from aoe_optuna.spec import SpecError, load_spec
+from aoe_optuna.backends.replay.backend import ReplayBackend, replay_space
+from aoe_optuna.backends.replay.kt_cache import read_cache
+from aoe_optuna.spec.loader import SpecError, load_spec
+from aoe_optuna.study.objective import Evaluator, MeasurementFailed, TuningObjective
 
 GEMM = shared_spaces() / "gemm_RTX_2080_Ti.json.gz"
 GEMM_RULES = [

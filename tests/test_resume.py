@@ -18,7 +18,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from aoe_optuna.objective import count_measured
+from aoe_optuna.study.objective import count_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_SPEC = ROOT / "studies" / "cpu_gemm.json"

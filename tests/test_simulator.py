@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.sim import cube, geometry, measure, pipeline, traffic, transfer
-from aoe_optuna.backends.simulator import AscendSimulator
-from aoe_optuna.capacity import hardware_rules
-from aoe_optuna.hardware import load_profile
-from aoe_optuna.params import KNOWN_PARAMS, Param, default_config
-from aoe_optuna.space import SearchSpace
-from aoe_optuna.workload import Gemm, model_workload
+from aoe_optuna.backends.simulator import cube, geometry, measure, pipeline, traffic, transfer
+from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.hardware.capacity import hardware_rules
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.params import KNOWN_PARAMS, Param, default_config
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Gemm, model_workload
 
 TILES = list(range(16, 257, 16))
 PUBLISHED_TFLOPS = {2048: 251.0, 4096: 314.5, 8192: 305.5}  # torch_npu on 910B2 (reference)
@@ -47,7 +47,7 @@ def feasible(space):
 
 def one(config):
     """Columns of one full config."""
-    from aoe_optuna.params import to_code
+    from aoe_optuna.space.params import to_code
     full = {**default_config(), **config}
     return {k: np.array([to_code(k, v)]) for k, v in full.items()}
 

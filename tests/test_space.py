@@ -12,12 +12,12 @@ import numpy as np
 import optuna.distributions as od
 import pytest
 
-import aoe_optuna.space as space_module
-from aoe_optuna.capacity import hardware_rules
-from aoe_optuna.constraints import compile_expression
-from aoe_optuna.hardware import load_profile
-from aoe_optuna.params import KNOWN_PARAMS, Param
-from aoe_optuna.space import SearchSpace
+import aoe_optuna.space.search_space as space_module
+from aoe_optuna.hardware.capacity import hardware_rules
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.constraints import compile_expression
+from aoe_optuna.space.params import KNOWN_PARAMS, Param
+from aoe_optuna.space.search_space import SearchSpace
 
 PROFILE = load_profile("Ascend910B2")
 

@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aoe_optuna.backends import BACKENDS, make_backend
-from aoe_optuna.hardware import load_profile
-from aoe_optuna.params import Param
-from aoe_optuna.space import SearchSpace
-from aoe_optuna.spec import SpecError, load_spec, spec_from_dict
-from aoe_optuna.workload import MAX_DIM
+from aoe_optuna.backends.registry import BACKENDS
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.spec.backend import make_backend
+from aoe_optuna.spec.loader import SpecError, load_spec, spec_from_dict
+from aoe_optuna.workload.models import MAX_DIM
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"
 TILES = list(range(16, 257, 16))

@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from aoe_optuna.cli import main
+from aoe_optuna.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 AOE = str(ROOT / "studies" / "aoe_config.json")

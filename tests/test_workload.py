@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.simulator import AscendSimulator
-from aoe_optuna.hardware import DTYPE_BYTES, load_profile
-from aoe_optuna.params import default_config, to_code
-from aoe_optuna.workload import QWEN25_7B, Gemm, model_workload, single_gemm
+from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.hardware.profile import DTYPE_BYTES, load_profile
+from aoe_optuna.space.params import default_config, to_code
+from aoe_optuna.workload.models import QWEN25_7B, Gemm, model_workload, single_gemm
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from aoe_optuna.workload import Gemm
+from aoe_optuna.workload.models import Gemm
 
 FailureKind = Literal["infeasible", "build", "runtime", "timeout", "accuracy", "unsupported"]
 

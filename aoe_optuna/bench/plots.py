@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from aoe_optuna.bench import metrics
+from aoe_optuna.bench.exhaustive import Exhaustive
 from aoe_optuna.bench.runner import RunResult
-from aoe_optuna.exhaustive import Exhaustive
 
 
 def convergence_plot(case: str, runs: Sequence[RunResult], exhaustive: Exhaustive,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.bench import metrics
+from aoe_optuna.bench.exhaustive import Exhaustive
 from aoe_optuna.bench.runner import RunResult
-from aoe_optuna.exhaustive import Exhaustive
 
 
 def summarise(runs: Sequence[RunResult], exhaustive: Exhaustive,

@@ -100,10 +100,10 @@ class Built:
 @lru_cache(maxsize=4)
 def build_case(case: Case) -> Built:
     """Space + evaluator of a case (once per process)."""
-    from aoe_optuna.objective import Evaluator
+    from aoe_optuna.study.objective import Evaluator
 
     if case.kind == "replay":
-        from aoe_optuna.backends.replay import (
+        from aoe_optuna.backends.replay.backend import (
             ReplayBackend,
             load_recorded,
             replay_space,
@@ -115,8 +115,8 @@ def build_case(case: Case) -> Built:
         workload = replay_workload(recorded)
         backend = ReplayBackend(recorded)
         return Built(space, Evaluator(workload, backend, roofline_tokens_per_s=float("nan")))
-    from aoe_optuna.backends import make_backend
-    from aoe_optuna.spec import load_spec
+    from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.spec.loader import load_spec
 
     spec = load_spec(case.path)
     backend = make_backend(spec)
@@ -131,8 +131,8 @@ def run_task(task: Task) -> RunResult:
     import optuna
     from optuna.trial import TrialState
 
-    from aoe_optuna.objective import MeasurementFailed, TuningObjective, suggest_config
     from aoe_optuna.samplers.registry import make_sampler
+    from aoe_optuna.study.objective import MeasurementFailed, TuningObjective, suggest_config
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     built = build_case(task.case)
@@ -141,7 +141,7 @@ def run_task(task: Task) -> RunResult:
     study = optuna.create_study(direction="maximize", sampler=sampler)
     if built.spec is not None:
         # what aoe-tune stores: samplers that read the workload from the study see it here too
-        from aoe_optuna.study_attrs import SPEC_ATTR
+        from aoe_optuna.spec.stored import SPEC_ATTR
 
         study.set_user_attr(SPEC_ATTR, built.spec.canonical())
     objective = TuningObjective(space, _evaluator_for_seed(built.evaluator, task.seed))
@@ -211,7 +211,7 @@ def _evaluator_for_seed(evaluator: Any, seed: int) -> Any:
 
 
 def _is_repeat(trial: Any) -> bool:
-    from aoe_optuna.objective import ATTR_REPEAT_OF
+    from aoe_optuna.study.objective import ATTR_REPEAT_OF
 
     return ATTR_REPEAT_OF in trial.user_attrs
 
@@ -221,7 +221,7 @@ def _truth(built: Built) -> Callable[[dict[str, Any]], float] | None:
     backend = built.evaluator.backend
     if not hasattr(backend, "latency"):
         return None
-    from aoe_optuna.exhaustive import simulator_costs
+    from aoe_optuna.bench.exhaustive import simulator_costs
 
     space, workload = built.space, built.evaluator.workload
 

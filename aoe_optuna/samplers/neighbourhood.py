@@ -15,7 +15,7 @@ from itertools import combinations
 
 import numpy as np
 
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
 
 
 def neighbours(space: SearchSpace, rows: np.ndarray) -> np.ndarray:

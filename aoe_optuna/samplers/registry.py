@@ -14,7 +14,7 @@ from typing import Any
 
 import optuna
 
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
 
 Factory = Callable[..., optuna.samplers.BaseSampler]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aoe_optuna.samplers.neighbourhood import neighbours
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
 
 ENUMERATE_LIMIT = 400_000
 POOL_SIZE = 20_000

@@ -15,10 +15,10 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.params import ParamError
 from aoe_optuna.samplers.claims import claimed_params
 from aoe_optuna.samplers.gp_ucb._targets import targets
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.params import ParamError
+from aoe_optuna.space.search_space import SearchSpace
 
 STATES = (
     TrialState.COMPLETE,

@@ -25,7 +25,6 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import Study
 from optuna.trial import FrozenTrial
 
-from aoe_optuna.params import Param
 from aoe_optuna.samplers.claims import claim_first_free
 from aoe_optuna.samplers.gp_ucb._acquisition import (
     DEFAULT_BETA,
@@ -52,11 +51,12 @@ from aoe_optuna.samplers.gp_ucb._model import (
 from aoe_optuna.samplers.gp_ucb._targets import TRANSFORMS
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
 from aoe_optuna.samplers.torch_threads import one_torch_thread
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
 
 if TYPE_CHECKING:
-    from aoe_optuna.hardware import SocProfile
-    from aoe_optuna.workload import Workload
+    from aoe_optuna.hardware.profile import SocProfile
+    from aoe_optuna.workload.models import Workload
 
 _log = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ def _stored_space(study: Study) -> SearchSpace | None:
 
 def _stored_spec(study: Study) -> Any:
     try:
-        from aoe_optuna.study_attrs import stored_spec
+        from aoe_optuna.spec.stored import stored_spec
     except ImportError:  # the spec loader is not installed in this checkout
         return None
     return stored_spec(study)

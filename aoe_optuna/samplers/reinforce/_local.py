@@ -40,7 +40,7 @@ import numpy as np
 
 from aoe_optuna.samplers.neighbourhood import BallCache, ball, steps_away
 from aoe_optuna.samplers.reinforce._local_model import MIN_MEASURED, thompson_choice
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
 
 CENTRES = 4  # the top (smoothed) configs a local proposal starts from
 CENTRE_DECAY = 0.5  # the k-th of them is chosen with weight CENTRE_DECAY**k

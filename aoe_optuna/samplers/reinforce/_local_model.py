@@ -31,7 +31,7 @@ import torch
 
 from aoe_optuna.samplers.gp_ucb._tiling_features import TILE_NAMES
 from aoe_optuna.samplers.neighbourhood import steps_away
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
 
 MIN_MEASURED = 8  # successful measurements below which the move is drawn uniformly
 DECAY = 0.7  # a measured config s index steps from the centre weighs DECAY**s

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
 
 
 class _PrefixTable:

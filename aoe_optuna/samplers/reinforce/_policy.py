@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, FEATURE_VERSION
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
 
 POLICY_FORMAT = "aoe_optuna.reinforce.policy/1"
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.objective import ATTR_MEASURED
 from aoe_optuna.samplers.claims import claimed_params
 from aoe_optuna.samplers.reinforce._learner import ReinforceLearner
-from aoe_optuna.space import SearchSpace
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.study.objective import ATTR_MEASURED
 
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
 

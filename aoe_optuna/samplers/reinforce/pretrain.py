@@ -39,8 +39,8 @@ from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
 from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, save_policy
 from aoe_optuna.samplers.reinforce._propose import draw_batch
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
-from aoe_optuna.space import SearchSpace
-from aoe_optuna.workload import Workload
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Workload
 
 DEFAULT_SPEC = "studies/qwen25_7b_decode_910b2.json"
 DEFAULT_SOCS = ("Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4")
@@ -61,8 +61,8 @@ class Task:
 
 
 def _task_from_document(document: dict[str, Any], name: str) -> Task:
-    from aoe_optuna.backends.simulator import AscendSimulator
-    from aoe_optuna.spec import spec_from_dict
+    from aoe_optuna.backends.simulator.backend import AscendSimulator
+    from aoe_optuna.spec.loader import spec_from_dict
 
     spec = spec_from_dict(document, source=f"<pretraining task {name}>")
     sim = AscendSimulator(spec.profile)
@@ -84,7 +84,7 @@ def same_chip(soc_a: str, soc_b: str) -> bool:
     """Two SoC names whose profiles give the same figures (910B1 and 910B2 do, as modelled)."""
     from dataclasses import replace
 
-    from aoe_optuna.hardware import load_profile
+    from aoe_optuna.hardware.profile import load_profile
 
     a, b = load_profile(soc_a), load_profile(soc_b)
     return replace(a, soc="") == replace(b, soc="")
@@ -96,7 +96,7 @@ def held_out(hold_out: Sequence[str], soc: str, workload_doc: dict[str, Any]) ->
     A SoC whose figures equal the held-out one's is the same landscape under
     another name, so it is held out too.
     """
-    from aoe_optuna.workload import MODELS
+    from aoe_optuna.workload.models import MODELS
 
     for item in hold_out:
         model, phase, h_soc = item.split(":")
@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from aoe_optuna.spec_format import SpecError, read_document
+    from aoe_optuna.spec.format import SpecError, read_document
 
     hold = [] if args.hold_out == ["none"] else (args.hold_out or list(DEFAULT_HOLD_OUT))
     for item in hold:

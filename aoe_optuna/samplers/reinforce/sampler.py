@@ -20,7 +20,7 @@ from optuna.distributions import BaseDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.hardware import SocProfile
+from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free
 from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.reinforce._features import (
@@ -35,8 +35,8 @@ from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, load_pol
 from aoe_optuna.samplers.reinforce._propose import propose
 from aoe_optuna.samplers.reinforce._replay import ObservationCache, ReplayCache, TrialRows
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
-from aoe_optuna.space import SearchSpace
-from aoe_optuna.workload import Workload
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Workload
 
 # The share of proposals that are local moves, with or without a pretrained policy:
 # 0.8 beats policy draws alone on the decode and 11.8M studies and on the recorded
@@ -140,7 +140,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
 
     def _space_for(self, study: Study) -> SearchSpace:
         if self._space is None:
-            from aoe_optuna.study_attrs import space_from_study
+            from aoe_optuna.spec.stored import space_from_study
 
             space = space_from_study(study)
             if space is None:
@@ -156,7 +156,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         if self._features is None:
             self._features = no_features()
             try:
-                from aoe_optuna.study_attrs import stored_spec
+                from aoe_optuna.spec.stored import stored_spec
 
                 spec = stored_spec(study)
             except ImportError:

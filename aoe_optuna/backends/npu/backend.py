@@ -1,0 +1,184 @@
+"""The npu backend: build the Ascend C GEMM with the CANN toolkit and time it on an NPU.
+
+One measurement = render the candidate's CMake project (:mod:`.npu_render`),
+build it through the shared build cache (a repeated config is not rebuilt;
+a GEMM's shape is a run-time argument, so one build serves every GEMM of a
+workload), run the host program under a time limit with one visible device
+(:mod:`.npu_commands`), and read its result line or msprof's CSV
+(:mod:`.npu_results`). A compiler error, an ACL error, a crash, a hang or a
+wrong result is a failed Measurement with its kind; the study goes on.
+
+Nothing here has run on an NPU: see docs/NPU.md.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aoe_optuna.backends.base import Measurement
+from aoe_optuna.backends.kernel_build import BuildCache, failure_from_run, run_limited
+from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
+from aoe_optuna.backends.npu.commands import (
+    ARTIFACT,
+    TimingArgs,
+    bench_command,
+    build_commands,
+    build_env,
+    msprof_command,
+    run_env,
+)
+from aoe_optuna.backends.npu.render import (
+    RUN_MODES,
+    RenderError,
+    render_project,
+    unsupported_reason,
+    validate_config,
+)
+from aoe_optuna.backends.npu.results import (
+    measurement_from_build_output,
+    measurement_from_events,
+    measurement_from_msprof,
+)
+from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.workload.models import Gemm
+
+OPTIONS: dict[str, Any] = {
+    "cann": None,  # toolkit directory; None: $ASCEND_HOME_PATH / $ASCEND_TOOLKIT_HOME
+    "run_mode": "npu",
+    "device": 0,
+    "timing": "events",
+    "warmup": 5,
+    "iterations": 10,  # kernel launches between two events (one timed sample)
+    "timeout_s": 600.0,  # per build and per run
+}
+TIMINGS = ("events", "msprof")
+
+
+def default_cache_root() -> Path:
+    base = os.environ.get("AOE_BUILD_CACHE") or Path.home() / ".cache" / "aoe_optuna"
+    return Path(base) / "npu"
+
+
+class NpuBackend:
+    """Builds and times configs of the shipped Ascend C GEMM kernel."""
+
+    name = "npu"
+
+    def __init__(
+        self,
+        toolkit: CannToolkit,
+        profile: SocProfile,
+        run_mode: str = "npu",
+        device: int = 0,
+        timing: str = "events",
+        timing_args: TimingArgs | None = None,
+        timeout_s: float = 600.0,
+        cache: BuildCache | None = None,
+        choices: Mapping[str, Sequence[Any]] | None = None,
+    ) -> None:
+        self.toolkit = toolkit
+        self.profile = profile
+        self.run_mode = run_mode
+        self.device = device
+        self.timing = timing
+        self.timing_args = timing_args or TimingArgs()
+        self.timeout_s = timeout_s
+        self.cache = cache or BuildCache(default_cache_root())
+        self.choices = choices  # the space's choices, when the caller has them
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], profile: SocProfile) -> NpuBackend:
+        """Check the options, then find the toolkit (CannNotFound, a ValueError, if absent)."""
+        opts = parse_options(options)
+        toolkit = find_cann(opts["cann"])
+        return cls(
+            toolkit,
+            profile,
+            run_mode=opts["run_mode"],
+            device=opts["device"],
+            timing=opts["timing"],
+            timing_args=TimingArgs(warmup=opts["warmup"], launches=opts["iterations"]),
+            timeout_s=opts["timeout_s"],
+        )
+
+    def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
+        try:
+            cfg = validate_config(config, self.choices)
+        except RenderError as exc:
+            return Measurement.failure("infeasible", str(exc))
+        why = unsupported_reason(cfg, gemm.dtype, gemm.K)
+        if why is not None:
+            return Measurement.failure("unsupported", why)
+        files = render_project(cfg, gemm.dtype, self.profile, self.run_mode)
+        env = build_env(self.toolkit, os.environ)
+        built = self.cache.get_or_build(
+            files, build_commands(self.toolkit, self.profile.soc, self.run_mode), ARTIFACT,
+            self.toolkit.toolchain_id, self.timeout_s, env=env,
+        )
+        if not built.ok:
+            run = built.failed_run
+            assert run is not None
+            if run.timed_out:
+                failed = failure_from_run(run, "build", "build", cost_s=built.seconds)
+                assert failed is not None
+                return failed
+            return measurement_from_build_output(run.stdout + "\n" + run.stderr, built.seconds)
+        assert built.artifact is not None
+        return self._run(built.artifact, gemm, built.seconds)
+
+    def _run(self, artifact: Path, gemm: Gemm, build_s: float) -> Measurement:
+        bench = bench_command(artifact, gemm, self.timing_args)
+        env = run_env(self.toolkit, self.profile.soc, self.run_mode, self.device, artifact,
+                      os.environ)
+        if self.timing == "events":
+            run = run_limited(bench, self.timeout_s, env=env)
+            cost = build_s + run.elapsed_s
+            return _crash(run, cost) or measurement_from_events(run.stdout, cost)
+        msprof = self.toolkit.msprof()
+        if msprof is None:
+            return Measurement.failure("runtime", "timing=msprof but no msprof under "
+                                       f"{self.toolkit.home}/tools/profiler/bin or on PATH")
+        with tempfile.TemporaryDirectory(prefix="aoe-msprof-") as out:
+            argv = msprof_command(msprof, bench, Path(out), self.run_mode,
+                                  self.timing_args.warmup, self.timing_args.launches)
+            run = run_limited(argv, self.timeout_s, env=env)
+            cost = build_s + run.elapsed_s
+            return _crash(run, cost) or measurement_from_msprof(Path(out), run.stdout, cost)
+
+
+def _crash(run: Any, cost: float) -> Measurement | None:
+    """A timeout or a signal; plain non-zero exits are read from the result line instead."""
+    if run.timed_out or run.signal_name is not None:
+        return failure_from_run(run, "run", cost_s=cost)
+    return None
+
+
+def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options with defaults filled in; a bad one is a ValueError naming its key."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: expected one of the options {sorted(OPTIONS)}, "
+                         f"got {unknown[0]!r}")
+    opts = {**OPTIONS, **options}
+    if opts["cann"] is not None and not isinstance(opts["cann"], str):
+        raise ValueError(f"cann: expected the toolkit directory as a string, got {opts['cann']!r}")
+    if opts["run_mode"] not in RUN_MODES:
+        raise ValueError(f"run_mode: expected one of {list(RUN_MODES)}, got {opts['run_mode']!r}")
+    if opts["timing"] not in TIMINGS:
+        raise ValueError(f"timing: expected one of {list(TIMINGS)}, got {opts['timing']!r}")
+    if opts["timing"] == "msprof" and opts["run_mode"] == "cpu":
+        raise ValueError("timing: expected 'events' with run_mode cpu (msprof profiles npu "
+                         "and sim), got 'msprof'")
+    for key, lo in (("device", 0), ("warmup", 0), ("iterations", 1)):
+        v = opts[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"{key}: expected an integer >= {lo}, got {v!r}")
+    t = opts["timeout_s"]
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
+        raise ValueError(f"timeout_s: expected a positive number of seconds, got {t!r}")
+    opts["timeout_s"] = float(t)
+    return opts

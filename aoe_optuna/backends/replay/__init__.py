@@ -1,0 +1,1 @@
+"""The replay backend: measurements served from a recorded Kernel Tuner cache file."""

@@ -1,0 +1,301 @@
+"""Sampler benchmark: samplers x spaces x seeds, against exhaustive optima.
+
+``python scripts/bench_samplers.py --space studies/qwen25_7b_decode_910b2.json
+--space ../shared/spaces/gemm_RTX_2080_Ti.json.gz --sampler random --sampler tpe
+--sampler 'gp:{"_seeds": 5, "_budget": 50}' --budgets 25,50,100 --out bench_out``
+
+A space is a study spec (its exhaustive optimum by enumeration on the
+simulator) or a recorded Kernel Tuner cache file (replayed; Kernel Tuner's own
+strategies run on it too when ``kernel_tuner`` is installed). A sampler is a
+registry name, optionally ``name:JSON`` with its keyword arguments; the
+reserved keys ``_seeds`` and ``_budget`` lower that sampler's seed count or
+budget (for slow samplers). Writes ``results.json`` (raw runs and summaries),
+``report.md`` and one ``<space>.png`` convergence plot per space.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from aoe_optuna.bench import kernel_tuner_side
+from aoe_optuna.bench.exhaustive import (
+    Exhaustive,
+    cache_key,
+    file_digest,
+    load_cached,
+    replay_exhaustive,
+    simulator_exhaustive,
+    store_cached,
+)
+from aoe_optuna.bench.report import markdown, summarise_all
+from aoe_optuna.bench.runner import Case, RunResult, Task, run_tasks
+
+DEFAULT_BUDGETS = (25, 50, 100)
+DEFAULT_SEEDS = 20
+INFEASIBLE_CAP_PER_MEASUREMENT = 50
+
+
+class BenchError(ValueError):
+    """Bad benchmark arguments; the message names the argument and what was expected."""
+
+
+def parse_sampler(text: str) -> tuple[str, dict[str, Any]]:
+    """``"tpe"`` or ``'gp-ucb:{"beta": 3.84}'`` -> (name, kwargs)."""
+    name, sep, rest = text.partition(":")
+    if not sep:
+        return name, {}
+    try:
+        kwargs = json.loads(rest)
+    except json.JSONDecodeError as exc:
+        raise BenchError(f"--sampler {text!r}: expected NAME:JSON-object ({exc.msg})") from None
+    if not isinstance(kwargs, dict):
+        raise BenchError(f"--sampler {text!r}: expected a JSON object after the colon")
+    return name, kwargs
+
+
+def sampler_label(name: str, kwargs: dict[str, Any]) -> str:
+    shown = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+    return name + (" " + json.dumps(shown, sort_keys=True) if shown else "")
+
+
+def exhaustive_for(case: Case, cache_dir: Path | None) -> Exhaustive:
+    """The case's exhaustive optimum and distribution, from the disk cache when there."""
+    if case.kind == "replay":
+        from aoe_optuna.backends.replay.backend import load_recorded, replay_space
+
+        key = cache_key({"replay": file_digest(case.path), "recorded_only": True})
+        hit = load_cached(key, cache_dir)
+        if hit is not None:
+            return hit
+        recorded = load_recorded(Path(case.path))
+        result = replay_exhaustive(recorded, replay_space(recorded))
+    else:
+        from aoe_optuna.spec.backend import make_backend
+        from aoe_optuna.spec.loader import load_spec
+
+        spec = load_spec(case.path)
+        key = cache_key({"spec": spec.canonical()})
+        hit = load_cached(key, cache_dir)
+        if hit is not None:
+            return hit
+        backend = make_backend(spec)
+        if not hasattr(backend, "latency"):
+            raise BenchError(f"{case.path}: backend {spec.backend['name']!r} has no vectorised "
+                             "latency(); the exhaustive optimum needs the simulator")
+        result = simulator_exhaustive(spec.space, spec.workload, backend)
+    store_cached(key, result, cache_dir)
+    return result
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--space", action="append", required=True,
+                   help="study spec (.json/.toml) or Kernel Tuner cache (.json/.json.gz)")
+    p.add_argument("--sampler", action="append", default=None,
+                   help="registry name, optionally NAME:JSON kwargs (repeatable)")
+    p.add_argument("--sampler-file", help="JSON file: a list of NAME or {name: kwargs} items")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),
+                   help="measurement budgets to report, comma-separated; runs go to the largest")
+    p.add_argument("--max-infeasible", type=int, default=None,
+                   help=f"infeasible proposals per run before it stops "
+                        f"(default {INFEASIBLE_CAP_PER_MEASUREMENT} x budget)")
+    p.add_argument("--kernel-tuner", default=",".join(kernel_tuner_side.STRATEGIES),
+                   help="Kernel Tuner strategies on recorded spaces ('' for none)")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes (seeds in parallel)")
+    p.add_argument("--out", default="bench_out", help="output folder")
+    p.add_argument("--cache-dir", default=None, help="exhaustive-optimum cache folder")
+    p.add_argument("--fresh", action="store_true",
+                   help="ignore runs already in OUT/runs.jsonl (by default they are reused: "
+                        "an interrupted benchmark resumes, and several invocations merge)")
+    return p
+
+
+def _samplers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    items: list[tuple[str, dict[str, Any]]] = [parse_sampler(s) for s in args.sampler or []]
+    if args.sampler_file:
+        try:
+            doc = json.loads(Path(args.sampler_file).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BenchError(
+                f"{args.sampler_file}: expected a JSON list of samplers ({exc})"
+            ) from None
+        for entry in doc if isinstance(doc, list) else [None]:
+            if isinstance(entry, str):
+                items.append((entry, {}))
+            elif isinstance(entry, dict) and len(entry) == 1:
+                name, kw = next(iter(entry.items()))
+                items.append((name, dict(kw)))
+            else:
+                raise BenchError(f"{args.sampler_file}: expected a list of NAME or "
+                                 f"{{NAME: kwargs}} items, got {entry!r}")
+    return items or [("random", {}), ("tpe", {})]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
+    except ValueError:
+        print(f"--budgets: expected comma-separated integers, got {args.budgets!r}")
+        return 2
+    if not budgets or budgets[0] < 1 or args.seeds < 1:
+        print("--budgets and --seeds: expected positive integers")
+        return 2
+    try:
+        samplers = _samplers(args)
+    except BenchError as exc:
+        print(exc)
+        return 2
+    top = budgets[-1]
+    cap = args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * top
+    cache_dir = Path(args.cache_dir) if args.cache_dir else None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cases = [Case.from_path(p) for p in args.space]
+    for c in cases:
+        if not Path(c.path).is_file():
+            print(f"--space {c.path}: expected an existing spec or cache file")
+            return 2
+    exhaustive: dict[str, Exhaustive] = {}
+    for c in cases:
+        t0 = time.perf_counter()
+        exhaustive[c.name] = exhaustive_for(c, cache_dir)
+        ex = exhaustive[c.name]
+        print(f"{c.name}: {ex.n_feasible:,} feasible, optimum {ex.optimum:.6g} s "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    tasks: list[Task] = []
+    for c in cases:
+        for name, kwargs in samplers:
+            kw = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+            seeds = int(kwargs.get("_seeds", args.seeds))
+            budget = int(kwargs.get("_budget", top))
+            for seed in range(args.first_seed, args.first_seed + seeds):
+                tasks.append(Task(c, name, tuple(sorted(kw.items())), seed, budget,
+                                  args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * budget,
+                                  sampler_label(name, kwargs)))
+    strategies = [s for s in args.kernel_tuner.split(",") if s.strip()]
+    kt_cases = [c for c in cases if c.kind == "replay"]
+    if strategies and kt_cases and not kernel_tuner_side.available():
+        print("kernel_tuner is not installed: no Kernel Tuner rows (pip install kernel-tuner)")
+        strategies = []
+    start = time.perf_counter()
+    log = out / "runs.jsonl"
+    done = [] if args.fresh else load_runs(log)
+    if args.fresh and log.exists():
+        log.unlink()
+    have = {(r.case, r.sampler, r.seed, r.budget) for r in done}
+
+    def progress(r: RunResult) -> None:
+        with log.open("a") as fh:
+            fh.write(json.dumps(r.to_dict()) + "\n")
+        print(f"  {r.case} {r.sampler} seed {r.seed}: {len(r.costs)} measured, "
+              f"{r.n_infeasible} infeasible, {r.wall_s:.1f} s ({r.stopped})", flush=True)
+
+    tasks = [t for t in tasks if (t.case.name, t.label, t.seed, t.budget) not in have]
+    runs = done + run_tasks(tasks, jobs=args.jobs, progress=progress)
+    kt_tasks = [(c, s, seed, top) for c in kt_cases for s in strategies
+                for seed in range(args.first_seed, args.first_seed + args.seeds)
+                if (c.name, kernel_tuner_side.PREFIX + s, seed, top) not in have]
+    runs += _run_kt(kt_tasks, args.jobs, progress)
+    names = {c.name for c in cases}
+    runs = [r for r in runs if r.case in names]
+    summary = summarise_all(runs, exhaustive, budgets)
+    from aoe_optuna.bench.plots import convergence_plot
+
+    plots = [str(convergence_plot(c.name, runs, exhaustive[c.name], out / f"{c.name}.png"))
+             for c in cases]
+    report = markdown(summary, exhaustive, budgets, f"{INFEASIBLE_CAP_PER_MEASUREMENT} x budget"
+                      if args.max_infeasible is None else str(cap))
+    (out / "report.md").write_text(report)
+    raw = {
+        "argv": list(sys.argv[1:] if argv is None else argv),
+        "budgets": budgets,
+        "infeasible_cap": cap,
+        "cases": {c.name: {"path": c.path, "kind": c.kind,
+                           "n_feasible": exhaustive[c.name].n_feasible,
+                           "optimum_cost_s": exhaustive[c.name].optimum,
+                           "best_config": exhaustive[c.name].best_config} for c in cases},
+        "summary": summary,
+        "runs": [r.to_dict() for r in runs],
+        "wall_s": time.perf_counter() - start,
+    }
+    (out / "results.json").write_text(json.dumps(raw, indent=1, default=str))
+    print(report)
+    print(f"wrote {out / 'results.json'}, {out / 'report.md'}, {', '.join(plots)}")
+    return 0
+
+
+def load_runs(path: Path) -> list[RunResult]:
+    """Runs recorded by earlier invocations (one JSON object per line)."""
+    if not path.is_file():
+        return []
+    runs = []
+    for line in path.read_text().splitlines():
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by an interruption
+        d["costs"] = [float("nan") if c is None else c for c in d["costs"]]
+        if d.get("true_costs") is not None:
+            d["true_costs"] = [float("inf") if c is None else c for c in d["true_costs"]]
+        runs.append(RunResult(**d))
+    return runs
+
+
+def _run_kt(tasks: list[tuple[Case, str, int, int]], jobs: int, progress: Any) -> list[RunResult]:
+    if not tasks:
+        return []
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    results: list[RunResult] = []
+    with ProcessPoolExecutor(max_workers=max(jobs, 1),
+                             mp_context=mp.get_context("spawn")) as pool:
+        for r in pool.map(kernel_tuner_side.run_kt_task, tasks):
+            results.append(r)
+            progress(r)
+    return results
+
+
+def spec_runs_problem(folders: Sequence[Path], space: str | Path) -> str | None:
+    """Why a simulator spec and bench ``--out`` folders are unusable (one line); None if not."""
+    missing = [str(f) for f in folders if not (Path(f) / "runs.jsonl").is_file()]
+    if missing:
+        return f"{missing[0]}: no runs.jsonl (expected a bench --out folder)"
+    if not Path(space).is_file():
+        return f"{space}: no such study spec"
+    if Case.from_path(str(space)).kind != "spec":
+        return f"{space}: expected a simulator study spec, got a recorded space"
+    return None
+
+
+def labels_of(folders: Sequence[Path], budget: int) -> list[str]:
+    """The sampler labels with runs of at least ``budget`` in bench ``--out`` folders, in order."""
+    seen: dict[str, None] = {}
+    for folder in folders:
+        for r in load_runs(Path(folder) / "runs.jsonl"):
+            if r.budget >= budget:
+                seen.setdefault(r.sampler, None)
+    return list(seen)
+
+
+def runs_of(folders: Sequence[Path], label: str, budget: int) -> dict[int, RunResult]:
+    """One sampler label's runs per seed over bench ``--out`` folders.
+
+    A later folder's run of the same seed replaces an earlier one; runs shorter
+    than ``budget`` measurements are kept (the metrics hold their last value).
+    """
+    out: dict[int, RunResult] = {}
+    for folder in folders:
+        for r in load_runs(Path(folder) / "runs.jsonl"):
+            if r.sampler == label and r.budget >= budget:
+                out[r.seed] = r
+    return out

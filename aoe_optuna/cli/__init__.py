@@ -1,0 +1,1 @@
+"""The command-line programs: ``aoe-tune`` (with its subcommands) and ``aoe-optuna``."""

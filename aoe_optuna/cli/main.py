@@ -1,0 +1,467 @@
+"""``aoe-tune``: tune a kernel's tiling in an Optuna study, export the winner.
+
+Every user error is one line on stderr and exit code 2, and nothing is
+written to the storage: the spec, the sampler and its options are checked
+before the storage is opened, and a storage file this run created is removed
+again if the run cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXAMPLES = """\
+examples:
+  # tune the Qwen2.5-7B decode GEMMs on the simulator (SQLite study, resumable)
+  aoe-tune --config studies/qwen25_7b_decode_910b2.json --n-trials 100
+  # a study made by `optuna create-study --direction maximize` first
+  aoe-tune --config studies/qwen25_7b_decode_910b2.json --storage sqlite:///aoe.db \\
+      --study-name qwen-decode --n-trials 100 --sampler gp-ucb
+  # resume it: storage and name are enough, the spec and sampler are stored in the study
+  aoe-tune --storage sqlite:///aoe.db --study-name qwen-decode --n-trials 100
+  # AOE's short form: tune, then write the tuned kernel
+  aoe-tune --config studies/aoe_config.json --op-source studies/kernels/gemm_kernel.cpp \\
+      --output optimized_kernel.cpp
+  # export the best config of a study as kernel source + knowledge base
+  aoe-tune export --storage sqlite:///aoe.db --study-name qwen-decode \\
+      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp
+  # what a spec's space looks like (size, feasible configs, optimum on the simulator)
+  aoe-tune describe studies/qwen25_7b_decode_910b2.json
+
+other commands: export, describe, bench (sampler benchmark), pretrain-policy
+(REINFORCE transfer); `aoe-tune COMMAND --help` for each.
+"""
+
+SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy")
+DEFAULT_SAMPLER = "gp-ucb"
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _tune_parser() -> argparse.ArgumentParser:
+    from aoe_optuna.samplers.registry import sampler_names
+    from aoe_optuna.study.storage import DEFAULT_STORAGE
+
+    p = _Parser(
+        prog="aoe-tune",
+        description="Tune a kernel's tiling, compile options and layout in an Optuna study.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", help="study spec (JSON with // comments, or TOML)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE,
+                   help=f"Optuna storage URL or a journal file *.log (default {DEFAULT_STORAGE})")
+    p.add_argument("--study-name", help="default: derived from the spec")
+    p.add_argument("--n-trials", type=int, default=None,
+                   help="measurements the study should hold in all (infeasible proposals are "
+                   "not measured and do not count); default 100")
+    p.add_argument("--sampler", default=None,
+                   help=f"one of {', '.join(sampler_names())} (default: the one the study last "
+                   f"ran with, {DEFAULT_SAMPLER} for a new study)")
+    p.add_argument("--sampler-kwargs", default=None,
+                   help="JSON object passed to the sampler (default: the stored ones when "
+                   "--sampler is not given, else {})")
+    p.add_argument("--seed", type=int, default=None,
+                   help="sampler seed (default: the stored one when resuming)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="time budget in seconds (default: the spec's max_search_time); virtual "
+                   "measurement time unless --wall-time")
+    p.add_argument("--wall-time", action="store_true",
+                   help="count the time budget in wall-clock seconds")
+    p.add_argument("--target", type=float, default=None,
+                   help="stop once this many tokens/s is reached (default: target_throughput)")
+    p.add_argument("--op-source", help="kernel source to rewrite with the best config at the end")
+    p.add_argument("--output", help="where to write the tuned kernel (with --op-source)")
+    p.add_argument("--kb", default=None, help="knowledge base file to merge the result into")
+    p.add_argument("--n-workers", type=int, default=None,
+                   help="worker processes on this host, all on the one study (default 1, or "
+                   "one per --devices entry)")
+    p.add_argument("--devices", default=None,
+                   help="comma-separated device ids, one worker each (sets "
+                   "ASCEND_RT_VISIBLE_DEVICES per worker), e.g. 0,1,2,3")
+    p.add_argument("--no-progress", action="store_true", help="no live progress display")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _quiet_library_warnings()
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else "tune"
+    if argv and argv[0] == command:
+        argv = argv[1:]
+    try:
+        if command == "bench":
+            from aoe_optuna.bench.command import main as bench_main
+
+            return int(bench_main(argv) or 0)
+        if command == "pretrain-policy":
+            from aoe_optuna.samplers.reinforce.pretrain import main as pretrain_main
+
+            return int(pretrain_main(argv) or 0)
+        if command == "export":
+            return _export_command(argv)
+        if command == "describe":
+            return _describe_command(argv)
+        return _tune_command(argv)
+    except UsageError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("aoe-tune: interrupted", file=sys.stderr)
+        return 130
+
+
+def _quiet_library_warnings() -> None:
+    """Optuna flags heartbeats and retries as experimental on every run; users need not care."""
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+
+    warnings.filterwarnings("ignore", category=ExperimentalWarning)
+    warnings.filterwarnings("ignore", message=".*torch.jit.script.*")
+
+
+def _fail(message: str) -> int:
+    print(f"aoe-tune: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from aoe_optuna.export.kernel_source import ExportError
+    from aoe_optuna.hardware.profile import ProfileError
+    from aoe_optuna.samplers.registry import UnknownSamplerError
+    from aoe_optuna.space.params import ParamError
+    from aoe_optuna.spec.loader import SpecError
+    from aoe_optuna.study.create import StudyError
+    from aoe_optuna.study.storage import StorageError
+
+    return (SpecError, ProfileError, ParamError, StorageError, StudyError,
+            UnknownSamplerError, ExportError)
+
+
+def _sampler_kwargs(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--sampler-kwargs: expected a JSON object ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise UsageError("--sampler-kwargs: expected a JSON object such as '{\"beta\": 3.84}'")
+    return value
+
+
+def _sqlite_file(url: str) -> Path | None:
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url[len("sqlite:///"):])
+    if url.endswith(".log") and "://" not in url:
+        return Path(url)
+    return None
+
+
+def _tune_command(argv: list[str]) -> int:
+    args = _tune_parser().parse_args(argv)
+    errors = _user_errors()
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        return _tune(args)
+    except errors as exc:
+        return _fail(" ".join(str(exc).split()))
+    except (SQLAlchemyError, StorageInternalError) as exc:  # failed mid-run: locked, read-only
+        from aoe_optuna.study.storage import describe_storage_error
+
+        return _fail(describe_storage_error(args.storage, exc))
+
+
+def _tune(args: argparse.Namespace) -> int:
+    import optuna
+
+    from aoe_optuna.samplers.registry import SAMPLERS, UnknownSamplerError, make_sampler
+    from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.spec.loader import load_spec
+    from aoe_optuna.spec.stored import store_sampler
+    from aoe_optuna.study.create import baseline_trial, enqueue_baseline, load_or_create
+    from aoe_optuna.study.objective import Evaluator, TuningObjective
+    from aoe_optuna.study.progress import ProgressView
+    from aoe_optuna.study.report import print_summary, save_dashboard_note, summarise
+    from aoe_optuna.study.runner import Budget, run_study
+    from aoe_optuna.study.storage import open_storage
+
+    if args.n_trials is not None and args.n_trials < 1:
+        raise UsageError("--n-trials: expected a positive number of measurements")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout: expected a positive number of seconds")
+    if args.config is None and args.study_name is None:
+        raise UsageError("pass --config SPEC (new study) or --study-name NAME (resume)")
+    devices = _devices(args.devices)
+    n_workers = args.n_workers if args.n_workers is not None else max(len(devices), 1)
+    if n_workers < 1:
+        raise UsageError("--n-workers: expected a positive number of worker processes")
+    if devices and len(devices) != n_workers:
+        raise UsageError(f"--devices names {len(devices)} devices for {n_workers} workers")
+    if (args.op_source is None) != (args.output is None):
+        raise UsageError("--op-source and --output go together")
+    if args.op_source is not None and not Path(args.op_source).is_file():
+        raise UsageError(f"--op-source: {args.op_source} is not a file")
+    if args.sampler is not None and args.sampler not in SAMPLERS:
+        raise UnknownSamplerError(
+            f"--sampler: unknown sampler {args.sampler!r}: expected one of {', '.join(SAMPLERS)}"
+        )
+    sampler_kwargs = _sampler_kwargs(args.sampler_kwargs) if args.sampler_kwargs is not None else {}
+    spec = load_spec(args.config) if args.config else None
+    if spec is not None and args.op_source is not None:
+        _check_op_source(Path(args.op_source), spec)
+    study_name = args.study_name or (spec.default_study_name() if spec else None)
+    assert study_name is not None
+
+    db_file = _sqlite_file(args.storage)
+    created_file = db_file is not None and not db_file.exists()
+    # Optuna logs every failed trial with a traceback; the progress view says it in one line.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    try:
+        storage = open_storage(args.storage)
+        roofline = spec.roofline_tokens_per_s() if spec else None
+        # the study's own sampler when resuming without --sampler; checked before writing
+        resumed = _resumed_sampler(args, storage, study_name, sampler_kwargs)
+        choice = resumed or (args.sampler or DEFAULT_SAMPLER, sampler_kwargs, args.seed)
+        if spec is not None:
+            backend = make_backend(spec)  # check backend options before writing anything
+            sampler = _build_sampler(make_sampler, choice, spec)
+        study, spec = load_or_create(storage, study_name, spec, roofline)
+    except BaseException:
+        if created_file and db_file is not None and db_file.exists():
+            db_file.unlink()
+        raise
+    if args.config is None:
+        if args.op_source is not None:
+            _check_op_source(Path(args.op_source), spec)
+        backend = make_backend(spec)
+        sampler = _build_sampler(make_sampler, choice, spec)
+    if not args.worker:
+        store_sampler(study, *choice)
+    study.sampler = sampler
+    enqueue_baseline(study, spec)
+
+    roofline = study.user_attrs.get("roofline_tokens_per_s")
+    evaluator = Evaluator(
+        spec.workload, backend, roofline or spec.roofline_tokens_per_s(),
+        max_accuracy_loss=spec.accuracy.get("max_relative_error"),
+    )
+    budget = Budget(
+        n_measurements=args.n_trials if args.n_trials is not None else 100,
+        time_s=args.timeout if args.timeout is not None else spec.max_search_time,
+        wall_time=args.wall_time,
+        target_tokens_per_s=args.target if args.target is not None else spec.target_throughput,
+    )
+
+    def baseline_value() -> float | None:
+        t = baseline_trial(study, spec)
+        return None if t is None else t.value
+
+    view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
+    if not args.worker:
+        print(
+            f"study {study.study_name} in {args.storage}: {spec.space.size:,} configs, "
+            f"{spec.space.n_feasible:,} feasible; sampler {choice[0]}"
+            + (" (the study's own)" if resumed is not None else "") + "; backend "
+            f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
+            file=sys.stderr,
+        )
+    try:
+        with view:
+            if n_workers > 1:
+                from aoe_optuna.study.workers import run_workers
+
+                result = run_workers(study, budget, view,
+                                     _worker_args(args, study.study_name, choice),
+                                     n_workers, devices, choice[2])
+            else:
+                result = run_study(study, TuningObjective(spec.space, evaluator), budget, view)
+    except KeyboardInterrupt:
+        print(
+            "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
+            f"  aoe-tune --storage {args.storage} --study-name {study.study_name}"
+            + (f" --n-trials {args.n_trials}" if args.n_trials else ""),
+            file=sys.stderr,
+        )
+        return 130
+    if args.worker:
+        return 0
+    summary = summarise(study, spec, result, args.storage)
+    print_summary(summary)
+    save_dashboard_note(study, summary)
+    if args.op_source is not None:
+        _export_study(study, spec, args.storage, Path(args.op_source), Path(args.output), args.kb)
+    return 0
+
+
+def _devices(text: str | None) -> list[str]:
+    if text is None:
+        return []
+    items = [d.strip() for d in text.split(",")]
+    if not all(d.isdigit() for d in items) or len(set(items)) != len(items):
+        raise UsageError(f"--devices: expected distinct device ids such as 0,1,2,3, got {text!r}")
+    return items
+
+
+def _worker_args(args: argparse.Namespace, study_name: str,
+                 choice: tuple[str, dict[str, Any], int | None]) -> list[str]:
+    """The command line of one worker: the same study and sampler, from storage, no display."""
+    out = ["--storage", args.storage, "--study-name", study_name, "--sampler", choice[0],
+           "--sampler-kwargs", json.dumps(choice[1]), "--no-progress", "--worker"]
+    if args.n_trials is not None:
+        out += ["--n-trials", str(args.n_trials)]
+    if args.timeout is not None:
+        out += ["--timeout", str(args.timeout)]
+    if args.wall_time:
+        out.append("--wall-time")
+    if args.target is not None:
+        out += ["--target", str(args.target)]
+    return out
+
+
+def _check_op_source(path: Path, spec: Any) -> None:
+    """Fail before tuning, not after, when the kernel source lacks a tunable."""
+    import numpy as np
+
+    from aoe_optuna.export.kernel_source import rewrite_source
+
+    config = spec.baseline or spec.space.config(
+        spec.space.sample_feasible(1, np.random.default_rng(0))[0]
+    )
+    rewrite_source(path.read_text(encoding="utf-8", errors="replace"), config,
+                   source_name=str(path))
+
+
+def _build_sampler(make_sampler: Any, choice: tuple[str, dict[str, Any], int | None],
+                   spec: Any) -> Any:
+    name, kwargs, seed = choice
+    try:
+        return make_sampler(name, space=spec.space, seed=seed, **kwargs)
+    except TypeError as exc:
+        raise UsageError(f"--sampler-kwargs: {name} does not accept them ({exc})") from None
+    except ValueError as exc:
+        raise UsageError(f"--sampler-kwargs: {exc}") from None
+
+
+def _resumed_sampler(args: argparse.Namespace, storage: Any, study_name: str,
+                     kwargs: dict[str, Any]) -> tuple[str, dict[str, Any], int | None] | None:
+    """The sampler an existing study last ran with, when --sampler does not name one.
+
+    --sampler-kwargs and --seed, when given, replace the stored ones.
+    """
+    import optuna
+
+    from aoe_optuna.samplers.registry import SAMPLERS
+    from aoe_optuna.spec.stored import stored_sampler
+
+    if args.sampler is not None:
+        return None
+    try:
+        study = optuna.load_study(study_name=study_name, storage=storage,
+                                  sampler=optuna.samplers.RandomSampler())
+    except KeyError:  # a new study
+        return None
+    stored = stored_sampler(study)
+    if stored is None:
+        return None
+    name, stored_kwargs, seed = stored
+    if name not in SAMPLERS:
+        raise UsageError(f"study {study.study_name}: it ran with sampler {name!r}, which this "
+                         f"aoe-tune does not have; pass --sampler (one of {', '.join(SAMPLERS)})")
+    return (name, kwargs if args.sampler_kwargs is not None else stored_kwargs,
+            args.seed if args.seed is not None else seed)
+
+
+# ------------------------------------------------------------------- export
+def _export_parser() -> argparse.ArgumentParser:
+    from aoe_optuna.study.storage import DEFAULT_STORAGE
+
+    p = _Parser(
+        prog="aoe-tune export",
+        description="Write the best config of a study into a kernel source and a knowledge base.",
+        epilog="example:\n  aoe-tune export --storage sqlite:///aoe.db "
+        "--study-name qwen-decode \\\n"
+        "      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--storage", default=DEFAULT_STORAGE)
+    p.add_argument("--study-name", required=True)
+    p.add_argument("--op-source", help="kernel source whose tunable declarations are rewritten")
+    p.add_argument("--output", help="tuned kernel source to write")
+    p.add_argument("--kb", default="aoe_kb.json",
+                   help="knowledge base JSON to merge into (default aoe_kb.json)")
+    p.add_argument("--header", default=None, help="also write the knowledge base as a C header")
+    return p
+
+
+def _export_command(argv: list[str]) -> int:
+    args = _export_parser().parse_args(argv)
+    if (args.op_source is None) != (args.output is None):
+        raise UsageError("--op-source and --output go together")
+    errors = _user_errors()
+    try:
+        from aoe_optuna.study.create import load_or_create
+        from aoe_optuna.study.storage import open_storage
+
+        if _sqlite_file(args.storage) is not None and not _sqlite_file(args.storage).exists():
+            raise UsageError(f"--storage: {args.storage} does not exist")
+        study, spec = load_or_create(open_storage(args.storage), args.study_name, None)
+        src = Path(args.op_source) if args.op_source else None
+        out = Path(args.output) if args.output else None
+        _export_study(study, spec, args.storage, src, out, args.kb, args.header)
+    except errors as exc:
+        return _fail(" ".join(str(exc).split()))
+    return 0
+
+
+def _export_study(
+    study: Any, spec: Any, storage_url: str, source: Path | None, output: Path | None,
+    kb_path: str | None, header: str | None = None,
+) -> None:
+    from aoe_optuna.export.from_study import export_best
+
+    for line in export_best(study, spec, storage_url, source, output, kb_path, header):
+        print(line)
+
+
+# ----------------------------------------------------------------- describe
+def _describe_command(argv: list[str]) -> int:
+    p = _Parser(
+        prog="aoe-tune describe",
+        description="Size, feasible count, baseline and (simulator) exhaustive optimum of specs.",
+        epilog="example:\n  aoe-tune describe studies/*.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("specs", nargs="+", help="study spec files")
+    p.add_argument("--no-optimum", action="store_true",
+                   help="skip the exhaustive optimum (it enumerates the feasible set)")
+    args = p.parse_args(argv)
+    errors = _user_errors()
+    try:
+        from aoe_optuna.cli.describe import describe_spec
+
+        for path in args.specs:
+            for line in describe_spec(path, optimum=not args.no_optimum):
+                print(line)
+    except errors as exc:
+        return _fail(" ".join(str(exc).split()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

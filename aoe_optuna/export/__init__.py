@@ -1,0 +1,1 @@
+"""What a finished study produces: the tuned kernel source and the knowledge base."""

@@ -1,0 +1,60 @@
+"""From a finished study to what inference uses: a tuned kernel source and KB entries.
+
+A model workload tunes one config for all of its GEMMs, so its knowledge base
+gets one entry per distinct GEMM shape of the workload, all with that config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+
+from aoe_optuna.export.kb import KnowledgeBase, make_entry, write_c_header
+from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
+from aoe_optuna.spec.loader import StudySpec
+from aoe_optuna.study.create import baseline_trial, best_trial
+
+
+def export_best(
+    study: optuna.Study,
+    spec: StudySpec,
+    storage_url: str,
+    source: Path | None,
+    output: Path | None,
+    kb_path: str | None,
+    header: str | None = None,
+) -> Iterator[str]:
+    """Write the outputs; yield one line per thing written."""
+    best = best_trial(study)
+    if best is None or best.value is None:
+        raise ExportError(f"study {study.study_name!r} has no completed measurement to export")
+    base = baseline_trial(study, spec)
+    baseline = None if base is None else base.value
+    info = ExportInfo(study=study.study_name, storage=storage_url, trial=best.number,
+                      value=best.value, baseline=baseline)
+    config = dict(best.params)
+    if source is not None and output is not None:
+        result = export_kernel(source, output, config, info=info)
+        changed = sum(1 for c in result.changes if c.changed)
+        flags = f"; build flags {' '.join(result.build_flags)}" if result.build_flags else ""
+        yield f"wrote {output}: {changed} of {len(result.changes)} tunables changed{flags}"
+    if kb_path and not spec.backend_space:
+        kb = KnowledgeBase.load(kb_path)
+        full = spec.space.full_config(config)
+        layout = str(full.get("layout", "row_major"))
+        seen: set[tuple[int, int, int]] = set()
+        for gemm in spec.workload.gemms:
+            if (gemm.M, gemm.K, gemm.N) in seen:
+                continue
+            seen.add((gemm.M, gemm.K, gemm.N))
+            entry = make_entry(
+                spec.profile.soc, spec.op_name, gemm.dtype, gemm.M, gemm.K, gemm.N, layout,
+                config, float(best.value), info.gain, study.study_name, storage_url,
+            )
+            yield f"kb {kb_path}: {kb.merge(entry).describe()}"
+        kb.save(kb_path)
+        if header:
+            write_c_header(kb, header)
+            yield f"wrote {header}"

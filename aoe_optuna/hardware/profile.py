@@ -1,0 +1,165 @@
+"""SoC profiles: the hardware figures every other part reads, each with its source.
+
+Profiles are data files (``aoe_optuna/hardware/profiles/<SoC>.json``); a user adds a
+chip by writing one more file and passing its path as ``hardware.soc``.
+Each figure is ``{"value": ..., "source": "..."}``; a figure whose sources
+disagree also carries ``"unsettled": "<the alternatives and why this value>"``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
+
+# Figures a profile must give, and the type each must have.
+_FIGURES: dict[str, type] = {
+    "cube_cores": int,
+    "vector_cores": int,
+    "cube_clock_mhz": float,
+    "hbm_bytes": int,
+    "l2_bytes": int,
+    "hbm_bandwidth_gbs": float,
+    "l2_bandwidth_gbs": float,
+    "l1_bytes": int,
+    "l0a_bytes": int,
+    "l0b_bytes": int,
+    "l0c_bytes": int,
+    "ub_bytes": int,
+    "macs_per_cycle": dict,  # dtype -> MACs per cycle per cube core
+    "c0": dict,  # dtype -> inner fractal width in elements
+    "gm_to_l1_bytes_per_cycle": float,
+    "l1_to_l0a_bytes_per_cycle": float,
+    "l1_to_l0b_bytes_per_cycle": float,
+    "l0c_to_gm_bytes_per_cycle": float,
+    "l1_k_steps": int,
+    "interconnect_gbs": float,
+    "interconnect_latency_us": float,
+}
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be found or read; the message names file and key."""
+
+
+@dataclass(frozen=True)
+class SocProfile:
+    """One Ascend SoC as the tuner sees it."""
+
+    soc: str
+    cube_cores: int
+    vector_cores: int
+    cube_clock_mhz: float
+    hbm_bytes: int
+    l2_bytes: int
+    hbm_bandwidth_gbs: float
+    l2_bandwidth_gbs: float
+    l1_bytes: int
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    ub_bytes: int
+    macs_per_cycle: dict[str, int]
+    c0: dict[str, int]
+    gm_to_l1_bytes_per_cycle: float
+    l1_to_l0a_bytes_per_cycle: float
+    l1_to_l0b_bytes_per_cycle: float
+    l0c_to_gm_bytes_per_cycle: float
+    l1_k_steps: int
+    interconnect_gbs: float
+    interconnect_latency_us: float
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+    unsettled: dict[str, str] = field(default_factory=dict, compare=False)
+    path: str = field(default="", compare=False)
+
+    @property
+    def clock_hz(self) -> float:
+        return self.cube_clock_mhz * 1e6
+
+    def peak_flops(self, dtype: str) -> float:
+        """Peak cube throughput in FLOP/s: cores x MACs/cycle x 2 x clock."""
+        return self.cube_cores * self.macs_per_cycle[dtype] * 2 * self.clock_hz
+
+    def hbm_bandwidth(self) -> float:
+        """HBM bandwidth in bytes/s."""
+        return self.hbm_bandwidth_gbs * 1e9
+
+    def expression_names(self) -> dict[str, float]:
+        """Figures that constraint expressions may name (CANN ini spellings)."""
+        return {
+            "l0a_size": self.l0a_bytes,
+            "l0b_size": self.l0b_bytes,
+            "l0c_size": self.l0c_bytes,
+            "l1_size": self.l1_bytes,
+            "ub_size": self.ub_bytes,
+            "cube_cores": self.cube_cores,
+            "vector_cores": self.vector_cores,
+        }
+
+
+def available_socs() -> list[str]:
+    """Names of the profiles shipped with the package."""
+    folder = resources.files("aoe_optuna.hardware") / "profiles"
+    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def load_profile(soc_or_path: str) -> SocProfile:
+    """Load a shipped profile by SoC name, or a user's profile file by path."""
+    candidate = Path(soc_or_path)
+    if candidate.suffix == ".json" and candidate.exists():
+        path = candidate
+        text = candidate.read_text()
+    elif soc_or_path in available_socs():
+        res = resources.files("aoe_optuna.hardware") / "profiles" / f"{soc_or_path}.json"
+        path = Path(str(res))
+        text = res.read_text()
+    else:
+        raise ProfileError(
+            f"unknown SoC {soc_or_path!r}: expected one of {', '.join(available_socs())} "
+            "or the path of a profile .json file"
+        )
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return profile_from_dict(data, str(path))
+
+
+def profile_from_dict(data: dict[str, Any], where: str = "<profile>") -> SocProfile:
+    """Build and check a profile from its parsed JSON."""
+    if not isinstance(data, dict) or not isinstance(data.get("soc"), str):
+        raise ProfileError(f"{where}: key 'soc': expected the SoC name as a string")
+    figures = data.get("figures")
+    if not isinstance(figures, dict):
+        raise ProfileError(f"{where}: key 'figures': expected an object of figures")
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    unsettled: dict[str, str] = {}
+    for key, typ in _FIGURES.items():
+        entry = figures.get(key)
+        if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
+            raise ProfileError(
+                f"{where}: key 'figures.{key}': expected {{\"value\": ..., \"source\": ...}}"
+            )
+        value = entry["value"]
+        if typ is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, typ) or isinstance(value, bool):
+            raise ProfileError(f"{where}: key 'figures.{key}.value': expected {typ.__name__}")
+        if typ in (int, float) and value <= 0:
+            raise ProfileError(f"{where}: key 'figures.{key}.value': expected a positive number")
+        values[key] = value
+        sources[key] = str(entry["source"])
+        if "unsettled" in entry:
+            unsettled[key] = str(entry["unsettled"])
+    for table in ("macs_per_cycle", "c0"):
+        missing = [d for d in DTYPE_BYTES if d not in values[table]]
+        if missing:
+            raise ProfileError(f"{where}: key 'figures.{table}': missing dtypes {missing}")
+    return SocProfile(
+        soc=data["soc"], sources=sources, unsettled=unsettled, path=where, **values
+    )

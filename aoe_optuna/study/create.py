@@ -1,0 +1,139 @@
+"""Creating, checking and loading tuning studies.
+
+A study is self-describing: the first ``aoe-tune`` on it stores the spec, the
+baseline and the roofline bound as study user attributes; every later worker,
+a resume, or the dashboard needs only the storage and the study name.
+A study made beforehand by ``optuna create-study --direction maximize`` is
+adopted as is. A minimize study, or a stored spec that differs from the one
+given, is refused: nothing is overwritten silently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import optuna
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+
+from aoe_optuna.spec.loader import StudySpec, spec_from_dict
+from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
+from aoe_optuna.study.objective import ATTR_BASELINE
+
+
+class StudyError(RuntimeError):
+    """A study that cannot be used as asked; the message is one line."""
+
+
+def load_or_create(
+    storage: optuna.storages.BaseStorage,
+    study_name: str,
+    spec: StudySpec | None,
+    roofline_tokens_per_s: float | None = None,
+) -> tuple[optuna.Study, StudySpec]:
+    """Open ``study_name`` (creating it when a spec is given) and reconcile the spec."""
+    existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
+    if study_name not in existing:
+        if spec is None:
+            known = ", ".join(sorted(existing)) or "none"
+            raise StudyError(
+                f"study {study_name!r} does not exist in this storage (studies: {known}); "
+                "pass --config to create it"
+            )
+        study = optuna.create_study(
+            storage=storage, study_name=study_name, direction="maximize"
+        )
+    else:
+        study = optuna.load_study(study_name=study_name, storage=storage)
+        if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
+            raise StudyError(
+                f"study {study_name!r} is not a single-objective maximize study "
+                "(aoe-tune maximises tokens/s): create it with --direction maximize"
+            )
+    stored = study.user_attrs.get(SPEC_ATTR)
+    if stored is None:
+        if spec is None:
+            raise StudyError(
+                f"study {study_name!r} has no stored spec (not made by aoe-tune): pass --config"
+            )
+        _check_adoptable(study, spec)
+        study.set_user_attr(SPEC_ATTR, spec.canonical())
+        study.set_user_attr(SPEC_SOURCE_ATTR, spec.source)
+        if roofline_tokens_per_s is not None:
+            study.set_user_attr(ROOFLINE_ATTR, roofline_tokens_per_s)
+        return study, spec
+    if spec is not None:
+        if _normal(stored) != _normal(spec.canonical()):
+            diff = _first_difference(stored, spec.canonical())
+            raise StudyError(
+                f"study {study_name!r} was created from a different spec ({diff}); "
+                "use another --study-name, or omit --config to resume the stored one"
+            )
+        return study, spec
+    return study, spec_from_dict(stored, source=f"<study {study_name}>")
+
+
+def _check_adoptable(study: optuna.Study, spec: StudySpec) -> None:
+    """A pre-made study may already hold trials; their params must fit the space."""
+    names = set(spec.space.names)
+    for t in study.get_trials(deepcopy=False):
+        if t.params and set(t.params) != names:
+            raise StudyError(
+                f"study {study.study_name!r} holds trial {t.number} with parameters "
+                f"{sorted(t.params)}, not those of the spec {sorted(names)}"
+            )
+
+
+def enqueue_baseline(study: optuna.Study, spec: StudySpec) -> bool:
+    """Enqueue the baseline config once per study, so it is measured first."""
+    if spec.baseline is None:
+        return False
+    for t in study.get_trials(deepcopy=False):
+        if t.user_attrs.get(ATTR_BASELINE) or _same_params(t, spec.baseline):
+            return False
+    study.enqueue_trial(dict(spec.baseline), user_attrs={ATTR_BASELINE: True})
+    return True
+
+
+def baseline_trial(study: optuna.Study, spec: StudySpec) -> FrozenTrial | None:
+    """The completed trial that measured the baseline config, if any."""
+    if spec.baseline is None:
+        return None
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if _same_params(t, spec.baseline):
+            return t
+    return None
+
+
+def best_trial(study: optuna.Study) -> FrozenTrial | None:
+    try:
+        return study.best_trial
+    except ValueError:
+        return None
+
+
+def _same_params(trial: FrozenTrial, config: dict[str, Any]) -> bool:
+    return bool(trial.params) and all(trial.params.get(k) == v for k, v in config.items())
+
+
+def _normal(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, default=str)
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in a:
+                return f"{sub} is new"
+            if key not in b:
+                return f"{sub} is missing"
+            if _normal(a[key]) != _normal(b[key]):
+                return _first_difference(a[key], b[key], sub)
+    return f"{path or 'spec'}: stored {_short(a)}, given {_short(b)}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."

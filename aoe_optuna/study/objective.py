@@ -1,0 +1,248 @@
+"""The Optuna objective: suggest a config, check it, measure it, return tokens/s.
+
+Three outcomes per trial, so every sampler gets honest information:
+
+* infeasible (breaks a known rule): never measured; the trial is PRUNED with
+  every rule's constraint value set (Optuna's TPE ranks such trials by how far
+  they are from feasible) and the violated rules as a user attribute. It does
+  not count against the measurement budget.
+* failed measurement (build error, crash, hang, wrong result, too much
+  quantization error): a FAIL trial with the failure's kind and message.
+* success: COMPLETE with tokens/s as the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from aoe_optuna.backends.base import Backend
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Workload
+
+# User attribute keys (the dashboard shows them; the runner and samplers read them).
+ATTR_MEASURED = "measured"
+ATTR_COST = "cost_s"
+ATTR_FAILURE_KIND = "failure_kind"
+ATTR_FAILURE = "failure_reason"
+ATTR_INFEASIBLE = "violated_rules"
+ATTR_CONSTRAINTS = "constraints"
+ATTR_BASELINE = "baseline"
+ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trials
+ATTR_REPEAT_OF = "repeat_of"  # a config measured before: its result is served, not re-measured
+
+
+class MeasurementFailed(Exception):
+    """Raised inside the objective so Optuna records a FAIL trial and the study goes on."""
+
+
+@dataclass
+class Evaluation:
+    """Everything one measured config yields."""
+
+    ok: bool
+    tokens_per_s: float = float("nan")
+    latency_s: dict[str, float] = field(default_factory=dict)
+    cost_s: float = 0.0
+    failure_kind: str | None = None
+    reason: str = ""
+    tflops: float = float("nan")
+    roofline_fraction: float = float("nan")
+    accuracy_loss: float | None = None
+
+    def user_attrs(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {ATTR_MEASURED: True, ATTR_COST: round(self.cost_s, 6)}
+        if self.ok:
+            attrs.update(
+                tokens_per_s=self.tokens_per_s,
+                latency_us={k: round(v * 1e6, 3) for k, v in self.latency_s.items()},
+                tflops=round(self.tflops, 3),
+            )
+            if self.roofline_fraction == self.roofline_fraction:  # not NaN
+                attrs["roofline_fraction"] = round(self.roofline_fraction, 5)
+        else:
+            attrs.update({ATTR_FAILURE_KIND: self.failure_kind, ATTR_FAILURE: self.reason[:2000]})
+        if self.accuracy_loss is not None:
+            attrs["accuracy_loss"] = self.accuracy_loss
+        return attrs
+
+
+class Evaluator:
+    """Measures a full config on every GEMM of a workload and turns latencies into tokens/s."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        backend: Backend,
+        roofline_tokens_per_s: float | None,
+        max_accuracy_loss: float | None = None,
+    ) -> None:
+        self.workload = workload
+        self.backend = backend
+        self.roofline = roofline_tokens_per_s
+        self.max_accuracy_loss = max_accuracy_loss
+
+    def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
+        latencies: dict[str, float] = {}
+        cost = 0.0
+        worst_loss: float | None = None
+        for gemm in self.workload.gemms:
+            m = self.backend.measure(full_config, gemm)
+            cost += m.cost_s
+            if not m.ok:
+                return Evaluation(
+                    ok=False, cost_s=cost, failure_kind=m.failure_kind,
+                    reason=f"{gemm.name} {gemm.M}x{gemm.K}x{gemm.N}: {m.reason}",
+                )
+            assert m.latency_s is not None
+            latencies[gemm.name] = m.latency_s
+            loss = m.extra.get("accuracy_loss") if m.extra else None
+            if loss is not None:
+                worst_loss = max(worst_loss or 0.0, float(loss))
+        if (
+            worst_loss is not None
+            and self.max_accuracy_loss is not None
+            and worst_loss > self.max_accuracy_loss
+        ):
+            return Evaluation(
+                ok=False, cost_s=cost, failure_kind="accuracy", accuracy_loss=worst_loss,
+                reason=f"relative error {worst_loss:.3g} exceeds the allowed "
+                f"{self.max_accuracy_loss:.3g} (accuracy.max_relative_error)",
+            )
+        tps = self.workload.tokens_per_s(latencies)
+        gemm_time = sum(g.count * latencies[g.name] for g in self.workload.gemms)
+        flops = sum(g.count * g.flops for g in self.workload.gemms)
+        return Evaluation(
+            ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost,
+            tflops=flops / gemm_time / 1e12,
+            roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
+            accuracy_loss=worst_loss,
+        )
+
+
+def suggest_config(trial: optuna.Trial, space: SearchSpace) -> dict[str, Any]:
+    """Ask the trial for every parameter of ``space`` through its distributions."""
+    config: dict[str, Any] = {}
+    for name, dist in space.distributions().items():
+        if isinstance(dist, optuna.distributions.IntDistribution):
+            config[name] = trial.suggest_int(name, dist.low, dist.high, step=dist.step)
+        else:
+            assert isinstance(dist, optuna.distributions.CategoricalDistribution)
+            config[name] = trial.suggest_categorical(name, dist.choices)
+    return config
+
+
+def record_constraints(
+    trial: optuna.Trial, space: SearchSpace, config: Mapping[str, Any]
+) -> list[str]:
+    """Set every rule's constraint value (same keys on every trial); return violated rules."""
+    row = space.index(config)[None, :]
+    values = {name: float(v[0]) for name, v in space.violations(row).items()}
+    _set_constraints(trial, values)
+    trial.set_user_attr(ATTR_CONSTRAINTS, {k: round(v, 6) for k, v in values.items()})
+    if all(v <= 0 for v in values.values()):
+        return []
+    return space.explain(config)
+
+
+def _set_constraints(trial: optuna.Trial, values: Mapping[str, float]) -> None:
+    """``trial.set_constraint`` for each rule, without its per-call re-read of the trial.
+
+    Optuna's ``set_constraint`` loads the whole trial from storage to check the
+    key is new (27 ms on SQLite, 7 rules a trial); the keys here are always
+    new, so write the same system attributes directly when Optuna exposes
+    their prefix, and fall back to the public call otherwise.
+    """
+    prefix = getattr(optuna.trial._trial, "_CONSTRAINTS_KEY", None)
+    cached = getattr(trial, "_cached_frozen_trial", None)
+    if not isinstance(prefix, str) or cached is None:
+        for name, value in values.items():
+            trial.set_constraint(name, value)
+        return
+    for name, value in values.items():
+        key = f"{prefix}:{name}"
+        trial.storage.set_trial_system_attr(trial._trial_id, key, float(value))
+        cached.system_attrs[key] = float(value)
+
+
+class TuningObjective:
+    """``study.optimize(TuningObjective(...), catch=(MeasurementFailed,))``."""
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        evaluator: Evaluator,
+        may_measure: Callable[[optuna.Trial], bool] | None = None,
+    ) -> None:
+        self.space = space
+        self.evaluator = evaluator
+        self.may_measure = may_measure
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        config = suggest_config(trial, self.space)
+        violated = record_constraints(trial, self.space, config)
+        if violated:
+            trial.set_user_attr(ATTR_INFEASIBLE, violated)
+            trial.set_user_attr(ATTR_MEASURED, False)
+            raise optuna.TrialPruned("infeasible: " + "; ".join(violated))
+        earlier = _earlier_measurement(trial, config)
+        if earlier is not None:
+            return _serve_repeat(trial, earlier)
+        if self.may_measure is not None and not self.may_measure(trial):
+            trial.set_user_attr(ATTR_SURPLUS, True)
+            trial.set_user_attr(ATTR_MEASURED, False)
+            raise optuna.TrialPruned("the measurement budget is taken by earlier trials")
+        result = self.evaluator.evaluate(self.space.full_config(config))
+        for key, value in result.user_attrs().items():
+            trial.set_user_attr(key, value)
+        if not result.ok:
+            raise MeasurementFailed(f"{result.failure_kind}: {result.reason}")
+        return result.tokens_per_s
+
+
+def _earlier_measurement(trial: optuna.Trial, config: Mapping[str, Any]) -> FrozenTrial | None:
+    """A finished trial that already measured exactly this config, if any."""
+    for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        if is_measured(t) and t.params == dict(config):
+            return t
+    return None
+
+
+def _serve_repeat(trial: optuna.Trial, earlier: FrozenTrial) -> float:
+    """Answer a repeated proposal from storage: same outcome, no measurement charged.
+
+    Samplers that re-propose configs (TPE does, about a third of its proposals
+    on the recorded GEMM space) would otherwise spend the budget re-measuring.
+    """
+    trial.set_user_attr(ATTR_REPEAT_OF, earlier.number)
+    for key in ("tokens_per_s", "latency_us", "tflops", "roofline_fraction",
+                ATTR_FAILURE_KIND, ATTR_FAILURE):
+        if key in earlier.user_attrs:
+            trial.set_user_attr(key, earlier.user_attrs[key])
+    if earlier.state == TrialState.FAIL:
+        raise MeasurementFailed(f"same config as trial {earlier.number}, which failed")
+    assert earlier.value is not None
+    return float(earlier.value)
+
+
+def is_measured(trial: FrozenTrial) -> bool:
+    """A trial that spent a measurement (complete, or failed while measuring)."""
+    if ATTR_REPEAT_OF in trial.user_attrs:
+        return False
+    if trial.state == TrialState.COMPLETE:
+        return True
+    return trial.state == TrialState.FAIL and bool(trial.user_attrs.get(ATTR_MEASURED))
+
+
+def count_measured(trials: list[FrozenTrial]) -> int:
+    return sum(1 for t in trials if is_measured(t))
+
+
+def virtual_cost(trials: list[FrozenTrial]) -> float:
+    """Sum of what the measurements cost (virtual seconds on the simulator)."""
+    return float(np.sum([t.user_attrs.get(ATTR_COST, 0.0) for t in trials]))

@@ -1,0 +1,142 @@
+"""The end-of-run summary: a table on the terminal and the same as a dashboard note."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import optuna
+from rich.console import Console
+from rich.table import Table
+
+from aoe_optuna.spec.loader import StudySpec
+from aoe_optuna.spec.stored import ROOFLINE_ATTR
+from aoe_optuna.study.create import baseline_trial, best_trial
+from aoe_optuna.study.runner import RunResult
+
+
+@dataclass
+class Summary:
+    study_name: str
+    storage_url: str
+    baseline: float | None
+    best: float | None
+    best_params: dict
+    best_number: int | None
+    roofline: float | None
+    measured: int
+    infeasible: int
+    repeats: int
+    failed: int
+    virtual_s: float
+    wall_s: float
+    stop_reason: str
+
+    @property
+    def speedup(self) -> float | None:
+        if self.best and self.baseline:
+            return self.best / self.baseline
+        return None
+
+    def fraction(self, value: float | None) -> str:
+        if value is None or not self.roofline:
+            return "-"
+        return f"{value / self.roofline:.1%}"
+
+
+def summarise(
+    study: optuna.Study, spec: StudySpec, result: RunResult, storage_url: str
+) -> Summary:
+    base = baseline_trial(study, spec)
+    best = best_trial(study)
+    p = result.progress
+    return Summary(
+        study_name=study.study_name,
+        storage_url=storage_url,
+        baseline=None if base is None else base.value,
+        best=None if best is None else best.value,
+        best_params={} if best is None else dict(best.params),
+        best_number=None if best is None else best.number,
+        roofline=study.user_attrs.get(ROOFLINE_ATTR),
+        measured=p.measured,
+        infeasible=p.infeasible,
+        repeats=p.repeats,
+        failed=p.failed,
+        virtual_s=p.virtual_s,
+        wall_s=result.wall_s,
+        stop_reason=result.stop_reason,
+    )
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.4g}"
+
+
+def next_steps(s: Summary) -> list[str]:
+    return [
+        f"aoe-tune export --storage {s.storage_url} --study-name {s.study_name} "
+        "--op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp",
+        f"optuna-dashboard {s.storage_url}",
+    ]
+
+
+def print_summary(s: Summary, console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"study {s.study_name}: {s.stop_reason}")
+    table.add_column("")
+    table.add_column("tokens/s", justify="right")
+    table.add_column("speedup", justify="right")
+    table.add_column("of roofline", justify="right")
+    table.add_row("baseline", _fmt(s.baseline), "1.000" if s.baseline else "-",
+                  s.fraction(s.baseline))
+    sp = s.speedup
+    table.add_row(f"best (trial {s.best_number})", _fmt(s.best),
+                  "-" if sp is None else f"{sp:.3f}", s.fraction(s.best))
+    table.add_row("roofline", _fmt(s.roofline), "", "100%")
+    console.print(table)
+    console.print(
+        f"measurements {s.measured}, infeasible proposals skipped {s.infeasible}, "
+        f"repeated proposals served from storage {s.repeats}, failures {s.failed}, "
+        f"measurement time {s.virtual_s:,.0f} s, wall {s.wall_s:,.1f} s"
+    )
+    if s.best_params:
+        console.print("best config: " + ", ".join(f"{k}={v}" for k, v in s.best_params.items()))
+    console.print("next:")
+    for line in next_steps(s):
+        console.print(f"  {line}", soft_wrap=True)
+
+
+def summary_markdown(s: Summary) -> str:
+    """The summary as the study's dashboard note."""
+    sp = s.speedup
+    rows = [
+        "| | tokens/s | speedup | of roofline |",
+        "|---|---:|---:|---:|",
+        f"| baseline | {_fmt(s.baseline)} | 1.000 | {s.fraction(s.baseline)} |",
+        f"| best (trial {s.best_number}) | {_fmt(s.best)} | "
+        f"{'-' if sp is None else f'{sp:.3f}'} | {s.fraction(s.best)} |",
+        f"| roofline | {_fmt(s.roofline)} | | 100% |",
+    ]
+    cfg = ", ".join(f"`{k}={v}`" for k, v in s.best_params.items()) or "none yet"
+    return "\n".join(
+        [
+            f"# {s.study_name}",
+            "",
+            f"Last run: {s.stop_reason}.",
+            "",
+            *rows,
+            "",
+            f"Best config: {cfg}",
+            "",
+            f"Measurements {s.measured}, infeasible proposals skipped {s.infeasible}, "
+            f"repeats served from storage {s.repeats}, failures {s.failed}, "
+            f"measurement time {s.virtual_s:,.0f} s.",
+            "",
+            "Export: `" + next_steps(s)[0] + "`",
+        ]
+    )
+
+
+def save_dashboard_note(study: optuna.Study, s: Summary) -> None:
+    from optuna_dashboard import save_note
+
+    save_note(study, summary_markdown(s))

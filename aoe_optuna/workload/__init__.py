@@ -1,0 +1,1 @@
+"""GEMM problems and model workloads, and how their latencies become tokens/s."""
