@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.registry import BACKENDS
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import Param
@@ -226,11 +227,17 @@ def test_make_backend_builds_the_simulator() -> None:
 
 
 # ------------------------------------------------------------------ backend-defined spaces
-class _FakeRecordedBackend:
+class _FakeRecordedBackend(BackendBase):
     """A backend that brings its own space, as the replay backend does."""
+
+    name = "fake"
+    runs_on_soc = False
 
     def __init__(self, options: dict[str, Any]) -> None:
         self.options = options
+
+    def measure(self, config: Any, gemm: Any) -> Measurement:
+        return Measurement.failure("unsupported", "the fake backend measures nothing")
 
     @classmethod
     def search_space(cls, options: Any, where: str) -> SearchSpace:

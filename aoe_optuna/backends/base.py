@@ -1,12 +1,28 @@
-"""The one interface every backend implements, and what a measurement returns."""
+"""The interface every backend implements, and what a measurement returns.
+
+A backend instance measures (:class:`Backend`); its class is built from a
+spec's ``backend`` section and may say more about the study than how to time
+a kernel (:class:`BackendBase`: its own search space, its own workload, the
+rules of the device it runs on). The spec calls these hooks; nothing finds
+them by name.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from aoe_optuna.workload.models import Gemm
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from aoe_optuna.hardware.profile import SocProfile
+    from aoe_optuna.space.constraints import Rule
+    from aoe_optuna.space.search_space import SearchSpace
+    from aoe_optuna.workload.models import Workload
 
 FailureKind = Literal["infeasible", "build", "runtime", "timeout", "accuracy", "unsupported"]
 
@@ -45,3 +61,56 @@ class Backend(Protocol):
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
         """Latency of ``gemm`` with ``config`` (a full config: untuned params included)."""
         ...
+
+
+class BackendBase(ABC):
+    """What every registered backend class provides (``backends.registry``).
+
+    Only :meth:`from_options` and :meth:`measure` are required. A backend module
+    must import cleanly on any machine; it checks its toolchain in
+    ``from_options`` or ``measure``. Bad options raise
+    ``ValueError("<option>: expected ..., got ...")``: the leading option name
+    lets the spec's error point at ``backend.<option>``. ``where`` is the spec's
+    source (its file path, or ``"<stored>"``), for relative paths and messages.
+    """
+
+    name: ClassVar[str]
+    # Whether the kernel runs on the spec's SoC (its cube cores): the simulator and
+    # the NPU do, a CPU kernel or a replayed GPU space does not. Samplers that model
+    # the tile fit over the cores read it (through the spec).
+    runs_on_soc: ClassVar[bool] = True
+
+    @classmethod
+    @abstractmethod
+    def from_options(cls, options: Mapping[str, Any], profile: SocProfile) -> Self:
+        """The backend for these options (the spec's section without ``name``)."""
+
+    @abstractmethod
+    def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
+        """Latency of ``gemm`` with ``config`` (a full config: untuned params included)."""
+
+    @classmethod
+    def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """The options in a form valid from anywhere (e.g. a path made absolute): the
+        spec keeps that form, so a study rebuilt from storage finds the same file."""
+        return dict(options)
+
+    @classmethod
+    def search_space(cls, options: Mapping[str, Any], where: str) -> SearchSpace | None:
+        """The backend's own space, for configs that are not the Ascend GEMM tunables
+        (a recorded Kernel Tuner space); None: the spec's ``search_space`` section.
+        With a space of its own, the spec must not have a ``search_space`` section,
+        its ``constraints`` are added to this space and no Ascend rules apply."""
+        return None
+
+    @classmethod
+    def workload(cls, options: Mapping[str, Any], where: str) -> Workload | None:
+        """The backend's own workload (a replayed kernel: one op, tokens/s = 1/latency);
+        None: the spec's ``workload`` section."""
+        return None
+
+    @classmethod
+    def device_rules(cls, profile: SocProfile, dtype: str) -> Sequence[Rule] | None:
+        """The tiling rules of the device the kernel runs on when it is not the Ascend AI
+        core (the CPU kernel's template limits); None: the SoC profile's capacity rules."""
+        return None

@@ -211,7 +211,7 @@ def _evaluator_for_seed(evaluator: Any, seed: int) -> Any:
 
 
 def _is_repeat(trial: Any) -> bool:
-    from aoe_optuna.study.objective import ATTR_REPEAT_OF
+    from aoe_optuna.attrs import ATTR_REPEAT_OF
 
     return ATTR_REPEAT_OF in trial.user_attrs
 

@@ -25,6 +25,7 @@ PIPELINE_NAMES = ("none", "single_buffer", "double_buffer")
 OPT_LEVELS = ("O0", "O1", "O2", "O3")
 SCHEDULES = ("default", "balanced", "throughput", "latency")
 LAYOUTS = ("row_major", "col_major", "z_major")
+TILE_NAMES = ("tile_m", "tile_k", "tile_n")  # the GEMM tile's M, K and N sizes
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.backends.registry import BACKENDS, backend_class, backend_options
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import (
@@ -105,6 +106,14 @@ class StudySpec:
     workload_doc: dict | None = None  # canonical workload section
     hardware_doc: dict | None = None  # canonical hardware section
     backend_space: bool = False  # the space came from the backend, not search_space
+
+    @property
+    def kernel_runs_on_soc(self) -> bool:
+        """Whether the backend runs the kernel on the profile's SoC (its cube cores)."""
+        try:
+            return backend_class(self.backend["name"]).runs_on_soc
+        except (KeyError, ImportError):
+            return False
 
     def default_study_name(self) -> str:
         """``<op>-<soc>-<workload>`` plus what makes this study differ from its siblings.
@@ -279,36 +288,37 @@ def _workload(section: Section, profile: SocProfile) -> tuple[Workload, dict[str
 def _backend_workload(top: Section, source: str, backend: dict[str, Any],
                       workload_doc: dict[str, Any]) -> Workload | None:
     """The backend's own workload (a replayed kernel: one op, tokens/s = 1/latency), if any."""
-    workload_of = _backend_hook(backend, "workload")
-    if workload_of is None:
+    cls = _backend_class_or_none(backend)
+    if cls is None:
         return None
-    if workload_doc != DEFAULT_MODEL:
-        raise top.error("workload", f"no workload: the {backend['name']!r} backend defines "
-                        "its own", top.data.get("workload"))
     options = backend_options(backend)
     try:
-        return workload_of(options, source)
+        workload = cls.workload(options, source)
     except ValueError as exc:
         raise option_error(source, options, exc, "a backend workload") from None
+    if workload is not None and workload_doc != DEFAULT_MODEL:
+        raise top.error("workload", f"no workload: the {backend['name']!r} backend defines "
+                        "its own", top.data.get("workload"))
+    return workload
 
 
-def _backend_hook(backend: dict[str, Any], name: str) -> Any:
-    """The backend class's optional hook ``name`` (None if absent or the class won't import;
-    an import failure is reported where the space is built)."""
+def _backend_class_or_none(backend: dict[str, Any]) -> type[BackendBase] | None:
+    """The backend's class (None if it won't import: that is reported where the space
+    is built)."""
     try:
-        return getattr(backend_class(backend["name"]), name, None)
+        return backend_class(backend["name"])
     except ImportError:
         return None
 
 
 def _resolved_backend(backend: dict[str, Any], source: str) -> dict[str, Any]:
     """Options as the backend spells them wherever the spec is read (absolute paths, ...)."""
-    resolve = _backend_hook(backend, "resolve_options")
-    if resolve is None:
+    cls = _backend_class_or_none(backend)
+    if cls is None:
         return backend
     options = backend_options(backend)
     try:
-        resolved = resolve(options, source)
+        resolved = cls.resolve_options(options, source)
     except ValueError as exc:
         raise option_error(source, options, exc, "valid backend options") from None
     return {"name": backend["name"], **resolved}
@@ -336,15 +346,15 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
         raise top.error("backend.name", "a backend whose module imports",
                         raw=f"{name!r} ({type(exc).__name__}: {exc})") from None
     constraints = top.data.get("constraints")
-    if hasattr(cls, "search_space"):
+    options = backend_options(backend)
+    try:
+        base = cls.search_space(options, source)
+    except ValueError as exc:
+        raise option_error(source, options, exc, "a backend space") from None
+    if base is not None:
         if "search_space" in top.data:
             raise top.error("search_space", f"no search_space: the {name!r} backend defines "
                             "its own space", top.data["search_space"])
-        options = backend_options(backend)
-        try:
-            base = cls.search_space(options, source)
-        except ValueError as exc:
-            raise option_error(source, options, exc, "a backend space") from None
         constants = {k: v for k, v in base.fixed.items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)}
         names = expression_names(base.params, constants)
@@ -368,8 +378,9 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
 def _device_rules(backend: dict[str, Any], profile: SocProfile, workload: Workload) -> list:
     """The rules of the device that runs the kernel: the Ascend AI core's, unless the
     backend measures on another device and says what its own rules are (the CPU kernel)."""
-    own = _backend_hook(backend, "device_rules")
+    cls = _backend_class_or_none(backend)
+    own = None if cls is None else cls.device_rules(profile, workload.dtype)
     if own is not None:
-        return list(own(profile, workload.dtype))
+        return list(own)
     return list(hardware_rules(profile, workload.dtype))
 

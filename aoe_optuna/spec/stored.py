@@ -6,18 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
+from aoe_optuna.attrs import (  # noqa: F401  (re-exported for the study layer)
+    BASELINE_ATTR,
+    ROOFLINE_ATTR,
+    SAMPLER_ATTR,
+    SPEC_ATTR,
+    SPEC_SOURCE_ATTR,
+)
+
 if TYPE_CHECKING:
     from aoe_optuna.space.search_space import SearchSpace
     from aoe_optuna.spec.loader import StudySpec
-
-SPEC_ATTR = "aoe_spec"  # study user attr: StudySpec.canonical() (a JSON-able dict)
-SPEC_SOURCE_ATTR = "aoe_spec_source"  # the file the spec came from (informative only)
-BASELINE_ATTR = "baseline_tokens_per_s"
-ROOFLINE_ATTR = "roofline_tokens_per_s"
-# The sampler aoe-tune last ran the study with ({"name", "kwargs", "seed"}), so that
-# resuming with storage and name only continues with the same sampler.
-SAMPLER_ATTR = "aoe_sampler"
-
 
 def stored_sampler(study: optuna.Study) -> tuple[str, dict[str, Any], int | None] | None:
     """(name, kwargs, seed) of the sampler stored in ``study``; None when none is (or it is

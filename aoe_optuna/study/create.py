@@ -17,9 +17,9 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
-from aoe_optuna.study.objective import ATTR_BASELINE
 
 
 class StudyError(RuntimeError):

@@ -21,20 +21,19 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.attrs import (
+    ATTR_CONSTRAINTS,
+    ATTR_COST,
+    ATTR_FAILURE,
+    ATTR_FAILURE_KIND,
+    ATTR_INFEASIBLE,
+    ATTR_MEASURED,
+    ATTR_REPEAT_OF,
+    ATTR_SURPLUS,
+)
 from aoe_optuna.backends.base import Backend
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Workload
-
-# User attribute keys (the dashboard shows them; the runner and samplers read them).
-ATTR_MEASURED = "measured"
-ATTR_COST = "cost_s"
-ATTR_FAILURE_KIND = "failure_kind"
-ATTR_FAILURE = "failure_reason"
-ATTR_INFEASIBLE = "violated_rules"
-ATTR_CONSTRAINTS = "constraints"
-ATTR_BASELINE = "baseline"
-ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trials
-ATTR_REPEAT_OF = "repeat_of"  # a config measured before: its result is served, not re-measured
 
 
 class MeasurementFailed(Exception):
@@ -246,3 +245,4 @@ def count_measured(trials: list[FrozenTrial]) -> int:
 def virtual_cost(trials: list[FrozenTrial]) -> float:
     """Sum of what the measurements cost (virtual seconds on the simulator)."""
     return float(np.sum([t.user_attrs.get(ATTR_COST, 0.0) for t in trials]))
+

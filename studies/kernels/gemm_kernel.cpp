@@ -1,1 +1,1 @@
-../../aoe_optuna/backends/npu_templates/gemm_kernel.cpp
+../../aoe_optuna/backends/npu/templates/gemm_kernel.cpp

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.base import Measurement
+from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.cpu.kernel import TILE_RANGE, render
 from aoe_optuna.backends.kernel_build import (
     BuildCache,
@@ -64,7 +64,7 @@ _OPTIONS: dict[str, tuple[type | tuple[type, ...], Any, Any, str]] = {
 }
 
 
-class CpuBackend:
+class CpuBackend(BackendBase):
     """Builds each config's C GEMM, times it in a driver process, checks it against numpy.
 
     ``work_dir`` holds the build cache (``<work_dir>/<key>/libgemm.so``) and
@@ -82,6 +82,7 @@ class CpuBackend:
     """
 
     name = "cpu"
+    runs_on_soc = False
 
     def __init__(
         self,

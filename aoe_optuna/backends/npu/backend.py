@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.base import Measurement
+from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.kernel_build import BuildCache, failure_from_run, run_limited
 from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
 from aoe_optuna.backends.npu.commands import (
@@ -63,7 +63,7 @@ def default_cache_root() -> Path:
     return Path(base) / "npu"
 
 
-class NpuBackend:
+class NpuBackend(BackendBase):
     """Builds and times configs of the shipped Ascend C GEMM kernel."""
 
     name = "npu"

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from aoe_optuna.backends.base import Measurement
+from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.replay.kt_cache import (
     FAILURE_KINDS,
     CacheFileError,
@@ -173,10 +173,11 @@ def replay_workload(recorded: RecordedSpace) -> Workload:
     )
 
 
-class ReplayBackend:
+class ReplayBackend(BackendBase):
     """Measurements looked up in a recorded Kernel Tuner cache (see the module docstring)."""
 
     name = "replay"
+    runs_on_soc = False
 
     def __init__(self, recorded: RecordedSpace) -> None:
         self.recorded = recorded

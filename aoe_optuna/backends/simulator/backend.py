@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from aoe_optuna.backends.base import Measurement
+from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.simulator import (
     cube,
     layout,
@@ -66,7 +66,7 @@ class MeasurementPlan:
     repeats: int = 100
 
 
-class AscendSimulator:
+class AscendSimulator(BackendBase):
     """Latency of GEMM tilings on an Ascend SoC, from an analytical pipe model."""
 
     name = "simulator"

@@ -32,10 +32,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from aoe_optuna.space.params import TILE_NAMES
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Gemm
 
-TILE_NAMES = ("tile_m", "tile_k", "tile_n")
 FEATURE_NAMES = ("fill_m", "fill_k", "fill_n", "core_fill")
 
 

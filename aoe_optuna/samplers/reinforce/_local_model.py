@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from aoe_optuna.samplers.gp_ucb._tiling_features import TILE_NAMES
 from aoe_optuna.samplers.neighbourhood import steps_away
+from aoe_optuna.space.params import TILE_NAMES
 from aoe_optuna.space.search_space import SearchSpace
 
 MIN_MEASURED = 8  # successful measurements below which the move is drawn uniformly
