@@ -23,6 +23,8 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.study.objective import ATTR_MEASURED, suggest_config
 from tests.test_reinforce_masking import huge_space, small_space
 
+SMALL_BATCH = LearnerSettings(batch_size=4)  # updates every 4 measurements: short tests learn
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
@@ -62,7 +64,7 @@ def tiny_space() -> SearchSpace:
 def test_never_infeasible_never_repeated_until_exhausted() -> None:
     space = tiny_space()
     n = space.n_feasible
-    study = run(space, ReinforceSampler(space=space, seed=3, batch_size=4), n, fail_every=7)
+    study = run(space, ReinforceSampler(space=space, seed=3, learner=SMALL_BATCH), n, fail_every=7)
     rows = rows_of(space, study)
     assert space.is_feasible(rows).all()
     assert len(set(space.flat_id(rows).tolist())) == n  # every feasible config, once each
@@ -82,16 +84,16 @@ def test_running_and_enqueued_trials_are_not_proposed_again() -> None:
 
 def test_same_seed_same_run_and_other_seed_differs() -> None:
     space = small_space()
-    a = rows_of(space, run(space, ReinforceSampler(space=space, seed=5, batch_size=4), 40))
-    b = rows_of(space, run(space, ReinforceSampler(space=space, seed=5, batch_size=4), 40))
-    c = rows_of(space, run(space, ReinforceSampler(space=space, seed=6, batch_size=4), 40))
+    a = rows_of(space, run(space, ReinforceSampler(space=space, seed=5, learner=SMALL_BATCH), 40))
+    b = rows_of(space, run(space, ReinforceSampler(space=space, seed=5, learner=SMALL_BATCH), 40))
+    c = rows_of(space, run(space, ReinforceSampler(space=space, seed=6, learner=SMALL_BATCH), 40))
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
 
 def test_fresh_sampler_on_same_storage_continues_identically(tmp_path) -> None:
     space = small_space()
-    kw = {"space": space, "seed": 11, "batch_size": 4}
+    kw = {"space": space, "seed": 11, "learner": SMALL_BATCH}
     straight = run(space, ReinforceSampler(**kw), 28)
     url = f"sqlite:///{tmp_path / 'resume.db'}"
     first = optuna.create_study(storage=url, study_name="s", direction="maximize",
@@ -156,7 +158,7 @@ def test_policy_save_load_and_mismatch(tmp_path) -> None:
 
 def test_huge_space_feasible_distinct_proposals() -> None:
     space = huge_space()
-    sampler = ReinforceSampler(space=space, seed=0, batch_size=4)
+    sampler = ReinforceSampler(space=space, seed=0, learner=SMALL_BATCH)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     for _ in range(12):
         trial = study.ask()
@@ -210,7 +212,7 @@ def test_observation_cache_reads_each_finished_trial_once_and_sees_new_ones() ->
     from aoe_optuna.samplers.reinforce._replay import ObservationCache, TrialRows
 
     space = small_space()
-    study = run(space, ReinforceSampler(space=space, seed=1, batch_size=4), 12, fail_every=5)
+    study = run(space, ReinforceSampler(space=space, seed=1, learner=SMALL_BATCH), 12, fail_every=5)
     pending = study.ask()
     suggest_config(pending, space)  # RUNNING: not an observation yet
     unmeasured = study.ask()

@@ -32,7 +32,7 @@ from aoe_optuna.samplers.reinforce.sampler import LOCAL_START_UNTRAINED
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.loader import load_spec
-from tests.test_reinforce import rows_of, run
+from tests.test_reinforce import SMALL_BATCH, rows_of, run
 from tests.test_reinforce_masking import brute, small_space
 
 STUDIES = Path(__file__).resolve().parents[1] / "studies"
@@ -158,7 +158,7 @@ def test_an_all_local_sampler_moves_one_or_two_parameters_from_its_centre(monkey
         return centre
 
     monkeypatch.setattr(local_module, "pick_centre", recording)
-    sampler = ReinforceSampler(space=space, seed=2, batch_size=4, local=1.0)
+    sampler = ReinforceSampler(space=space, seed=2, learner=SMALL_BATCH, local=1.0)
     study = run(space, sampler, 40, fail_every=6)
     rows = rows_of(space, study)
     assert space.is_feasible(rows).all()
@@ -174,7 +174,7 @@ def test_an_all_local_sampler_moves_one_or_two_parameters_from_its_centre(monkey
 
 def test_untrained_local_moves_wait_for_the_policys_first_draws() -> None:
     space = small_space()
-    kw = {"space": space, "seed": 3, "batch_size": 4}
+    kw = {"space": space, "seed": 3, "learner": SMALL_BATCH}
     moves = rows_of(space, run(space, ReinforceSampler(**kw, local=0.8), 30))
     plain = rows_of(space, run(space, ReinforceSampler(**kw, local=0), 30))
     start = LOCAL_START_UNTRAINED
@@ -209,7 +209,7 @@ def test_failed_builds_teach_the_model_to_move_away_from_them() -> None:
 
 def test_local_runs_resume_identically(tmp_path) -> None:
     space = small_space()
-    kw = {"space": space, "seed": 4, "batch_size": 4, "local": 0.5}
+    kw = {"space": space, "seed": 4, "learner": SMALL_BATCH, "local": 0.5}
     straight = run(space, ReinforceSampler(**kw), 24)
     url = f"sqlite:///{tmp_path / 'local.db'}"
     first = optuna.create_study(storage=url, study_name="s", direction="maximize",

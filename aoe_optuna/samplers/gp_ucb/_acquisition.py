@@ -18,14 +18,18 @@ stays under the default beta of 9 on every space here (5.2 at t = 1000 on
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
 DEFAULT_BETA = 9.0
 
 
+BetaSchedule = Literal["srinivas"]  # GP-UCB's growing beta (Srinivas et al. 2010), scaled
+
+
 def beta_at(
-    t: int, n_domain: int, beta: float = DEFAULT_BETA, schedule: str | None = None,
+    t: int, n_domain: int, beta: float = DEFAULT_BETA, schedule: BetaSchedule | None = None,
     delta: float = 0.1, scale: float = 0.1,
 ) -> float:
     """Exploration weight for the ``t``-th model-based suggestion (t >= 1)."""

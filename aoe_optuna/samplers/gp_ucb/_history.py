@@ -15,9 +15,8 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.samplers.claims import claimed_params
 from aoe_optuna.samplers.gp_ucb._targets import targets
-from aoe_optuna.space.params import ParamError
+from aoe_optuna.samplers.trial_rows import trial_row
 from aoe_optuna.space.search_space import SearchSpace
 
 STATES = (
@@ -62,18 +61,6 @@ class History:
         return self.completed[order[:k]]
 
 
-def trial_params(trial: FrozenTrial) -> dict[str, Any]:
-    """Suggested params, plus an enqueued trial's fixed ones and a live trial's claim."""
-    return claimed_params(trial)
-
-
-def _row(space: SearchSpace, params: dict[str, Any]) -> np.ndarray | None:
-    try:
-        return space.index(params)
-    except (ParamError, ValueError, TypeError):
-        return None  # a trial of another space, or one that died before suggesting
-
-
 def _broke_a_rule(trial: FrozenTrial) -> bool:
     """PRUNED for breaking a constraint (Optuna 5 ``set_constraint`` or the older list form)."""
     values: Any = getattr(trial, "constraints", None) or trial.system_attrs.get("constraints")
@@ -96,7 +83,7 @@ def read_history(
     for t in trials:
         if t.number == exclude_number:
             continue
-        row = _row(space, trial_params(t))
+        row = trial_row(space, t)
         if row is None:
             continue
         seen.add(int(space.flat_id(row)[0]))

@@ -16,11 +16,14 @@ space. ``log`` is the plain log-throughput standardised to mean 0, std 1.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
-TRANSFORMS = ("copula", "log")
+TargetTransform = Literal["copula", "log"]
+TRANSFORMS: tuple[TargetTransform, ...] = get_args(TargetTransform)
 
 
 def standardised(y: np.ndarray) -> np.ndarray:

@@ -25,9 +25,10 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import Study
 from optuna.trial import FrozenTrial
 
-from aoe_optuna.samplers.claims import claim_first_free
+from aoe_optuna.samplers.claims import claim_first_free, claimed_params
 from aoe_optuna.samplers.gp_ucb._acquisition import (
     DEFAULT_BETA,
+    BetaSchedule,
     beta_at,
     ucb,
     weighted_by_success,
@@ -40,7 +41,7 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 )
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
-from aoe_optuna.samplers.gp_ucb._history import History, read_history, trial_params
+from aoe_optuna.samplers.gp_ucb._history import History, read_history
 from aoe_optuna.samplers.gp_ucb._local import is_local_step, near
 from aoe_optuna.samplers.gp_ucb._model import (
     FitError,
@@ -48,8 +49,9 @@ from aoe_optuna.samplers.gp_ucb._model import (
     Posterior,
     fit_gp,
 )
-from aoe_optuna.samplers.gp_ucb._targets import TRANSFORMS
+from aoe_optuna.samplers.gp_ucb._targets import TRANSFORMS, TargetTransform
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
+from aoe_optuna.samplers.seeding import resolve_seed
 from aoe_optuna.samplers.torch_threads import one_torch_thread
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
@@ -67,7 +69,6 @@ RANKED = 16  # best candidates kept in order, for when other workers claimed the
 # steps per suggestion keep it converged; a cold fit (the first one) gets more.
 WARM_MAX_ITER = 10
 COLD_MAX_ITER = 100
-SOC_BACKENDS = ("simulator", "npu")  # backends whose kernel runs on the spec's SoC
 # Hyperparameters are fitted on every suggestion below REFIT_ALWAYS_BELOW completed
 # trials: fitting only every 3rd saves ~0.07 s a suggestion at 200 trials but, over 40
 # seeds, left 9 more RTX 3060 GEMM runs short of 1% and 2 more RTX 2080 Ti runs short of
@@ -117,11 +118,12 @@ class GPUCBSampler(BaseSampler):
 
     def __init__(
         self,
+        *,
         space: SearchSpace | None = None,
         seed: int | None = None,
         n_startup_trials: int = 8,
         beta: float = DEFAULT_BETA,
-        beta_schedule: str | None = None,
+        beta_schedule: BetaSchedule | None = None,
         use_feasibility_model: bool = True,
         enumerate_limit: int = ENUMERATE_LIMIT,
         pool_size: int = POOL_SIZE,
@@ -129,7 +131,7 @@ class GPUCBSampler(BaseSampler):
         floor_quantile: float | None = None,
         local_patience: int | None = None,
         local_radius: int = 2,
-        target_transform: str = "copula",
+        target_transform: TargetTransform = "copula",
         tiling_features: bool = True,
         workload: Workload | None = None,
         profile: SocProfile | None = None,
@@ -148,9 +150,7 @@ class GPUCBSampler(BaseSampler):
                 f"target_transform: expected one of {TRANSFORMS}, got {target_transform!r}"
             )
         self._space = space
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % 2**32)
-        self._seed = int(seed)
+        self._seed = resolve_seed(seed, "GPUCBSampler")
         self.n_startup_trials = n_startup_trials
         self.beta = beta
         self.beta_schedule = beta_schedule
@@ -215,8 +215,7 @@ class GPUCBSampler(BaseSampler):
                     if spec is not None:
                         workload = spec.workload
                         # the SoC's cores only count where the kernel runs on the SoC
-                        on_soc = spec.backend.get("name") in SOC_BACKENDS
-                        profile = spec.profile if on_soc else None
+                        profile = spec.profile if spec.kernel_runs_on_soc else None
                 if workload is not None:
                     cores = profile.cube_cores if profile is not None else None
                     tiling = TilingFeatures.for_space(space, workload.gemms, cores)
@@ -245,7 +244,7 @@ class GPUCBSampler(BaseSampler):
         space = self._space_for(study)
         if space is None or not search_space:
             return {}
-        if set(space.names) <= set(trial_params(trial)):
+        if set(space.names) <= set(claimed_params(trial)):
             return {}  # an enqueued trial (the baseline): its params are fixed
         trials = study.get_trials(deepcopy=False)
         history = read_history(study, space, exclude_number=trial.number, trials=trials)

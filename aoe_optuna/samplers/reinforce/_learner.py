@@ -19,7 +19,10 @@ whenever the masks are exact (materialised cores); plain softmax otherwise.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -47,6 +50,30 @@ class LearnerSettings:
     hidden: int = 64
     explore: float = 0.1  # uniform share of each step's distribution
     prior_temperature: float = 1.0  # divides a pretrained policy's logits (softer start)
+
+
+def learner_settings(value: LearnerSettings | Mapping[str, Any] | None) -> LearnerSettings:
+    """``value`` as LearnerSettings: the defaults for None, a mapping checked field by field."""
+    if value is None:
+        return LearnerSettings()
+    if isinstance(value, LearnerSettings):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"ReinforceSampler: learner: expected LearnerSettings or a mapping of "
+                        f"its fields, got {type(value).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(LearnerSettings)}
+    unknown = sorted(set(value) - set(fields))
+    if unknown:
+        raise TypeError(f"ReinforceSampler: learner: unknown settings {unknown}; "
+                        f"expected some of {sorted(fields)}")
+    checked = {}
+    for name, v in value.items():
+        kind = int if fields[name].type in ("int", int) else float
+        if isinstance(v, bool) or not isinstance(v, int | float) or (kind is int and v != int(v)):
+            raise ValueError(f"ReinforceSampler: learner.{name}: expected {kind.__name__}, "
+                             f"got {v!r}")
+        checked[name] = kind(v)
+    return LearnerSettings(**checked)
 
 
 def log_probs_and_entropy(

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.samplers.claims import claimed_params
+from aoe_optuna.attrs import ATTR_MEASURED
 from aoe_optuna.samplers.reinforce._learner import ReinforceLearner
+from aoe_optuna.samplers.trial_rows import trial_row
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.study.objective import ATTR_MEASURED
 
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
 
@@ -30,14 +30,6 @@ class Observation:
     number: int
     row: np.ndarray
     value: float  # throughput; nan for a failed measurement
-
-
-def trial_row(space: SearchSpace, params: dict) -> np.ndarray | None:
-    """The index row of a trial's params, or None when they are not a config of ``space``."""
-    try:
-        return space.index(params)
-    except (ValueError, KeyError):
-        return None
 
 
 class TrialRows:
@@ -50,8 +42,7 @@ class TrialRows:
     def __call__(self, trial: FrozenTrial) -> np.ndarray | None:
         if trial.number in self._rows:
             return self._rows[trial.number]
-        params = claimed_params(trial)
-        row = trial_row(self.space, params)
+        row = trial_row(self.space, trial)
         if row is not None or trial.state.is_finished():
             self._rows[trial.number] = row
         return row

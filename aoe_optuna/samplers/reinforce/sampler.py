@@ -10,7 +10,7 @@ on other shapes and SoCs (:mod:`aoe_optuna.samplers.reinforce.pretrain`).
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,12 +28,17 @@ from aoe_optuna.samplers.reinforce._features import (
     no_features,
     workload_features,
 )
-from aoe_optuna.samplers.reinforce._learner import LearnerSettings, ReinforceLearner
+from aoe_optuna.samplers.reinforce._learner import (
+    LearnerSettings,
+    ReinforceLearner,
+    learner_settings,
+)
 from aoe_optuna.samplers.reinforce._local import local_proposal
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
 from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, load_policy
 from aoe_optuna.samplers.reinforce._propose import propose
 from aoe_optuna.samplers.reinforce._replay import ObservationCache, ReplayCache, TrialRows
+from aoe_optuna.samplers.seeding import resolve_seed
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Workload
@@ -84,32 +89,26 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
             is near), from the first measurement with a policy, from the
             ``LOCAL_START_UNTRAINED``-th without; None: ``LOCAL_SHARE`` (0.8);
             0: policy draws only, the sampler of the first sessions.
-        **settings: fields of :class:`LearnerSettings` (batch_size, lr, entropy, ...).
+        learner: the online learner's settings: a :class:`LearnerSettings`, or a mapping
+            of its fields (``{"batch_size": 4}``, as ``--sampler-kwargs`` gives them).
     """
 
     def __init__(
         self,
+        *,
         space: SearchSpace | None = None,
         seed: int | None = None,
-        *,
         policy: str | None = None,
         features: Sequence[float] | None = None,
         workload: Workload | None = None,
         profile: SocProfile | None = None,
         local: float | None = None,
-        **settings: Any,
+        learner: LearnerSettings | Mapping[str, Any] | None = None,
     ) -> None:
-        unknown = set(settings) - set(LearnerSettings.__dataclass_fields__)
-        if unknown:
-            raise TypeError(
-                f"ReinforceSampler: unknown settings {sorted(unknown)}; expected "
-                f"policy, features, local or {sorted(LearnerSettings.__dataclass_fields__)}"
-            )
-        self._settings = LearnerSettings(**settings)
+        self._settings = learner_settings(learner)
         self._local_share = _local_share(local)
         self._local_start = 1 if policy is not None else LOCAL_START_UNTRAINED
-        entropy = int(np.random.SeedSequence().entropy % 2**31)
-        self._seed = int(seed) if seed is not None else entropy
+        self._seed = resolve_seed(seed, "ReinforceSampler")
         self._space = space
         self._policy_path = policy
         self._features = None if features is None else np.asarray(features, dtype=np.float32)
