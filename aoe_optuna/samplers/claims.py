@@ -82,8 +82,7 @@ def claim_first_free(
     taken (the caller then falls back to something else). ``finished``: this
     study's index of finished trials' configs, kept across calls (same answer;
     each finished trial is then compared by one set lookup instead of a dict
-    comparison per trial and call; docs/BENCHMARKS.md, "ReinforceSampler,
-    sixth session").
+    comparison per trial and call; docs/decisions/0009-reinforce-claim-index-and-caches.md).
     """
     for rounds, candidate in enumerate(ranked):
         if rounds >= max_rounds:

@@ -2,8 +2,8 @@
 
 UCB(x) = mean(x) + sqrt(beta) * std(x) on the standardised log-throughput.
 beta = 3.84 is the textbook "mean + 1.96 std" rule; the default is 9 ("mean +
-3 std"), which kept fewer seeds in basins on copula targets (docs/BENCHMARKS.md,
-"What changed in GPUCBSampler"). The optional schedule is GP-UCB's
+3 std"; why: docs/decisions/0002-gp-ucb-beta-9-and-8-start-configs.md). The
+optional schedule is GP-UCB's
 for a finite domain D (Srinivas et al., ICML 2010, Theorem 1):
 
     beta_t = 2 log(|D| t^2 pi^2 / (6 delta))

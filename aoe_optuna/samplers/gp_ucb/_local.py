@@ -3,8 +3,8 @@
 On tiling spaces the good configs form narrow ridges (the recorded RTX 2080
 Ti GEMM has 10 of 17,956 configs within 5% of the optimum), and a global UCB
 that has found a good ridge tends to keep sampling far-off uncertain configs
-instead of the two-parameter moves that lead from it to the optimum (measured:
-4 of 10 seeds stayed at 1.06-1.07 for 50+ measurements). Once the incumbent
+instead of the two-parameter moves that lead from it to the optimum. It is
+opt-in (``local_patience``): the default keeps UCB global. Once the incumbent
 has not improved for ``patience`` measurements, every other suggestion
 maximises the same UCB over the unseen configs at most ``radius`` parameters
 (index positions) away from the incumbent, a discrete trust region in the

@@ -4,8 +4,8 @@ Tuning spaces have a long slow tail: on the recorded RTX 2080 Ti GEMM the
 worst configs are 14x slower than the best, even in log scale a few of them
 sit four standard deviations below the good region. A GP with a constant
 mean fitted to such targets puts its mean near the tail, so every config far
-from the data is predicted slow and UCB stops exploring: 5 of 20 seeds stayed
-in a 1.07-1.12 basin (docs/BENCHMARKS.md).
+from the data is predicted slow and UCB stops exploring, and runs stay in a
+basin (docs/decisions/0001-gp-ucb-copula-targets.md).
 
 ``copula`` replaces each value by the standard normal quantile of its rank
 (the Gaussian copula transform; HEBO and others warp outputs the same way):

@@ -70,9 +70,8 @@ RANKED = 16  # best candidates kept in order, for when other workers claimed the
 WARM_MAX_ITER = 10
 COLD_MAX_ITER = 100
 # Hyperparameters are fitted on every suggestion below REFIT_ALWAYS_BELOW completed
-# trials: fitting only every 3rd saves ~0.07 s a suggestion at 200 trials but, over 40
-# seeds, left 9 more RTX 3060 GEMM runs short of 1% and 2 more RTX 2080 Ti runs short of
-# 5% at 100 measurements. Above it a fit costs ~1 s and grows as n^3: every REFIT_EVERY-th.
+# trials, then on every REFIT_EVERY-th: a fit grows as n^3
+# (docs/decisions/0004-gp-ucb-refit-every-suggestion.md).
 REFIT_ALWAYS_BELOW = 300
 REFIT_EVERY = 3
 
@@ -85,13 +84,9 @@ class GPUCBSampler(BaseSampler):
             cartesian product of the int/categorical distributions its trials used.
         seed: makes proposals reproducible for a given history.
         n_startup_trials: configs (baseline, failures and running trials
-            included) placed by the space-filling design before the GP takes over
-            (8: with beta 9, 5, 7 and 10 all kept the recorded GEMM spaces' figures and
-            5-7 reached 99% sooner on the decode study; docs/BENCHMARKS.md).
+            included) placed by the space-filling design before the GP takes over.
         beta: UCB exploration weight (mean + sqrt(beta) std) on copula targets; 9 =
-            "mean + 3 std". The textbook 3.84 ("mean + 1.96 std") left more seeds of
-            the recorded GEMM spaces in basins (docs/BENCHMARKS.md, "What changed in
-            GPUCBSampler").
+            "mean + 3 std" (docs/decisions/0002-gp-ucb-beta-9-and-8-start-configs.md).
         beta_schedule: None (constant beta) or "srinivas" (GP-UCB's growing beta, scaled).
         use_feasibility_model: weight the acquisition by P(success) learned from
             FAIL trials; False leaves failures out of the model (only never repeated).
@@ -100,7 +95,8 @@ class GPUCBSampler(BaseSampler):
         refit_every: fit the hyperparameters when the number of completed trials is a
             multiple of this (or none are stored yet); in between, reuse the last ones
             (the posterior is still conditioned on every trial). None (default): every
-            suggestion below 300 completed trials, every 3rd after (docs/BENCHMARKS.md).
+            suggestion below 300 completed trials, every 3rd after
+            (docs/decisions/0004-gp-ucb-refit-every-suggestion.md).
         floor_quantile: completed values below this quantile are raised to it before
             the GP sees them (None: untouched).
         local_patience: once the best has not improved for this many completed trials,

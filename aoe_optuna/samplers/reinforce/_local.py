@@ -2,10 +2,10 @@
 
 A policy with one categorical head per parameter puts its mass on a handful of
 whole configs; once the no-repeat mask has used those up, its next draws are
-not their neighbours but ordinary configs (measured on the decode study: a
-pretrained policy's proposals drift from 1.07x to 1.36x the optimum over 100
-measurements, and REINFORCE updates do not stop it; docs/BENCHMARKS.md). A
-local proposal supplies the neighbourhood structure the heads lack:
+not their neighbours but ordinary configs: a pretrained policy's proposals
+drift away from the optimum as the study goes on, and REINFORCE updates do
+not stop it (docs/decisions/0006-reinforce-local-moves.md). A local proposal
+supplies the neighbourhood structure the heads lack:
 
 1. a centre: of the ``SMOOTH_POOL`` best successful measurements, the
    ``CENTRES`` best by a smoothed log value (their own and their measured
@@ -21,13 +21,12 @@ local proposal supplies the neighbourhood structure the heads lack:
 
 Failed measurements count as tried, are never a centre, and enter the model
 as the worst value measured so far, so moves towards a region that fails to
-build (hidden constraints) are predicted bad (on the hidden-failure study this
-cut the failed measurements of a 500-measurement run from 42 to 29;
-docs/BENCHMARKS.md). Pilots (docs/BENCHMARKS.md) drew the config within the ring in
-proportion to the policy's probability, sharpened or flattened: every
-weighting by the policy made it worse, because the policy's preferences are
-what kept it in the wrong basin; letting the model choose among every
-candidate, without the ring, was worse too (it wanders off along long moves).
+build (hidden constraints) are predicted bad
+(docs/decisions/0008-reinforce-failures-as-worst-value.md). Drawing the
+config within the ring by the policy's probability was worse (the policy's
+preferences are what kept it in the wrong basin), and so was letting the
+model choose among every candidate without the ring (it wanders off along
+long moves).
 The policy still proposes the first configs and a share of the rest, and
 learns from every measurement, local ones included.
 """

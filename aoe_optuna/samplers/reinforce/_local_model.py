@@ -6,12 +6,11 @@ everywhere near the centre; so does one more tile step), but not entirely: a
 size's effect depends on the others. On the decode study the configs ranked
 5-10 (within 0.15% of the optimum) switch double for single buffering *and*
 double tile_k, so single buffering looks bad to an additive model fitted
-around the optimum, and moves there were almost never made (0.41 of these 6
-configs measured per 100-measurement run against gp-ucb's 4.88; 1.78 with
-the terms below; docs/BENCHMARKS.md, "ReinforceSampler, sixth session"). So
-the design matrix is the one-hot parameter values plus size terms
-(:func:`size_terms`): each size's log, its slope per choice of every other
-parameter, and the products of sizes' logs. A ridge regression on it, with
+around the optimum, and moves there are almost never made
+(docs/decisions/0007-reinforce-local-model-size-terms.md). So the design
+matrix is the one-hot parameter values plus size terms (:func:`size_terms`):
+each size's log, its slope per choice of every other parameter, and the
+products of sizes' logs. A ridge regression on it, with
 each successfully measured config weighted by ``DECAY**steps`` from the
 centre, learns those effects from every measurement near it. A Thompson draw
 of its coefficients scores the candidate moves: a move whose effect is known
@@ -36,7 +35,6 @@ from aoe_optuna.space.search_space import SearchSpace
 MIN_MEASURED = 8  # successful measurements below which the move is drawn uniformly
 DECAY = 0.7  # a measured config s index steps from the centre weighs DECAY**s
 RIDGE = 1.0  # prior precision of each coefficient, relative to the residual noise
-SIZE_TERMS = True  # False: the additive (one-hot only) model of the fourth and fifth sessions
 
 
 def onehot(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
@@ -54,8 +52,7 @@ def size_params(space: SearchSpace) -> list[int]:
     Only these: their capacity trade-offs are the interactions that matter on
     the Ascend tiling studies. The same terms for every numeric parameter of a
     recorded CLBlast space (a dozen of them) over-fit a model of the few
-    measurements near a centre: best/opt at 100 was worse in 11 of 20 seeds
-    and better in 6 on both recorded GEMM spaces (docs/BENCHMARKS.md).
+    measurements near a centre (docs/decisions/0007-reinforce-local-model-size-terms.md).
     """
     return [i for i, p in enumerate(space.params)
             if p.name in TILE_NAMES and len(p.choices) > 1
@@ -91,7 +88,7 @@ def size_terms(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
 def design(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
     """The model's design matrix: :func:`onehot`, then :func:`size_terms`."""
     x = onehot(space, rows)
-    return np.concatenate([x, size_terms(space, rows)], axis=1) if SIZE_TERMS else x
+    return np.concatenate([x, size_terms(space, rows)], axis=1)
 
 
 def posterior(x: np.ndarray, y: np.ndarray, w: np.ndarray,

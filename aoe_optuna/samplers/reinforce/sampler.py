@@ -43,10 +43,8 @@ from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Workload
 
-# The share of proposals that are local moves, with or without a pretrained policy:
-# 0.8 beats policy draws alone on the decode and 11.8M studies and on the recorded
-# GEMM and convolution spaces, and ties them on the hidden-failure study
-# (docs/BENCHMARKS.md, "ReinforceSampler, fifth session").
+# The share of proposals that are local moves, with or without a pretrained policy
+# (docs/decisions/0006-reinforce-local-moves.md).
 LOCAL_SHARE = 0.8
 # Without a policy, the first configs are poor and moves around them only climb the
 # nearest hill: local moves start once this many measurements exist (the policy's
@@ -88,7 +86,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
             configs measured (:mod:`._local`; a policy draw when no untried config
             is near), from the first measurement with a policy, from the
             ``LOCAL_START_UNTRAINED``-th without; None: ``LOCAL_SHARE`` (0.8);
-            0: policy draws only, the sampler of the first sessions.
+            0: policy draws only.
         learner: the online learner's settings: a :class:`LearnerSettings`, or a mapping
             of its fields (``{"batch_size": 4}``, as ``--sampler-kwargs`` gives them).
     """

@@ -1,0 +1,328 @@
+"""The Ascend simulator: its fitted parts, its physical properties and its calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aoe_optuna.backends.simulator import cube, geometry, measure, pipeline, traffic, transfer
+from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.hardware.capacity import hardware_rules
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.params import KNOWN_PARAMS, Param, default_config
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Gemm, model_workload
+
+TILES = list(range(16, 257, 16))
+PUBLISHED_TFLOPS = {2048: 251.0, 4096: 314.5, 8192: 305.5}  # torch_npu on 910B2 (reference)
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return load_profile("Ascend910B2")
+
+
+@pytest.fixture(scope="module")
+def sim(profile):
+    return AscendSimulator(profile)
+
+
+def seed_space(profile, dtype="fp16", extra=()):
+    params = [Param.known("tile_m", TILES), Param.known("tile_k", TILES),
+              Param.known("tile_n", TILES), Param.known("pipeline", [0, 1, 2]),
+              Param.known("l1_prefetch", [0, 1]), Param.known("output_align", [0, 1]),
+              *extra]
+    return SearchSpace(params, hardware_rules(profile, dtype))
+
+
+@pytest.fixture(scope="module")
+def space(profile):
+    return seed_space(profile)
+
+
+@pytest.fixture(scope="module")
+def feasible(space):
+    return space.all_feasible()
+
+
+def one(config):
+    """Columns of one full config."""
+    from aoe_optuna.space.params import to_code
+    full = {**default_config(), **config}
+    return {k: np.array([to_code(k, v)]) for k, v in full.items()}
+
+
+# ------------------------------------------------------------------ fitted parts
+def test_mmad_fit_reproduces_the_measured_tables():
+    for table in ("MMAD_910B1", "MMAD_910B3"):
+        slope, startup = cube.fit_mmad(table)
+        assert slope == pytest.approx(1.0, abs=0.01)  # one fractal per cycle at peak
+        rows = np.array(getattr(cube.measured, table))
+        m, k, n, ops = rows.T
+        f = cube.fractals(m, k, n, np.full_like(k, 16.0))
+        predicted_ops = 2 * m * k * n / (slope * f + startup)
+        residual = np.abs(predicted_ops / ops - 1)
+        assert np.max(residual) < 0.17 and np.median(residual) < 0.03
+    assert cube.mmad_startup_cycles("Ascend910B2") < cube.mmad_startup_cycles("Ascend910B3")
+
+
+def test_mmad_efficiency_falls_for_short_runs():
+    big = cube.mmad_cycles(np.array(128.), np.array(64.), np.array(256.), np.array(16.), 23.0)
+    short = cube.mmad_cycles(np.array(16.), np.array(16.), np.array(16.), np.array(16.), 23.0)
+    assert 512 / big > 0.95 and 1 / short < 0.1
+
+
+def test_movers_charge_a_start_up_cost():
+    gm = transfer.gm_to_l1()
+    assert 300e-9 < gm.startup_s < 600e-9  # HBM latency scale, from the 1-burst row
+    assert 250e9 < gm.bytes_per_s < 320e9
+    small, large = 4096, 1 << 20
+    assert small / gm.cycles(small, 1.8e9) < 0.05 * large / gm.cycles(large, 1.8e9)
+    for fit, peak in ((transfer.l1_to_l0a(), 256), (transfer.l1_to_l0b(), 128)):
+        assert 0.8 * peak < fit.bytes_per_s / 1.8e9 <= 1.0 * peak
+        assert fit.startup_s > 0
+
+
+def test_nd2nz_efficiency_grows_with_row_width_and_penalises_misalignment():
+    nd = transfer.nd2nz()
+    widths = np.array([32.0, 64.0, 128.0, 256.0, 512.0, 4096.0])
+    eff = nd.efficiency(widths, 283.0)
+    assert np.all(np.diff(eff) >= 0) and eff[0] < 0.2 and eff[-1] == pytest.approx(1.0)
+    assert nd.efficiency(np.array([96.0]), 283.0)[0] < nd.efficiency(np.array([128.0]), 283.0)[0]
+
+
+def test_geometry_waves_and_idle_cores():
+    g = geometry.block_geometry(np.array([128.0, 128.0]), np.array([64.0, 64.0]),
+                                np.array([256.0, 256.0]), 128 * 4, 4096, 256 * 6, 24, 4)
+    assert g.blocks.tolist() == [24, 24] and g.waves.tolist() == [1, 1]
+    g = geometry.block_geometry(np.array([128.0]), np.array([48.0]), np.array([256.0]),
+                                128 * 5, 100, 256 * 5, 24, 4)
+    assert g.blocks[0] == 25 and g.waves[0] == 2 and g.active_last[0] == 1
+    assert g.k_steps[0] == 3 and g.stages[0] == 1  # K = 100 padded to 144
+    decode = geometry.block_geometry(np.array([64.0]), np.array([64.0]), np.array([64.0]),
+                                     1, 3584, 4608, 24, 4)
+    assert decode.rows_valid[0] == 1 and decode.blocks[0] == 72
+
+
+def test_sector_inflation():
+    assert traffic.sector_inflation(np.array([32.0]))[0] == pytest.approx(4.0)
+    assert traffic.sector_inflation(np.array([512.0]))[0] == pytest.approx(1.0)
+    assert 1.0 < traffic.sector_inflation(np.array([416.0]))[0] < 1.5
+
+
+def test_pipelining_never_slows_a_stage():
+    rng = np.random.default_rng(0)
+    steps = np.full(200, 4.0)
+    mte1, mmad, load, lat = (rng.uniform(10, 2000, 200) for _ in range(4))
+    zeros = np.zeros(200)
+    periods = {}
+    for p in (0, 1, 2):
+        for pf in (0, 1):
+            pipe = np.full(200, p)
+            compute = pipeline.stage_compute_cycles(pipe, steps, mte1, mmad, zeros, zeros)
+            periods[p, pf] = pipeline.stage_period_cycles(pipe, np.full(200, pf), steps, lat,
+                                                          load, compute)
+    assert np.all(periods[1, 0] <= periods[0, 0]) and np.all(periods[2, 0] <= periods[1, 0])
+    assert np.all(periods[2, 1] <= periods[2, 0]) and np.all(periods[1, 1] <= periods[1, 0])
+    assert np.all(periods[2, 1] >= np.maximum(load, steps * np.maximum(mte1, mmad)) - 1e-9)
+
+
+# ------------------------------------------------------------ physical properties
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (1, 3584, 4608), (7, 18944, 3584),
+                                   (300, 1000, 50), (1024, 64, 8192), (16384, 3584, 512)])
+def test_no_config_beats_the_roofline(profile, sim, space, feasible, shape):
+    gemm = Gemm(*shape)
+    lat = sim.latency(space.columns(feasible), gemm)
+    assert np.all(np.isfinite(lat))
+    assert np.min(lat) >= gemm.roofline_s(profile)
+
+
+def test_int8_configs_respect_the_int8_roofline(profile, sim):
+    quant = seed_space(profile, extra=[Param.known("quantization", [True])])
+    rows = quant.all_feasible()
+    gemm = Gemm(2048, 4096, 2048)
+    lat = sim.latency(quant.columns(rows), gemm)
+    int8_floor = max(gemm.flops / profile.peak_flops("int8"),
+                     (gemm.M * gemm.K + gemm.K * gemm.N) / profile.hbm_bandwidth())
+    assert np.nanmin(lat) >= int8_floor
+    fp16 = sim.latency(one({}), gemm)[0]
+    assert sim.latency(one({"quantization": True}), gemm)[0] < fp16  # the faster cube
+
+
+def test_infeasible_configs_never_get_a_latency(profile, sim, space):
+    every = np.stack(np.unravel_index(np.arange(space.size), space.shape), axis=1)
+    lat = sim.latency(space.columns(every), Gemm(512, 512, 512))
+    assert np.array_equal(np.isnan(lat), ~space.is_feasible(every))
+    assert 0 < np.isnan(lat).sum() < space.size
+    m = sim.measure({"tile_m": 256, "tile_k": 256, "tile_n": 256}, Gemm(512, 512, 512))
+    assert not m.ok and m.failure_kind == "infeasible" and m.latency_s is None
+    assert "L0A: needs 256 KiB, has 64 KiB" in m.reason and "L0C" in m.reason
+
+
+@pytest.mark.parametrize("size", sorted(PUBLISHED_TFLOPS))
+def test_best_square_gemm_lands_near_torch_npu(sim, space, feasible, size):
+    gemm = Gemm(size, size, size)
+    best = np.min(sim.latency(space.columns(feasible), gemm))
+    tflops = gemm.flops / best / 1e12
+    assert 0.8 * PUBLISHED_TFLOPS[size] <= tflops <= 1.2 * PUBLISHED_TFLOPS[size]
+
+
+def test_small_square_gemm_is_clearly_less_efficient(profile, sim, space, feasible):
+    cols = space.columns(feasible)
+    eff = {}
+    for size in (1024, 4096):
+        gemm = Gemm(size, size, size)
+        eff[size] = gemm.flops / np.min(sim.latency(cols, gemm)) / profile.peak_flops("fp16")
+    assert eff[1024] < 0.5 * eff[4096]
+
+
+def test_huawei_recommended_block_is_in_the_top_5_percent(sim, space, feasible):
+    gemm = Gemm(4096, 4096, 4096)
+    lat = sim.latency(space.columns(feasible), gemm)
+    recommended = {"tile_m": 128, "tile_k": 64, "tile_n": 256, "pipeline": 2,
+                   "l1_prefetch": 1, "output_align": 1}
+    mine = sim.latency(space.columns(space.index(recommended)[None, :]), gemm)[0]
+    assert np.mean(lat < mine) < 0.05
+
+
+def _best_tile_n(lat, configs, **fixed):
+    sel = np.ones(len(lat), dtype=bool)
+    for name, value in fixed.items():
+        sel &= configs[name] == value
+    return int(configs["tile_n"][sel][np.argmin(lat[sel])])
+
+
+def test_parameters_interact(sim, space, feasible):
+    cols = space.columns(feasible)
+    square = sim.latency(cols, Gemm(4096, 4096, 4096))
+    decode = sim.latency(cols, Gemm(1, 3584, 4608))
+    by_tile_m = {tm: _best_tile_n(square, cols, tile_m=tm) for tm in (32, 128, 256)}
+    assert len(set(by_tile_m.values())) > 1, by_tile_m
+    assert _best_tile_n(square, cols) != _best_tile_n(decode, cols)
+
+
+def test_padding_waste_for_decode(sim):
+    gemm = Gemm(1, 3584, 4608)
+    thin = sim.latency(one({"tile_m": 16, "tile_n": 128}), gemm)[0]
+    tall = sim.latency(one({"tile_m": 128, "tile_n": 128}), gemm)[0]
+    assert thin < tall
+
+
+def test_idle_cores_of_the_last_wave_cost_time(sim):
+    full = sim.latency(one({}), Gemm(128 * 4, 4096, 256 * 6))[0]  # 24 blocks: one wave
+    spill = sim.latency(one({}), Gemm(128 * 5, 4096, 256 * 5))[0]  # 25 blocks: two waves
+    assert spill - sim.launch_s > 1.6 * (full - sim.launch_s)
+
+
+def test_compile_options_matter_a_few_percent(sim):
+    gemm = Gemm(4096, 4096, 4096)
+    base = sim.latency(one({}), gemm)[0]
+    variants = [sim.latency(one({name: value}), gemm)[0]
+                for name, value in [("opt_level", "O0"), ("opt_level", "O3"),
+                                    ("schedule", "throughput"), ("schedule", "latency"),
+                                    ("unroll_factor", 8)]]
+    ratios = np.array(variants) / base
+    assert np.all(np.abs(ratios - 1) < 0.15) and np.any(np.abs(ratios - 1) > 0.001)
+    assert sim.latency(one({"opt_level": "O0"}), gemm)[0] > base
+
+
+def test_layout_conversion_costs(sim):
+    gemm = Gemm(1, 3584, 4608)
+    small_n = {"tile_m": 16, "tile_n": 32}
+    row = sim.latency(one({**small_n, "layout": "row_major"}), gemm)[0]
+    z = sim.latency(one({**small_n, "layout": "z_major"}), gemm)[0]
+    assert z < row
+
+
+def test_decode_landscape_is_not_a_plateau(profile, sim, space, feasible):
+    cols = space.columns(feasible)
+    wl = model_workload(profile, "qwen2.5-7b", "decode", batch=1)
+    step = wl.fixed_s + sum(g.count * sim.latency(cols, g) for g in wl.gemms)
+    tok = wl.tokens_per_step / step
+    near = int(np.sum(tok >= 0.99 * tok.max()))
+    assert 1 <= near <= 0.02 * len(tok)
+    assert tok.max() <= wl.roofline_tokens_per_s(profile)
+    assert tok.max() > 1.5 * np.median(tok)
+
+
+# ------------------------------------------------------------------ measurement
+def test_noise_is_deterministic_for_a_seed(profile):
+    gemm = Gemm(2048, 2048, 2048)
+    a = AscendSimulator(profile, noise=0.05, seed=3)
+    b = AscendSimulator(profile, noise=0.05, seed=3)
+    other = AscendSimulator(profile, noise=0.05, seed=4)
+    cfgs = [{"tile_m": tm, "tile_n": 128} for tm in (32, 64, 128)]
+    first = [a.measure(c, gemm).latency_s for c in cfgs]
+    assert first == [b.measure(c, gemm).latency_s for c in cfgs]
+    assert first == [a.measure(c, gemm).latency_s for c in cfgs]
+    assert first != [other.measure(c, gemm).latency_s for c in cfgs]
+    clean = [AscendSimulator(profile).measure(c, gemm).latency_s for c in cfgs]
+    assert all(0.7 < x / y < 1.3 for x, y in zip(first, clean, strict=True))
+
+
+def test_noise_has_the_requested_spread(profile):
+    factors = [measure.noise_factor(0.02, 0, {"tile_m": i}, Gemm(64, 64, 64)) for i in range(400)]
+    assert np.std(np.log(factors)) == pytest.approx(0.02, rel=0.2)
+
+
+def test_measure_reports_cost_and_model_latency(profile):
+    sim = AscendSimulator(profile, build_s=20.0, warmup=5, repeats=50)
+    gemm = Gemm(4096, 4096, 4096)
+    m = sim.measure(default_config(), gemm)
+    assert m.ok and m.latency_s == pytest.approx(sim.latency(one({}), gemm)[0])
+    assert m.cost_s == pytest.approx(20.0 + 55 * m.latency_s)
+    assert "accuracy_loss" not in m.extra
+    named = sim.measure({**default_config(), "pipeline": "double_buffer", "quantization": "false"},
+                        gemm)
+    assert named.latency_s == m.latency_s and "accuracy_loss" not in named.extra
+
+
+def test_int8_accuracy_figure_matches_a_real_quantized_gemm(sim):
+    rng = np.random.default_rng(0)
+    k = 1024
+    a, b = rng.standard_normal((64, k)), rng.standard_normal((k, 64))
+    sa = np.abs(a).max(axis=1, keepdims=True) / 127
+    sb = np.abs(b).max(axis=0, keepdims=True) / 127
+    exact = a @ b
+    quant = (np.round(a / sa) * sa) @ (np.round(b / sb) * sb)
+    observed = np.sqrt(np.mean((quant - exact) ** 2) / np.mean(exact**2))
+    m = sim.measure({"quantization": True}, Gemm(512, k, 512))
+    assert m.ok and m.extra["accuracy_loss"] == pytest.approx(observed, rel=0.15)
+    assert measure.int8_relative_error(18944) > measure.int8_relative_error(256)
+
+
+def test_hidden_failures_are_a_learnable_region(profile, space, feasible):
+    gemm = Gemm(4096, 4096, 4096)
+    assert not AscendSimulator(profile).hidden_failures(space.columns(feasible), gemm).any()
+    sim = AscendSimulator.from_options({"hidden_failures": True}, profile)
+    cols = space.columns(feasible)
+    fails = sim.hidden_failures(cols, gemm)
+    assert 0.05 < fails.mean() < 0.7
+    # monotone: a failing config still fails with a deeper K tile
+    deeper = {**cols, "tile_k": cols["tile_k"] + 16}
+    assert np.all(sim.hidden_failures(deeper, gemm)[fails])
+    bad = space.config(feasible[np.argmax(fails)])
+    m = sim.measure(bad, gemm)
+    assert not m.ok and m.failure_kind == "build" and m.reason.startswith("GetTiling returned -1")
+    assert sim.measure(default_config(), gemm).ok
+    assert np.array_equal(np.isnan(sim.latency(cols, gemm)), fails)  # no latency either
+    assert AscendSimulator.from_options({"hidden_failures": 256}, profile).hidden_failures(
+        cols, gemm).mean() > fails.mean()
+
+
+@pytest.mark.parametrize(("options", "key"), [
+    ({"nois": 0.1}, "nois"), ({"noise": -1}, "noise"), ({"noise": "x"}, "noise"),
+    ({"seed": 1.5}, "seed"), ({"hidden_failures": "yes"}, "hidden_failures"),
+    ({"repeats": 0}, "repeats"),
+])
+def test_bad_options_name_the_key(profile, options, key):
+    with pytest.raises(ValueError, match=rf"^{key}: expected"):
+        AscendSimulator.from_options(options, profile)
+
+
+def test_missing_columns_take_their_defaults(sim):
+    gemm = Gemm(1024, 1024, 1024)
+    lat = sim.latency({"tile_m": np.array([64, 128])}, gemm)
+    full = [sim.latency(one({"tile_m": tm}), gemm)[0] for tm in (64, 128)]
+    assert set(one({})) == set(KNOWN_PARAMS)
+    assert lat.tolist() == pytest.approx(full)

@@ -1,0 +1,220 @@
+"""GPUCBSampler end to end on real Optuna storages and small synthetic spaces."""
+
+from __future__ import annotations
+
+import numpy as np
+import optuna
+import pytest
+from gp_ucb_fixtures import SIZES, fails, optimum, run, small_space, throughput
+from optuna.trial import TrialState
+
+from aoe_optuna.samplers.gp_ucb import GPUCBSampler
+from aoe_optuna.samplers.gp_ucb import _model as model_module
+from aoe_optuna.samplers.gp_ucb.sampler import HYPER_ATTR
+from aoe_optuna.samplers.registry import make_sampler, sampler_class
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
+def _key(config: dict) -> tuple:
+    return tuple(config[k] for k in ("a", "b", "c", "mode"))
+
+
+def test_registry_builds_it() -> None:
+    space = small_space()
+    sampler = make_sampler("gp-ucb", space=space, seed=3, n_startup_trials=5)
+    assert isinstance(sampler, GPUCBSampler)
+    assert sampler_class("gp-ucb") is GPUCBSampler
+
+
+def test_full_run_never_infeasible_nor_repeated() -> None:
+    space = small_space()
+    study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(space=space, seed=0))
+    study.enqueue_trial({"a": 32, "b": 4, "c": 1, "mode": "x"})  # the baseline
+    asked = run(study, space, 24, hidden_failures=True)
+    assert len({_key(c) for c in asked}) == len(asked)
+    assert space.is_feasible(np.array([space.index(c) for c in asked])).all()
+    assert any(t.system_attrs.get(HYPER_ATTR) for t in study.trials)  # the GP phase ran
+
+
+def test_running_trials_are_pending_points_for_other_workers() -> None:
+    space = small_space()
+    storage = optuna.storages.InMemoryStorage()
+    first = optuna.create_study(
+        storage=storage, study_name="s", direction="maximize",
+        sampler=GPUCBSampler(space=space, seed=0, n_startup_trials=6),
+    )
+    run(first, space, 12)
+    second = optuna.load_study(
+        study_name="s", storage=storage, sampler=GPUCBSampler(space=space, seed=0,
+                                                              n_startup_trials=6)
+    )
+    a = first.ask(space.distributions())  # stays RUNNING in worker 1
+    b = second.ask(space.distributions())
+    c = first.ask(space.distributions())
+    keys = {_key(t.params) for t in (a, b, c)}
+    assert len(keys) == 3
+    # Both workers use the same seed: without the pending point, worker 2 would
+    # repeat worker 1's choice; show the model really saw it (not just dedup).
+    assert b.number == a.number + 1
+
+
+def test_same_seed_same_history_same_proposals() -> None:
+    space = small_space()
+    runs = []
+    for _ in range(2):
+        study = optuna.create_study(direction="maximize",
+                                    sampler=GPUCBSampler(space=space, seed=7))
+        runs.append([_key(c) for c in run(study, space, 13, hidden_failures=True)])
+    assert runs[0] == runs[1]
+    other = optuna.create_study(direction="maximize", sampler=GPUCBSampler(space=space, seed=8))
+    assert [_key(c) for c in run(other, space, 8)] != runs[0][:8]
+
+
+def test_resume_with_a_new_instance_continues_identically(tmp_path) -> None:
+    space = small_space()
+    sequences = []
+    for swap in (False, True):
+        storage = optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(str(tmp_path / f"j{swap}.log"))
+        )
+        study = optuna.create_study(storage=storage, study_name="s", direction="maximize",
+                                    sampler=GPUCBSampler(space=space, seed=1))
+        asked = run(study, space, 11)
+        if swap:  # a new process: load the study with a fresh sampler
+            study = optuna.load_study(study_name="s", storage=storage,
+                                      sampler=GPUCBSampler(space=space, seed=1))
+        asked += run(study, space, 3)
+        sequences.append([_key(c) for c in asked])
+    assert sequences[0] == sequences[1]
+
+
+def test_a_failed_fit_falls_back_and_the_study_goes_on(monkeypatch) -> None:
+    space = small_space()
+    study = optuna.create_study(direction="maximize",
+                                sampler=GPUCBSampler(space=space, seed=2, n_startup_trials=5))
+    run(study, space, 8)
+    before = study.trials[-1].system_attrs[HYPER_ATTR]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("forced: Cholesky failed")
+
+    monkeypatch.setattr(model_module, "fit_gpytorch_mll", broken)
+    asked = run(study, space, 3)
+    assert len({_key(c) for c in [*map(dict, (t.params for t in study.trials))]}) == 11
+    assert all(study.trials[-i].system_attrs[HYPER_ATTR] == before for i in (1, 2, 3))
+    assert space.is_feasible(np.array([space.index(c) for c in asked])).all()
+
+    # No previous hyperparameters at all: the suggestion is space-filling instead.
+    fresh = optuna.create_study(direction="maximize",
+                                sampler=GPUCBSampler(space=space, seed=2, n_startup_trials=5))
+    assert len(run(fresh, space, 8)) == 8
+    assert not any(HYPER_ATTR in t.system_attrs for t in fresh.trials)
+
+
+def test_plain_optuna_study_without_a_spec_learns_constraints() -> None:
+    """Cartesian product of the distributions; rule-breakers and crashes are never repeated."""
+    study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(seed=0))
+
+    def objective(trial: optuna.Trial) -> float:
+        config = {k: trial.suggest_categorical(k, list(SIZES)) for k in "abc"}
+        config["mode"] = trial.suggest_categorical("mode", ["x", "y", "z"])
+        trial.set_constraint("ab", config["a"] * config["b"] - 128)
+        if config["a"] * config["b"] > 128:
+            raise optuna.TrialPruned()
+        if fails(config):
+            raise RuntimeError("crash")
+        return throughput(config)
+
+    study.optimize(objective, n_trials=24, catch=(RuntimeError,))
+    keys = [_key(t.params) for t in study.trials]
+    assert len(set(keys)) == len(keys)
+    states = [t.state for t in study.trials]
+    assert states.count(TrialState.COMPLETE) >= 10
+    late = [t for t in study.trials[12:] if t.state != TrialState.COMPLETE]
+    assert len(late) <= 6  # it learned where not to go (12 later trials)
+
+
+def test_beats_random_search_seed_for_seed() -> None:
+    """25 measurements of a 540-config space, 6 seeds.
+
+    Whether a seed lands exactly on the optimum is a knife edge: on one machine
+    2 of 3 seeds did, on another (same package versions, other CPU) 1 of 3.
+    What must hold everywhere is the comparison with random search on the same
+    seeds (measured 2026-12-03: 6 of 6 seeds better, mean 0.88 vs 0.63).
+    """
+    space = small_space()
+    best = optimum(space)
+    gp, rnd = [], []
+    for seed in range(6):
+        for sampler, out in ((GPUCBSampler(space=space, seed=seed), gp),
+                             (optuna.samplers.RandomSampler(seed=seed), rnd)):
+            study = optuna.create_study(direction="maximize", sampler=sampler)
+            run(study, space, 25)
+            out.append(study.best_value / best)
+    assert sum(g > r for g, r in zip(gp, rnd, strict=True)) >= 5, (gp, rnd)
+    assert np.mean(gp) > np.mean(rnd) + 0.1, (gp, rnd)
+    assert max(gp) == 1.0  # it does reach the optimum
+
+
+def test_feasibility_model_wastes_fewer_measurements_on_failures() -> None:
+    space = small_space()
+    wasted = {True: 0, False: 0}
+    for use in (True, False):
+        for seed in range(2):
+            sampler = GPUCBSampler(space=space, seed=seed, use_feasibility_model=use)
+            study = optuna.create_study(direction="maximize", sampler=sampler)
+            run(study, space, 24, hidden_failures=True)
+            wasted[use] += sum(t.state == TrialState.FAIL for t in study.trials)
+    assert wasted[True] < wasted[False]
+
+
+@pytest.mark.parametrize("bad", [{"n_startup_trials": 0}, {"beta": -1.0},
+                                 {"beta_schedule": "cosine"}, {"refit_every": 0},
+                                 {"floor_quantile": 1.0}])
+def test_bad_arguments_say_what_was_expected(bad) -> None:
+    with pytest.raises(ValueError, match="expected"):
+        GPUCBSampler(space=small_space(), **bad)
+
+
+def test_hyperparameters_are_fitted_every_suggestion_until_the_study_is_large() -> None:
+    from aoe_optuna.samplers.gp_ucb.sampler import REFIT_ALWAYS_BELOW, REFIT_EVERY
+
+    default = GPUCBSampler(space=small_space())
+    assert [default._refit_period(n) for n in (2, REFIT_ALWAYS_BELOW - 1)] == [1, 1]
+    assert default._refit_period(REFIT_ALWAYS_BELOW) == REFIT_EVERY > 1
+    fixed = GPUCBSampler(space=small_space(), refit_every=4)
+    assert fixed._refit_period(2) == fixed._refit_period(10_000) == 4
+
+
+def test_plain_study_keeps_its_own_distributions() -> None:
+    """A log-scaled int keeps its distribution; every value proposed is distinct and in range."""
+    study = optuna.create_study(sampler=GPUCBSampler(seed=0, n_startup_trials=4))
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_int("x", 1, 64, log=True)
+        kind = trial.suggest_categorical("kind", ["p", "q"])
+        return abs(np.log2(x) - 3) + (kind == "q")
+
+    study.optimize(objective, n_trials=10)
+    pairs = [(t.params["x"], t.params["kind"]) for t in study.trials]
+    assert len(set(pairs)) == 10 and all(1 <= x <= 64 for x, _ in pairs)
+    assert study.trials[-1].distributions["x"] == optuna.distributions.IntDistribution(
+        1, 64, log=True)
+    assert any(HYPER_ATTR in t.system_attrs for t in study.trials)  # the GP ran on it
+
+
+def test_space_comes_from_the_spec_stored_in_the_study() -> None:
+    from aoe_optuna.spec.loader import load_spec
+    from aoe_optuna.spec.stored import SPEC_ATTR
+    from aoe_optuna.study.objective import suggest_config
+
+    spec = load_spec("studies/qwen25_7b_decode_910b2.json")
+    study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(seed=0))
+    study.set_user_attr(SPEC_ATTR, spec.canonical())
+    for value in (1.0, 2.0, 3.0):
+        trial = study.ask()
+        config = suggest_config(trial, spec.space)
+        assert set(trial.params) == set(spec.space.names)  # every tuned parameter
+        assert spec.space.is_feasible(spec.space.index(config)[None, :])[0]
+        study.tell(trial, value)
