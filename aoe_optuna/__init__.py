@@ -4,7 +4,7 @@ The objects a library user needs, loaded on first use so that ``import
 aoe_optuna`` stays light (no torch, no BoTorch)::
 
     import optuna
-    from aoe_optuna import load_spec, GPUCBSampler, TuningObjective, Evaluator, make_backend
+    from aoe_optuna import GPUCBSampler, MeasurementFailed, TuningObjective, load_spec
 
 Layout: ``space`` (parameters, constraints, SearchSpace) < ``hardware`` (SoC
 profiles, capacity rules) < ``workload`` < ``backends`` < ``spec`` <
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from aoe_optuna.space.search_space import SearchSpace
     from aoe_optuna.spec.backend import make_backend
     from aoe_optuna.spec.loader import SpecError, StudySpec, load_spec, spec_from_dict
-    from aoe_optuna.study.objective import Evaluator, TuningObjective
+    from aoe_optuna.study.objective import Evaluator, MeasurementFailed, TuningObjective
 
 _LAZY = {
     "GPUCBSampler": "aoe_optuna.samplers",
@@ -39,13 +39,14 @@ _LAZY = {
     "BackendBase": "aoe_optuna.backends.base",
     "Measurement": "aoe_optuna.backends.base",
     "Evaluator": "aoe_optuna.study.objective",
+    "MeasurementFailed": "aoe_optuna.study.objective",
     "TuningObjective": "aoe_optuna.study.objective",
 }
 
 __all__ = [
     "Backend", "BackendBase", "Evaluator", "GPUCBSampler", "LearnerSettings", "Measurement",
-    "ReinforceSampler", "SearchSpace", "SpecError", "StudySpec", "TuningObjective",
-    "__version__", "load_spec", "make_backend", "spec_from_dict",
+    "MeasurementFailed", "ReinforceSampler", "SearchSpace", "SpecError", "StudySpec",
+    "TuningObjective", "__version__", "load_spec", "make_backend", "spec_from_dict",
 ]
 
 

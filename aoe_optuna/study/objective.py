@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
@@ -33,7 +33,11 @@ from aoe_optuna.attrs import (
 )
 from aoe_optuna.backends.base import Backend
 from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.workload.models import Workload
+
+if TYPE_CHECKING:
+    from aoe_optuna.spec.loader import StudySpec
 
 
 class MeasurementFailed(Exception):
@@ -181,6 +185,17 @@ class TuningObjective:
         self.space = space
         self.evaluator = evaluator
         self.may_measure = may_measure
+
+    @classmethod
+    def from_spec(cls, spec: StudySpec, backend: Backend | None = None) -> TuningObjective:
+        """The objective of a study spec: its space, each config measured on every GEMM of
+        its workload by ``backend`` (by default the one the spec names)."""
+        evaluator = Evaluator(
+            spec.workload, backend if backend is not None else make_backend(spec),
+            spec.roofline_tokens_per_s(),
+            max_accuracy_loss=spec.accuracy.get("max_relative_error"),
+        )
+        return cls(spec.space, evaluator)
 
     def __call__(self, trial: optuna.Trial) -> float:
         config = suggest_config(trial, self.space)
