@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +15,10 @@ from aoe_optuna.bench import kernel_tuner_side as kts
 from aoe_optuna.bench import metrics
 from aoe_optuna.bench.command import main, parse_sampler
 from aoe_optuna.bench.runner import Case
+from aoe_optuna.cli.main import main as aoe_tune
 
 INF = float("inf")
+DECODE = Path(__file__).resolve().parents[1] / "studies" / "qwen25_7b_decode_910b2.json"
 
 
 def test_best_so_far_and_ratio_curve():
@@ -187,38 +190,6 @@ def test_paired_comparison_by_hand():
         metrics.paired_comparison(a, b[:3], np.random.default_rng(0))
 
 
-def test_compare_runs_script_pairs_the_bench_runs(tmp_path, capsys):
-    from script_module import load_script
-
-    script = load_script("compare_runs")
-    cache = write_cache(tmp_path, gz=True)
-    out = tmp_path / "out"
-    assert main(["--space", str(cache), "--sampler", "random", "--sampler", "tpe",
-                 "--seeds", "3", "--budgets", "3", "--jobs", "1", "--kernel-tuner", "",
-                 "--out", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
-    raw = json.loads((out / "results.json").read_text())
-    want = {s: raw["summary"]["tiny"][s]["budgets"]["3"]["median"] for s in ("random", "tpe")}
-    capsys.readouterr()
-    argv = ["--space", str(cache), "--runs", str(out), "--a", "random", "--b", "tpe",
-            "--budget", "3"]
-    assert script.main(argv) == 0
-    text = capsys.readouterr().out
-    assert text.startswith("3 seeds (0-2), best/opt at 3")
-    assert f"a: median {want['random']:.4f}" in text and f"b: median {want['tpe']:.4f}" in text
-    assert script.main([*argv[:-4], "--a", "random", "--b", "nope", "--budget", "3"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "no seed has runs of both" in err and "\n" not in err
-    # one label from two folders (two versions of the code): a run against itself ties
-    same = ["--space", str(cache), "--a-runs", str(out), "--b-runs", str(out), "--a", "tpe",
-            "--b", "tpe", "--budget", "3"]
-    assert script.main(same) == 0
-    assert "0 wins, 3 ties, 0 losses" in capsys.readouterr().out
-    # a recorded space has no noise-free costs to take an expectation over
-    assert script.main([*same, "--expected"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "--expected" in err and "noise-free" in err and "\n" not in err
-
-
 def test_effective_noise_is_the_spread_of_the_log_ratios():
     true = np.array([1.0, 2.0, 4.0, np.inf])
     measured = true * np.exp(np.array([0.01, -0.01, 0.01, 0.0]))
@@ -251,3 +222,28 @@ def test_incumbent_draws_winners_curse_by_hand():
     assert many > few > 1.0
     with pytest.raises(ValueError, match="no successfully"):
         metrics.incumbent_draws([np.inf], 0.01, rng)
+
+
+@pytest.mark.parametrize("name", ["compare", "noise-floor", "missed-optimum", "diagnose"])
+def test_bench_analyses_have_help_with_an_example(name, capsys):
+    with pytest.raises(SystemExit) as done:
+        aoe_tune(["bench", name, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: aoe-tune bench {name} ")
+    assert f"example:\n  aoe-tune bench {name} --space studies/" in out
+
+
+def test_bench_help_lists_its_analyses_and_the_old_form_still_benchmarks(tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        aoe_tune(["bench", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: aoe-tune bench [-h] --space SPACE")
+    assert all(f"  {n} " in out for n in ("compare", "noise-floor", "missed-optimum", "diagnose"))
+    out_dir = tmp_path / "out"
+    assert aoe_tune(["bench", "--space", str(DECODE), "--sampler", "random", "--seeds", "1",
+                     "--budgets", "3", "--jobs", "1", "--kernel-tuner", "",
+                     "--out", str(out_dir)]) == 0
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "qwen25_7b_decode_910b2.png", "report.md", "results.json", "runs.jsonl"]

@@ -1,6 +1,6 @@
 """Sampler benchmark: samplers x spaces x seeds, against exhaustive optima.
 
-``python scripts/bench_samplers.py --space studies/qwen25_7b_decode_910b2.json
+``aoe-tune bench --space studies/qwen25_7b_decode_910b2.json
 --space ../shared/spaces/gemm_RTX_2080_Ti.json.gz --sampler random --sampler tpe
 --sampler 'gp:{"_seeds": 5, "_budget": 50}' --budgets 25,50,100 --out bench_out``
 
@@ -11,11 +11,15 @@ registry name, optionally ``name:JSON`` with its keyword arguments; the
 reserved keys ``_seeds`` and ``_budget`` lower that sampler's seed count or
 budget (for slow samplers). Writes ``results.json`` (raw runs and summaries),
 ``report.md`` and one ``<space>.png`` convergence plot per space.
+
+A first argument that names one of :data:`ANALYSES` runs that analysis of
+bench runs instead (``aoe-tune bench compare --help``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -36,6 +40,19 @@ from aoe_optuna.bench.exhaustive import (
 from aoe_optuna.bench.report import markdown, summarise_all
 from aoe_optuna.bench.runner import Case, RunResult, Task, run_tasks
 
+ANALYSES = {  # aoe-tune bench NAME ...: module (its main(argv))
+    "compare": "aoe_optuna.bench.compare",
+    "noise-floor": "aoe_optuna.bench.noise_floor",
+    "missed-optimum": "aoe_optuna.bench.missed_optimum",
+    "diagnose": "aoe_optuna.bench.diagnose",
+}
+ANALYSES_HELP = """\
+analyses of bench runs (aoe-tune bench NAME --help for each):
+  compare         two samplers of a bench run, seed for seed (W/T/L, sign test)
+  noise-floor     the incumbent metric's floor under noise, and the runs on it
+  missed-optimum  how near the runs that missed the optimum came to it
+  diagnose        the noise-free quality of every proposal (reruns the runs)
+"""
 DEFAULT_BUDGETS = (25, 50, 100)
 DEFAULT_SEEDS = 20
 INFEASIBLE_CAP_PER_MEASUREMENT = 50
@@ -94,7 +111,9 @@ def exhaustive_for(case: Case, cache_dir: Path | None) -> Exhaustive:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="aoe-tune bench", description=__doc__.split("\n\n")[0],
+                                epilog=ANALYSES_HELP,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--space", action="append", required=True,
                    help="study spec (.json/.toml) or Kernel Tuner cache (.json/.json.gz)")
     p.add_argument("--sampler", action="append", default=None,
@@ -139,7 +158,10 @@ def _samplers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     return items or [("random", {}), ("tpe", {})]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ANALYSES:
+        return int(importlib.import_module(ANALYSES[argv[0]]).main(argv[1:]))
     args = build_parser().parse_args(argv)
     try:
         budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
@@ -216,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                       if args.max_infeasible is None else str(cap))
     (out / "report.md").write_text(report)
     raw = {
-        "argv": list(sys.argv[1:] if argv is None else argv),
+        "argv": argv,
         "budgets": budgets,
         "infeasible_cap": cap,
         "cases": {c.name: {"path": c.path, "kind": c.kind,
@@ -263,39 +285,3 @@ def _run_kt(tasks: list[tuple[Case, str, int, int]], jobs: int, progress: Any) -
             results.append(r)
             progress(r)
     return results
-
-
-def spec_runs_problem(folders: Sequence[Path], space: str | Path) -> str | None:
-    """Why a simulator spec and bench ``--out`` folders are unusable (one line); None if not."""
-    missing = [str(f) for f in folders if not (Path(f) / "runs.jsonl").is_file()]
-    if missing:
-        return f"{missing[0]}: no runs.jsonl (expected a bench --out folder)"
-    if not Path(space).is_file():
-        return f"{space}: no such study spec"
-    if Case.from_path(str(space)).kind != "spec":
-        return f"{space}: expected a simulator study spec, got a recorded space"
-    return None
-
-
-def labels_of(folders: Sequence[Path], budget: int) -> list[str]:
-    """The sampler labels with runs of at least ``budget`` in bench ``--out`` folders, in order."""
-    seen: dict[str, None] = {}
-    for folder in folders:
-        for r in load_runs(Path(folder) / "runs.jsonl"):
-            if r.budget >= budget:
-                seen.setdefault(r.sampler, None)
-    return list(seen)
-
-
-def runs_of(folders: Sequence[Path], label: str, budget: int) -> dict[int, RunResult]:
-    """One sampler label's runs per seed over bench ``--out`` folders.
-
-    A later folder's run of the same seed replaces an earlier one; runs shorter
-    than ``budget`` measurements are kept (the metrics hold their last value).
-    """
-    out: dict[int, RunResult] = {}
-    for folder in folders:
-        for r in load_runs(Path(folder) / "runs.jsonl"):
-            if r.sampler == label and r.budget >= budget:
-                out[r.seed] = r
-    return out

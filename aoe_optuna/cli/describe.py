@@ -1,6 +1,6 @@
 """What a spec's space looks like: size, feasible set, baseline, and the optimum.
 
-Used by ``aoe-tune describe`` and scripts/describe_studies.py; the optimum is
+Used by ``aoe-tune describe``; the optimum is
 exhaustive (every feasible config evaluated, noise-free, by the vectorised
 simulator), so it is the true optimum of the model, not an estimate.
 """

@@ -34,8 +34,9 @@ examples:
   # what a spec's space looks like (size, feasible configs, optimum on the simulator)
   aoe-tune describe studies/qwen25_7b_decode_910b2.json
 
-other commands: export, describe, bench (sampler benchmark), pretrain-policy
-(REINFORCE transfer); `aoe-tune COMMAND --help` for each.
+other commands: export, describe, bench (sampler benchmark; its analyses of the
+runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
+pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy")
