@@ -23,12 +23,10 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from aoe_optuna.study.objective import count_measured, is_measured
+from aoe_optuna.study.pg_server import postgres_server, server_bin
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from pg_server import postgres_server, server_bin  # noqa: E402
-
-from aoe_optuna.study.objective import count_measured, is_measured  # noqa: E402
 
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
 CPU = ROOT / "studies" / "cpu_gemm.json"

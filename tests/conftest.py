@@ -1,4 +1,4 @@
-"""Test set-up: tests import their helpers (pg_server) from this folder."""
+"""Test set-up: tests import their helpers (kt_fixture, gp_ucb_fixtures) from this folder."""
 
 import sys
 from pathlib import Path
