@@ -13,9 +13,9 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.trial import TrialState
-from pg_server import postgres_server, server_bin
 
 from aoe_optuna.study.objective import count_measured, is_measured
+from aoe_optuna.study.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
