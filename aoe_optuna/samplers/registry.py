@@ -47,6 +47,15 @@ SAMPLERS: dict[str, Factory | str] = {
     "reinforce": "aoe_optuna.samplers.reinforce:ReinforceSampler",
 }
 
+# The samplers that keep the constraint contract; tests/samplers/test_contract.py runs
+# its checks on each of them, so a sampler named here gets them without a test of its own.
+# The contract, given the study's SearchSpace: every proposal is a feasible config of it;
+# none is a config another trial of the study measured, failed on or holds (a RUNNING
+# trial's params or claim, see ``claims``); a fresh sampler with the same seed on the
+# same storage proposes what the first would have (so a resumed study is the straight
+# run, trial for trial); and workers sharing one study never measure a config twice.
+CONSTRAINT_AWARE: frozenset[str] = frozenset({"gp-ucb", "reinforce"})
+
 # Names our classes take in ``aoe-optuna ask --sampler <Name>``.
 OPTUNA_CLI_NAMES: dict[str, str] = {
     "GPUCBSampler": "gp-ucb",
@@ -60,6 +69,11 @@ class UnknownSamplerError(ValueError):
 
 def sampler_names() -> list[str]:
     return list(SAMPLERS)
+
+
+def constraint_aware_names() -> list[str]:
+    """The registered samplers that keep the constraint contract, in registry order."""
+    return [name for name in SAMPLERS if name in CONSTRAINT_AWARE]
 
 
 def sampler_class(name: str) -> type[optuna.samplers.BaseSampler]:

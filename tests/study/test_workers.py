@@ -138,23 +138,3 @@ def test_unreachable_postgresql_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot open" in lines[0] and "Traceback" not in proc.stderr
-
-
-@pytest.mark.parametrize("sampler", ["gp-ucb", "reinforce"])
-def test_our_samplers_never_measure_a_config_twice_across_workers(
-    tmp_path: Path, sampler: str
-) -> None:
-    from aoe_optuna.samplers.registry import UnknownSamplerError, sampler_class
-
-    try:
-        sampler_class(sampler)
-    except UnknownSamplerError as exc:
-        pytest.skip(str(exc))
-    url = f"sqlite:///{tmp_path / 'aoe.db'}"
-    proc = _run(["--config", QWEN, "--storage", url, "--study-name", "dup", "--n-trials", "24",
-                 "--n-workers", "3", "--sampler", sampler, "--seed", "0"])
-    assert proc.returncode == 0, proc.stderr
-    trials = _check_study(url, "dup", 24)
-    seen = Counter(tuple(sorted(t.params.items())) for t in trials if is_measured(t))
-    assert max(seen.values()) == 1
-    assert not [t for t in trials if "violated_rules" in t.user_attrs]  # never infeasible

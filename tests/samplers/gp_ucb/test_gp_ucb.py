@@ -27,15 +27,6 @@ def test_registry_builds_it() -> None:
     assert sampler_class("gp-ucb") is GPUCBSampler
 
 
-def test_full_run_never_infeasible_nor_repeated() -> None:
-    space = small_space()
-    study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(space=space, seed=0))
-    study.enqueue_trial({"a": 32, "b": 4, "c": 1, "mode": "x"})  # the baseline
-    asked = run(study, space, 24, hidden_failures=True)
-    assert len({_key(c) for c in asked}) == len(asked)
-    assert space.is_feasible(np.array([space.index(c) for c in asked])).all()
-    assert any(t.system_attrs.get(HYPER_ATTR) for t in study.trials)  # the GP phase ran
-
 
 def test_running_trials_are_pending_points_for_other_workers() -> None:
     space = small_space()
@@ -70,23 +61,6 @@ def test_same_seed_same_history_same_proposals() -> None:
     other = optuna.create_study(direction="maximize", sampler=GPUCBSampler(space=space, seed=8))
     assert [_key(c) for c in run(other, space, 8)] != runs[0][:8]
 
-
-def test_resume_with_a_new_instance_continues_identically(tmp_path) -> None:
-    space = small_space()
-    sequences = []
-    for swap in (False, True):
-        storage = optuna.storages.JournalStorage(
-            optuna.storages.journal.JournalFileBackend(str(tmp_path / f"j{swap}.log"))
-        )
-        study = optuna.create_study(storage=storage, study_name="s", direction="maximize",
-                                    sampler=GPUCBSampler(space=space, seed=1))
-        asked = run(study, space, 11)
-        if swap:  # a new process: load the study with a fresh sampler
-            study = optuna.load_study(study_name="s", storage=storage,
-                                      sampler=GPUCBSampler(space=space, seed=1))
-        asked += run(study, space, 3)
-        sequences.append([_key(c) for c in asked])
-    assert sequences[0] == sequences[1]
 
 
 def test_a_failed_fit_falls_back_and_the_study_goes_on(monkeypatch) -> None:

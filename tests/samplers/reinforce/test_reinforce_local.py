@@ -207,18 +207,6 @@ def test_failed_builds_teach_the_model_to_move_away_from_them() -> None:
     assert taught < untaught / 2, (taught, untaught)
 
 
-def test_local_runs_resume_identically(tmp_path) -> None:
-    space = small_space()
-    kw = {"space": space, "seed": 4, "learner": SMALL_BATCH, "local": 0.5}
-    straight = run(space, ReinforceSampler(**kw), 24)
-    url = f"sqlite:///{tmp_path / 'local.db'}"
-    first = optuna.create_study(storage=url, study_name="s", direction="maximize",
-                                sampler=ReinforceSampler(**kw))
-    run(space, first.sampler, 13, study=first)
-    resumed = optuna.load_study(storage=url, study_name="s", sampler=ReinforceSampler(**kw))
-    run(space, resumed.sampler, 11, study=resumed)  # a fresh sampler object: replayed state
-    np.testing.assert_array_equal(rows_of(space, straight), rows_of(space, resumed))
-
 
 @pytest.mark.parametrize("bad", [1.5, -0.1, float("nan"), True, "0.5"])
 def test_local_share_must_be_a_share(bad) -> None:
