@@ -28,26 +28,57 @@ def test_registry_builds_it() -> None:
 
 
 
-def test_running_trials_are_pending_points_for_other_workers() -> None:
+def _second_proposals(seed: int, n: int) -> tuple[dict, dict, dict]:
+    """Worker 1's proposal, worker 2's while it is RUNNING, and the runner-up of worker 1's
+    own ranking.
+
+    The runner-up is what the same sampler proposes on the same history when the
+    config is excluded without being a pending point: trial ``a`` FAILED instead of
+    running (with the feasibility model off a failure is only never repeated; the
+    trial keeps its system attributes, so the GP starts from the same hyperparameters).
+    Without pending points worker 2 could only skip the claimed config, and would
+    propose exactly that runner-up.
+    """
     space = small_space()
+    kw = {"space": space, "seed": seed, "n_startup_trials": 6, "use_feasibility_model": False}
     storage = optuna.storages.InMemoryStorage()
-    first = optuna.create_study(
-        storage=storage, study_name="s", direction="maximize",
-        sampler=GPUCBSampler(space=space, seed=0, n_startup_trials=6),
-    )
-    run(first, space, 12)
-    second = optuna.load_study(
-        study_name="s", storage=storage, sampler=GPUCBSampler(space=space, seed=0,
-                                                              n_startup_trials=6)
-    )
+    first = optuna.create_study(storage=storage, study_name="s", direction="maximize",
+                                sampler=GPUCBSampler(**kw))
+    run(first, space, n)
+    second = optuna.load_study(study_name="s", storage=storage, sampler=GPUCBSampler(**kw))
     a = first.ask(space.distributions())  # stays RUNNING in worker 1
     b = second.ask(space.distributions())
-    c = first.ask(space.distributions())
-    keys = {_key(t.params) for t in (a, b, c)}
-    assert len(keys) == 3
-    # Both workers use the same seed: without the pending point, worker 2 would
-    # repeat worker 1's choice; show the model really saw it (not just dedup).
-    assert b.number == a.number + 1
+    failed = storage.get_trial(a._trial_id)
+    alone = optuna.create_study(direction="maximize", sampler=GPUCBSampler(**kw))
+    alone.add_trials(first.get_trials()[:n])
+    alone.add_trial(optuna.trial.create_trial(
+        state=TrialState.FAIL, params=a.params, distributions=failed.distributions,
+        system_attrs=failed.system_attrs))
+    runner_up = alone.ask(space.distributions())
+    assert runner_up.number == b.number  # same trial number: same random streams
+    return a.params, b.params, runner_up.params
+
+
+def test_running_trials_are_pending_points_for_other_workers() -> None:
+    """A RUNNING trial is a pending point of the GP (its mean believed, its variance
+    collapsed), so a second worker with the same seed does not just take the next
+    config of the first worker's ranking, which is mostly a neighbour of the running
+    one: it moves away from it. (With pending points switched off, worker 2's
+    proposal is the runner-up on every seed.)"""
+    space = small_space()
+
+    def steps(x: dict, y: dict) -> int:
+        return int(np.abs(space.index(x) - space.index(y)).sum())
+
+    moved, near_b, near_r = 0, 0, 0
+    for seed in range(6):
+        a, b, runner_up = _second_proposals(seed, n=10)
+        assert _key(b) != _key(a)
+        moved += _key(b) != _key(runner_up)
+        near_b += steps(a, b)
+        near_r += steps(a, runner_up)
+    assert moved >= 3, moved  # 5 of 6 when measured; 0 without pending points
+    assert near_b > near_r, (near_b, near_r)  # 22 vs 9 index steps; equal without them
 
 
 def test_same_seed_same_history_same_proposals() -> None:
