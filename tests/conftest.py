@@ -3,4 +3,19 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One torch thread in the test process, as the samplers take for their own work.
+
+    Tests call the models' parts directly, outside the samplers' ``one_torch_thread``;
+    on the shared 2-core machine, with another job running, torch's spinning thread
+    pool made one such test (test_failed_builds_teach_the_model_to_move_away_from_them)
+    take 15 s instead of 1.5 s.
+    """
+    import torch
+
+    torch.set_num_threads(1)

@@ -80,17 +80,17 @@ def test_same_seed_same_run_and_other_seed_differs() -> None:
     assert not np.array_equal(a, c)
 
 
-def test_a_fresh_sampler_rebuilds_its_learner_once_then_catches_up(tmp_path) -> None:
+def test_a_fresh_sampler_rebuilds_its_learner_once_then_catches_up() -> None:
     """A resumed study's sampler replays the learner from storage once, then updates it
     trial by trial (that the resumed run is the straight one: tests/samplers/test_contract.py)."""
     space = small_space()
     kw = {"space": space, "seed": 11, "learner": SMALL_BATCH}
-    url = f"sqlite:///{tmp_path / 'resume.db'}"
-    first = optuna.create_study(storage=url, study_name="s", direction="maximize",
+    storage = optuna.storages.InMemoryStorage()
+    first = optuna.create_study(storage=storage, study_name="s", direction="maximize",
                                 sampler=ReinforceSampler(**kw))
     run(space, first.sampler, 18, study=first)
     fresh = ReinforceSampler(**kw)
-    resumed = optuna.load_study(storage=url, study_name="s", sampler=fresh)
+    resumed = optuna.load_study(storage=storage, study_name="s", sampler=fresh)
     run(space, fresh, 10, study=resumed)
     assert fresh.replays == 1  # rebuilt once, then caught up incrementally
 
