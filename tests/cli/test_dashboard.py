@@ -10,7 +10,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from aoe_optuna.cli.main import main
+
+pytestmark = pytest.mark.slow  # starts the real dashboard server
 
 ROOT = Path(__file__).resolve().parents[2]
 AOE = str(ROOT / "studies" / "aoe_config.json")

@@ -24,7 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CPU_SPEC = ROOT / "studies" / "cpu_gemm.json"
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 
-pytestmark = pytest.mark.skipif(not CPU_SPEC.exists(), reason="studies/cpu_gemm.json missing")
+pytestmark = [
+    pytest.mark.slow,  # real processes, gcc builds, signals: 15-20 s
+    pytest.mark.skipif(not CPU_SPEC.exists(), reason="studies/cpu_gemm.json missing"),
+]
 
 
 def _small_cpu_spec(tmp_path: Path) -> Path:

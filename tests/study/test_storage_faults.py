@@ -37,6 +37,7 @@ def _study_db(tmp_path: Path) -> str:
     return url
 
 
+@pytest.mark.slow  # waits out SQLite's lock timeout
 def test_locked_sqlite_file(tmp_path: Path) -> None:
     url = _study_db(tmp_path)
     n = len(optuna.load_study(study_name="s", storage=url).trials)

@@ -37,6 +37,7 @@ def _check_study(url: str, name: str, n: int) -> list[optuna.trial.FrozenTrial]:
     return trials
 
 
+@pytest.mark.slow
 def test_eight_workers_on_sqlite_exact_budget_no_lock_errors(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'aoe.db'}"
     proc = _run(["--config", QWEN, "--storage", url, "--study-name", "w", "--n-trials", "40",
@@ -48,6 +49,7 @@ def test_eight_workers_on_sqlite_exact_budget_no_lock_errors(tmp_path: Path) -> 
     assert len(workers) >= 2  # the work really was shared
 
 
+@pytest.mark.slow
 def test_journal_storage_with_workers(tmp_path: Path) -> None:
     log = str(tmp_path / "aoe.log")
     proc = _run(["--config", QWEN, "--storage", log, "--study-name", "j", "--n-trials", "16",
@@ -57,6 +59,7 @@ def test_journal_storage_with_workers(tmp_path: Path) -> None:
     _check_study(storage, "j", 16)
 
 
+@pytest.mark.slow
 def test_devices_pin_one_device_per_worker(tmp_path: Path) -> None:
     from aoe_optuna.study.workers import worker_env
 
@@ -83,6 +86,7 @@ def _wait_for_progress(url: str, name: str, step: int, limit_s: float = 120) -> 
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_kill_all_workers_ten_times_then_resume(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'aoe.db'}"
     n = 60
@@ -111,6 +115,7 @@ def test_kill_all_workers_ten_times_then_resume(tmp_path: Path) -> None:
         assert trials[number].value == value
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(server_bin() is None, reason="no PostgreSQL server binaries on this machine")
 def test_four_workers_on_postgresql(tmp_path: Path) -> None:
     with postgres_server() as url:

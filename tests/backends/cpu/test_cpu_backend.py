@@ -114,7 +114,7 @@ def test_quantized_config_reports_its_accuracy_loss(backend: CpuBackend) -> None
     [
         ("build", "build", "#error"),
         ("segfault", "runtime", "SIGSEGV"),
-        ("hang", "timeout", "limit"),
+        pytest.param("hang", "timeout", "limit", marks=pytest.mark.slow),  # waits 3 s
         ("wrong", "accuracy", "wrong result"),
     ],
 )

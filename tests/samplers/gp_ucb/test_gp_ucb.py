@@ -140,6 +140,7 @@ def test_plain_optuna_study_without_a_spec_learns_constraints() -> None:
     assert len(late) <= 6  # it learned where not to go (12 later trials)
 
 
+@pytest.mark.slow
 def test_beats_random_search_seed_for_seed() -> None:
     """25 measurements of a 540-config space, 6 seeds.
 
@@ -162,6 +163,7 @@ def test_beats_random_search_seed_for_seed() -> None:
     assert max(gp) == 1.0  # it does reach the optimum
 
 
+@pytest.mark.slow
 def test_feasibility_model_wastes_fewer_measurements_on_failures() -> None:
     space = small_space()
     wasted = {True: 0, False: 0}
