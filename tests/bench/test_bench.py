@@ -18,7 +18,7 @@ from aoe_optuna.bench.runner import Case
 from aoe_optuna.cli.main import main as aoe_tune
 
 INF = float("inf")
-DECODE = Path(__file__).resolve().parents[1] / "studies" / "qwen25_7b_decode_910b2.json"
+DECODE = Path(__file__).resolve().parents[2] / "studies" / "qwen25_7b_decode_910b2.json"
 
 
 def test_best_so_far_and_ratio_curve():

@@ -12,7 +12,7 @@ from aoe_optuna.bench import noise_floor
 from aoe_optuna.bench.runner import RunResult
 from aoe_optuna.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DECODE = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
 
 
