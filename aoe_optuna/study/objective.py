@@ -34,6 +34,7 @@ from aoe_optuna.attrs import (
 from aoe_optuna.backends.base import Backend
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
+from aoe_optuna.study.faults import fault_point
 from aoe_optuna.workload.models import Workload
 
 if TYPE_CHECKING:
@@ -211,6 +212,7 @@ class TuningObjective:
             trial.set_user_attr(ATTR_SURPLUS, True)
             trial.set_user_attr(ATTR_MEASURED, False)
             raise optuna.TrialPruned("the measurement budget is taken by earlier trials")
+        fault_point("measure")
         result = self.evaluator.evaluate(self.space.full_config(config))
         for key, value in result.user_attrs().items():
             trial.set_user_attr(key, value)

@@ -1,17 +1,15 @@
 """Killed and interrupted runs lose nothing: real processes, real signals, real storage.
 
-The CPU backend is used because a measurement there takes real time (a
-compile and a timed run), so a signal lands in the middle of one.
+The CPU backend builds and times a real kernel; the signal lands at a named
+fault point (aoe_optuna/study/faults.py), so it hits the same step every run.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import optuna
@@ -53,38 +51,6 @@ def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     )
 
 
-def _running_trials(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=30) as con:
-            return con.execute("select count(*) from trials where state = 'RUNNING'").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0  # tables not created yet
-
-
-def _wait_for_measurement(db: Path, proc: subprocess.Popen, completed_before: int) -> None:
-    """Until a trial is RUNNING after at least ``completed_before`` finished ones."""
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        if _running_trials(db) and _finished(db) >= completed_before:
-            time.sleep(0.3)  # inside the measurement (build or timed run)
-            return
-        time.sleep(0.1)
-    raise AssertionError("no measurement started")
-
-
-def _finished(db: Path) -> int:
-    try:
-        with sqlite3.connect(db, timeout=30) as con:
-            return con.execute(
-                "select count(*) from trials where state in ('COMPLETE', 'FAIL')"
-            ).fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     e = dict(os.environ)
@@ -99,10 +65,10 @@ def test_sigkill_mid_measurement_loses_nothing(tmp_path: Path, env: dict[str, st
     url = f"sqlite:///{db}"
     args = ["--config", str(spec), "--storage", url, "--study-name", "k", "--n-trials", "4",
             "--sampler", "random", "--seed", "0"]
-    proc = _start(args, env)
-    _wait_for_measurement(db, proc, completed_before=1)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    # the process kills itself as its second measurement starts: a trial RUNNING, no result
+    proc = _start(args, {**env, "AOE_FAULT_AT": "measure:2"})
+    proc.wait(timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.communicate()
     study = optuna.load_study(study_name="k", storage=url)
     (killed,) = study.get_trials(states=(TrialState.RUNNING,))
     done_before = [t.number for t in study.get_trials(states=(TrialState.COMPLETE,))]
@@ -130,10 +96,9 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(
     # measurements left after the interrupted one, so the run cannot end before the signal
     args = ["--config", str(spec), "--storage", url, "--study-name", "c", "--n-trials", "6",
             "--sampler", "random", "--seed", "1"]
-    proc = _start(args, env)
-    _wait_for_measurement(db, proc, completed_before=1)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    # Ctrl-C as the second measurement starts
+    proc = _start(args, {**env, "AOE_FAULT_AT": "measure:2", "AOE_FAULT_SIGNAL": "SIGINT"})
+    out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err  # stderr says why when a loaded machine delays the signal
     assert "Resume with" in err and "--study-name c" in err
     assert "Traceback" not in err
