@@ -8,8 +8,10 @@ catlass's tile pruner (see ../shared/reference/ascend-910b.md):
 * L0A: tile_m x tile_k x bytes x (2 when L0 is double buffered) <= L0A
 * L0B: tile_k x tile_n x bytes x (2 when double buffered) <= L0B
 * L0C: tile_m x tile_n x 4 (fp32/int32 accumulator; dbL0C = 1) <= L0C
-* L1: (tile_m + tile_n) x tile_k x l1_k_steps x bytes x (2 with prefetch) <= L1
-* alignment: tile_m, tile_n multiples of 16; tile_k a multiple of C0.
+* L1: (tile_m + tile_n) x l1 K x bytes x (2 with prefetch) <= L1, where the
+  L1 tile's K is ``l1_k``, or tile_k x l1_k_steps when ``l1_k`` is 0
+* alignment: tile_m, tile_n multiples of 16; tile_k a multiple of C0; l1_k a
+  multiple of tile_k (catlass walks an L1 tile in whole L0 tiles).
 
 ``bytes`` is the element size of the workload's dtype, or 1 when the config
 turns int8 quantization on.
@@ -37,6 +39,12 @@ def element_bytes(columns: Columns, dtype: str) -> np.ndarray:
 def l0_buffers(columns: Columns) -> np.ndarray:
     """1 or 2 copies of the L0A/L0B block (ping-pong only with double buffering)."""
     return np.where(columns["pipeline"] >= 2, 2, 1)
+
+
+def l1_tile_k(columns: Columns, profile: SocProfile) -> np.ndarray:
+    """K depth of the L1 tile: ``l1_k``, or tile_k x the profile's L1 steps when 0."""
+    return np.where(columns["l1_k"] > 0, columns["l1_k"],
+                    columns["tile_k"] * profile.l1_k_steps)
 
 
 def l1_stages(columns: Columns) -> np.ndarray:
@@ -94,8 +102,11 @@ def hardware_rules(profile: SocProfile, dtype: str) -> list[CapacityRule | Align
         return c["tile_m"] * c["tile_n"] * ACCUMULATOR_BYTES
 
     def l1(c: Columns) -> np.ndarray:
-        block = (c["tile_m"] + c["tile_n"]) * c["tile_k"] * profile.l1_k_steps
+        block = (c["tile_m"] + c["tile_n"]) * l1_tile_k(c, profile)
         return block * element_bytes(c, dtype) * l1_stages(c)
+
+    def l1_k_steps(c: Columns) -> np.ndarray:
+        return np.where(c["l1_k"] > 0, c["tile_k"], 1)
 
     def c0(c: Columns) -> np.ndarray:
         return np.where(c["quantization"] != 0, profile.c0["int8"], profile.c0[dtype])
@@ -109,11 +120,12 @@ def hardware_rules(profile: SocProfile, dtype: str) -> list[CapacityRule | Align
         CapacityRule("L0B", frozenset(tiles - {"tile_m"} | {"pipeline", "quantization"}),
                      profile.l0b_bytes, l0b),
         CapacityRule("L0C", frozenset({"tile_m", "tile_n"}), profile.l0c_bytes, l0c),
-        CapacityRule("L1", frozenset(tiles | {"l1_prefetch", "quantization"}),
+        CapacityRule("L1", frozenset(tiles | {"l1_k", "l1_prefetch", "quantization"}),
                      profile.l1_bytes, l1),
         AlignmentRule("align_m", "tile_m", frozenset({"tile_m"}), fractal),
         AlignmentRule("align_n", "tile_n", frozenset({"tile_n"}), fractal),
         AlignmentRule("align_k", "tile_k", frozenset({"tile_k", "quantization"}), c0),
+        AlignmentRule("align_l1_k", "l1_k", frozenset({"l1_k", "tile_k"}), l1_k_steps),
     ]
 
 

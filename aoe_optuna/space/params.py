@@ -25,6 +25,7 @@ PIPELINE_NAMES = ("none", "single_buffer", "double_buffer")
 OPT_LEVELS = ("O0", "O1", "O2", "O3")
 SCHEDULES = ("default", "balanced", "throughput", "latency")
 LAYOUTS = ("row_major", "col_major", "z_major")
+OPERAND_LAYOUTS = ("row_major", "col_major", "zN")  # one operand's GM layout (catlass layout::)
 TILE_NAMES = ("tile_m", "tile_k", "tile_n")  # the GEMM tile's M, K and N sizes
 
 
@@ -53,6 +54,37 @@ KNOWN_PARAMS: dict[str, ParamInfo] = {
     "unroll_factor": ParamInfo("int", 0, "unroll of the inner K loop (0: compiler's choice)"),
     "layout": ParamInfo("categorical", "row_major", "GM layout of A and B", LAYOUTS),
     "quantization": ParamInfo("bool", False, "int8 weights and activations instead of the dtype"),
+    # The knobs of Huawei's catlass GEMM templates (docs/SIMULATOR.md, "The catlass space").
+    "l1_k": ParamInfo(
+        "int", 0, "K depth of the L1 tile (catlass L1TileShape::K), a multiple of tile_k; "
+        "0: tile_k x the SoC profile's l1_k_steps",
+    ),
+    "swizzle_offset": ParamInfo(
+        "int", 3, "blocks per swizzle group (catlass GemmIdentityBlockSwizzle<Offset, _>)",
+    ),
+    "swizzle_direction": ParamInfo(
+        "int", 0, "0: groups of block rows walked along N (Zn), 1: groups of block columns "
+        "walked along M (Nz) (GemmIdentityBlockSwizzle<_, Direction>)",
+    ),
+    "preload": ParamInfo(
+        "bool", 0, "load the next block's first L1 tile during this block's tail "
+        "(catlass MmadAtlasA2Preload instead of MmadAtlasA2Pingpong)",
+    ),
+    "unit_flag": ParamInfo(
+        "bool", 0, "FixPipe drains L0C while the last MMADs run (catlass ENABLE_UNIT_FLAG)",
+    ),
+    "split_k": ParamInfo(
+        "int", 1, "K split across cores, fp32 partials summed on the vector cores "
+        "(catlass SplitkMatmul); 1: no split",
+    ),
+    "padding": ParamInfo(
+        "bool", 0, "copy A and B to 512 B-aligned rows on the vector cores first "
+        "(catlass PaddingMatmul)",
+    ),
+    "layout_a": ParamInfo("categorical", "row_major", "GM layout of A (overrides layout)",
+                          OPERAND_LAYOUTS),
+    "layout_b": ParamInfo("categorical", "row_major", "GM layout of B (overrides layout)",
+                          OPERAND_LAYOUTS),
 }
 
 

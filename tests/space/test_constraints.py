@@ -151,7 +151,7 @@ def test_division_by_zero_is_not_an_exception() -> None:
 # ------------------------------------------------------------------ capacity rules
 def _cols(**values: int) -> dict[str, np.ndarray]:
     base = {"tile_m": 128, "tile_k": 64, "tile_n": 256, "pipeline": 2, "l1_prefetch": 1,
-            "quantization": 0}
+            "quantization": 0, "l1_k": 0}
     return {k: np.array([v]) for k, v in {**base, **values}.items()}
 
 
@@ -181,25 +181,27 @@ def test_capacity_rules_against_the_formulas() -> None:
     """Every rule on a grid, vs. the formulas of the reference (TCubeTiling, catlass)."""
     p = load_profile("Ascend910B2")
     grid = list(itertools.product([16, 48, 128, 256], [16, 24, 64, 256], [16, 128, 256],
-                                  [0, 1, 2], [0, 1], [0, 1]))
+                                  [0, 1, 2], [0, 1], [0, 1], [0, 128, 512]))
     cols = {k: np.array(v) for k, v in zip(
-        ["tile_m", "tile_k", "tile_n", "pipeline", "l1_prefetch", "quantization"],
+        ["tile_m", "tile_k", "tile_n", "pipeline", "l1_prefetch", "quantization", "l1_k"],
         zip(*grid, strict=True), strict=True)}
     rules = {r.name: r for r in hardware_rules(p, "fp16")}
-    for i, (m, k, n, pipe, pre, q) in enumerate(grid):
+    for i, (m, k, n, pipe, pre, q, l1k) in enumerate(grid):
         b = 1 if q else 2
         db = 2 if pipe == 2 else 1
+        depth = l1k or k * p.l1_k_steps
         want = {
             "L0A": m * k * b * db <= 65536,
             "L0B": k * n * b * db <= 65536,
             "L0C": m * n * 4 <= 131072,
-            "L1": (m + n) * k * p.l1_k_steps * b * (2 if pre else 1) <= 524288,
+            "L1": (m + n) * depth * b * (2 if pre else 1) <= 524288,
             "align_m": m % 16 == 0,
             "align_n": n % 16 == 0,
             "align_k": k % (32 if q else 16) == 0,
+            "align_l1_k": l1k % k == 0,
         }
         got = {name: bool(r.violation(cols)[i] <= 0) for name, r in rules.items()}
-        assert got == want, (m, k, n, pipe, pre, q)
+        assert got == want, (m, k, n, pipe, pre, q, l1k)
 
 
 def test_alignment_message() -> None:
