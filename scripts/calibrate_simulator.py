@@ -1,37 +1,45 @@
 """Calibrate and benchmark the Ascend simulator; prints the tables docs/SIMULATOR.md quotes.
 
-Usage: python scripts/calibrate_simulator.py [--soc Ascend910B2] [--repeats 5]
+Usage: python scripts/calibrate_simulator.py [--soc Ascend910B2] [--repeats 5] [--fit]
 
-1. the constants fitted to msKPP's single-core tables (MMAD, data movers, nd2nz);
-2. the kernel launch overhead fitted (least squares on log TFLOPS) to the
-   torch_npu square fp16 figures, and the calibration table at that value;
-3. where Huawei's recommended block (128, 256, 64, double buffered) ranks;
-4. the wall time of evaluating the whole 49,152-point seed space for one GEMM;
-5. the Qwen2.5-7B decode landscape: optimum, roofline, configs within 1% / 5%.
+1. the constants fitted to msKPP's single-core tables (MMAD, data movers);
+2. with --fit: the streaming and head constants refitted (least squares on
+   log time) to the published 910B timings, next to the values in use;
+3. the calibration table: every published timing, simulated;
+4. where Huawei's recommended block (128, 256, 64, double buffered) ranks;
+5. the wall time of evaluating the whole 49,152-point seed space for one GEMM;
+6. the Qwen2.5-7B decode landscape: optimum, roofline, configs within 1% / 5%.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
 import time
+from collections.abc import Iterator
 
 import numpy as np
-from scipy.optimize import minimize_scalar
+from scipy.optimize import least_squares
 
-from aoe_optuna.backends.simulator import cube, transfer
-from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S, AscendSimulator
+from aoe_optuna.backends.simulator import backend, calibration, cube, transfer, vector_passes
+from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.backends.simulator.published import RANKING_PAIRS
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Gemm, model_workload
 
-# torch_npu matmul on 910B2, square fp16, TFLOPS (zzc0721/torch-performance-test-data
-# issue 109, quoted in the reference ascend-910b.md).
-PUBLISHED_TFLOPS = {1024: 98.1, 2048: 251.0, 4096: 314.5, 8192: 305.5, 10240: 274.8}
 TILES = list(range(16, 257, 16))
 RECOMMENDED = {"tile_m": 128, "tile_k": 64, "tile_n": 256, "pipeline": 2}
+# (module, constant, scale to the printed unit, unit) of every refitted constant
+FITTED = (
+    (transfer, "STREAM_RUN_L2_S", 1e9, "ns"), (transfer, "STREAM_RUN_HBM_S", 1e9, "ns"),
+    (transfer, "STREAM_LINE_L2_S", 1e9, "ns"), (transfer, "STREAM_LINE_HBM_S", 1e9, "ns"),
+    (transfer, "STREAM_PARTIAL_S", 1e9, "ns"), (backend, "KERNEL_LAUNCH_S", 1e6, "us"),
+    (vector_passes, "MIX_HEAD_S", 1e6, "us"),
+)
 
 
 def seed_space(profile: SocProfile, dtype: str = "fp16") -> SearchSpace:
@@ -58,46 +66,60 @@ def print_fits(profile: SocProfile) -> None:
         fit = getattr(transfer, name)()
         print(f"{name}: start-up {fit.startup_s * 1e9:.2f} ns ({fit.startup_s * clock:.1f} cycles),"
               f" {fit.bytes_per_s / 1e9:.1f} GB/s ({fit.bytes_per_s / clock:.1f} B/cycle)")
-    nd = transfer.nd2nz()
-    print(f"nd2nz: peak {nd.peak_gbs:.1f} GB/s, half width {nd.half_width_bytes:.0f} B, "
-          f"rows not a multiple of 64 B x{nd.unaligned_factor:.2f}")
     print()
 
 
-def calibrate(profile: SocProfile) -> float:
-    """Fit the launch overhead; print the calibration table; return the fitted seconds."""
-    space = seed_space(profile)
-    feasible = space.all_feasible()
-    cols = space.columns(feasible)
-    bare = AscendSimulator(profile, launch_us=0.0)
-    best: dict[int, tuple[float, dict]] = {}
-    for size in PUBLISHED_TFLOPS:
-        lat = bare.latency(cols, Gemm(size, size, size))
-        i = int(np.nanargmin(lat))
-        best[size] = (float(lat[i]), space.config(feasible[i]))
+@contextlib.contextmanager
+def constants(values: np.ndarray) -> Iterator[None]:
+    """The fitted constants set to ``values`` (printed units) while the block runs."""
+    saved = [getattr(mod, name) for mod, name, _, _ in FITTED]
+    for (mod, name, scale, _), v in zip(FITTED, values, strict=True):
+        setattr(mod, name, float(v) / scale)
+    try:
+        yield
+    finally:
+        for (mod, name, _, _), v in zip(FITTED, saved, strict=True):
+            setattr(mod, name, v)
 
-    def loss(launch_s: float) -> float:
-        return sum(np.log(Gemm(s, s, s).flops / (best[s][0] + launch_s) / 1e12
-                          / PUBLISHED_TFLOPS[s]) ** 2 for s in PUBLISHED_TFLOPS)
 
-    fitted = float(minimize_scalar(loss, bounds=(0.0, 50e-6), method="bounded").x)
-    print("## Launch overhead fitted to the torch_npu figures")
-    print(f"fitted: {fitted * 1e6:.2f} us; "
-          f"in use (KERNEL_LAUNCH_S): {KERNEL_LAUNCH_S * 1e6:.2f} us")
+def residuals(values: np.ndarray) -> np.ndarray:
+    """Log errors of every figure, plus a penalty for every ranking pair out of order."""
+    with constants(values):
+        rows = calibration.table()
+    by_name = {r.figure.name: r.simulated_us for r in rows}
+    ranks = [3.0 * max(0.0, np.log(by_name[a] / by_name[b]) + 0.02) for a, b in RANKING_PAIRS]
+    return np.array([np.log(r.ratio) for r in rows] + ranks)
+
+
+def fit() -> None:
+    in_use = np.array([getattr(mod, name) * scale for mod, name, scale, _ in FITTED])
+    result = least_squares(residuals, in_use, bounds=(0.0, 40.0), diff_step=0.05)
+    print("## Streaming and head constants refitted to the published timings")
+    print("| constant | fitted | in use |")
+    print("|---|---|---|")
+    for (_, name, _, unit), new, old in zip(FITTED, result.x, in_use, strict=True):
+        print(f"| {name} | {new:.2f} {unit} | {old:.2f} {unit} |")
     print()
-    print(f"## Calibration on {profile.soc}, square fp16, best config of the seed space")
-    print("| M=K=N | published TFLOPS | simulator TFLOPS | error "
-          "| best config (m,k,n,pipe,pf,al) |")
-    print("|---|---|---|---|---|")
-    for size, pub in PUBLISHED_TFLOPS.items():
-        lat, cfg = best[size]
-        tf = Gemm(size, size, size).flops / (lat + KERNEL_LAUNCH_S) / 1e12
-        shape = ",".join(str(cfg[k]) for k in ("tile_m", "tile_k", "tile_n", "pipeline",
-                                                "l1_prefetch", "output_align"))
-        print(f"| {size} | {pub:.1f} | {tf:.1f} | {100 * (tf / pub - 1):+.1f}% | {shape} |")
-    print(f"peak (derived) {profile.peak_flops('fp16') / 1e12:.1f} TFLOPS")
+
+
+def calibrate() -> None:
+    rows = calibration.table()
+    print("## Calibration: published 910B timings and the simulator")
+    print("| figure | SoC | M, N, K, dtype | config | published us | simulated us | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        f = r.figure
+        cfg = ", ".join(f"{k}={v}" for k, v in r.config.items()
+                        if k not in ("pipeline", "l1_prefetch"))
+        label = cfg if f.config is not None else f"best of the library space: {cfg}"
+        print(f"| {f.name} | {f.soc} | {f.m}, {f.n}, {f.k}, {f.dtype} | {label} "
+              f"| {f.published_us:.1f} | {r.simulated_us:.1f} | {r.ratio:.2f} |")
+    s = calibration.summary(rows)
+    print(f"median |ratio - 1| {100 * s['median_error']:.1f}%, worst "
+          f"{100 * s['max_error']:.1f}%, {s['within_10']} of {s['figures']} within 10%; "
+          f"ranking pairs kept: {s['pairs_kept']} of {s['pairs']}")
+    print("sources:", "; ".join(sorted({r.figure.source for r in rows})))
     print()
-    return fitted
 
 
 def recommended_rank(profile: SocProfile) -> None:
@@ -161,10 +183,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--soc", default="Ascend910B2")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--fit", action="store_true",
+                        help="refit the streaming and head constants (about a minute)")
     args = parser.parse_args()
     profile = load_profile(args.soc)
     print_fits(profile)
-    calibrate(profile)
+    if args.fit:
+        fit()
+    calibrate()
     recommended_rank(profile)
     timing(profile, args.repeats)
     decode_landscape(profile)

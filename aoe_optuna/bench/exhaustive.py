@@ -31,7 +31,7 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Workload
 
 DEFAULT_CACHE = Path.home() / ".cache" / "aoe_optuna" / "exhaustive"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the catlass-calibrated simulator (other costs than 1)
 
 
 @dataclass(frozen=True)

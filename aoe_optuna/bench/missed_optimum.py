@@ -59,8 +59,15 @@ def feasible_by_cost(spec_path: str | Path) -> tuple[SearchSpace, np.ndarray, np
 
 
 def cost_table(costs: np.ndarray) -> dict[float, int]:
-    """Noise-free cost -> position in ``costs`` (the feasible rows' costs, sorted)."""
-    return {round(float(c), DIGITS): i for i, c in enumerate(costs) if np.isfinite(c)}
+    """Noise-free cost -> position in ``costs`` (the feasible rows' costs, sorted).
+
+    Configs of equal cost share the first position: one tied with the optimum is optimal.
+    """
+    table: dict[float, int] = {}
+    for i, c in enumerate(costs):
+        if np.isfinite(c):
+            table.setdefault(round(float(c), DIGITS), i)
+    return table
 
 
 def near_miss(rows: np.ndarray, optimum: np.ndarray,

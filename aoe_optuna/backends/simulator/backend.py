@@ -32,20 +32,22 @@ from aoe_optuna.backends.simulator import (
     measure,
     overhead,
     pipeline,
+    schedule,
     traffic,
     transfer,
+    vector_passes,
 )
 from aoe_optuna.backends.simulator.geometry import Geometry, block_geometry
-from aoe_optuna.hardware.capacity import element_bytes, hardware_rules, l1_stages
+from aoe_optuna.hardware.capacity import element_bytes, hardware_rules, l1_stages, l1_tile_k
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.params import KNOWN_PARAMS, canonical_value, default_config, to_code
 from aoe_optuna.workload.models import Gemm
 
-# Fitted (least squares on log TFLOPS) to the five torch_npu square fp16 figures
-# on 910B2 (reference "External calibration figures") by
-# scripts/calibrate_simulator.py: the host launch and kernel start/end a GEMM
-# pays whatever its tiling.
-KERNEL_LAUNCH_S = 8.5e-6
+# The fixed cost ("head") of a cube-only kernel: starting every core and ending the
+# task, whatever the tiling. Fitted with the streaming costs to the published 910B
+# timings by scripts/calibrate_simulator.py (catlass's bottleneck guide speaks of
+# about 20 us for a mixed kernel's head; its own timings fit 7.7 us + the mix cost).
+KERNEL_LAUNCH_S = 7.7e-6
 # Queueing near a shared limit: the wave time is the p-norm of the core's own
 # time and the HBM and L2 floors (p -> infinity would be a hard max). Assumed:
 # a wave whose core demand equals the HBM supply runs 19% slower than either.
@@ -54,7 +56,7 @@ OUTPUT_ALIGN_SETUP_CYCLES = 24.0  # assumed: the extra FixPipe stride setup per 
 DEFAULT_HIDDEN_RESERVE_KIB = 128  # hidden_failures=true: L1 the host tiling keeps back
 
 _OPTIONS = ("noise, seed, hidden_failures, build_s, warmup, repeats, mmad_startup_cycles, "
-            "launch_us")
+            "launch_us, warm_l2")
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class AscendSimulator(BackendBase):
         repeats: int = MeasurementPlan.repeats,
         mmad_startup_cycles: float | None = None,
         launch_us: float = KERNEL_LAUNCH_S * 1e6,
+        warm_l2: bool = False,
     ) -> None:
         self.profile = profile
         self.noise = _number("noise", noise, low=0.0, high=1.0)
@@ -94,6 +97,9 @@ class AscendSimulator(BackendBase):
             repeats=_integer("repeats", repeats, low=1),
         )
         self.launch_s = _number("launch_us", launch_us, low=0.0) * 1e-6
+        if not isinstance(warm_l2, bool):
+            raise ValueError(f"warm_l2: expected true or false, got {warm_l2!r}")
+        self.warm_l2 = warm_l2
         # Tiling constants are compile-time, shapes run-time: one build serves every
         # GEMM of a workload, as the cpu/npu backends' build caches make it on hardware.
         self._built: set[tuple[tuple[str, Any], ...]] = set()
@@ -131,7 +137,7 @@ class AscendSimulator(BackendBase):
         n = len(next(iter(cols.values())))
         if self.hidden_reserve_bytes is None:
             return np.zeros(n, dtype=bool)
-        need = ((cols["tile_m"] + cols["tile_n"]) * cols["tile_k"] * self.profile.l1_k_steps
+        need = ((cols["tile_m"] + cols["tile_n"]) * l1_tile_k(cols, self.profile)
                 * element_bytes(cols, gemm.dtype) * l1_stages(cols))
         return measure.hidden_l1_failures(need, self.profile.l1_bytes, self.hidden_reserve_bytes)
 
@@ -170,59 +176,113 @@ class AscendSimulator(BackendBase):
         m, k, n = gemm.M, gemm.K, gemm.N
         quant = cols["quantization"] != 0
         elem = element_bytes(cols, gemm.dtype).astype(float)
-        c0 = np.where(quant, p.c0["int8"], p.c0[gemm.dtype]).astype(float)
         out_bytes = float(DTYPE_BYTES[gemm.dtype])
-        pipe, prefetch, lay = cols["pipeline"], cols["l1_prefetch"], cols["layout"]
-        g = block_geometry(cols["tile_m"], cols["tile_k"], cols["tile_n"], m, k, n,
-                           p.cube_cores, p.l1_k_steps)
+        pad = cols["padding"] != 0
+        g = block_geometry(cols["tile_m"], cols["tile_k"], cols["tile_n"],
+                           l1_tile_k(cols, p), cols["split_k"], m, k, n, p.cube_cores)
+        a_lay, b_lay = layout.operand_layouts(cols["layout"], cols["layout_a"], cols["layout_b"])
 
-        # Per K step: MTE1 (one LoadData per fractal row of A / per C0 slice of B) and MMAD.
-        a_instr = np.ceil(g.tm / cube.FRACTAL)
-        b_instr = np.ceil(g.tk / c0)
-        mte1 = (transfer.l1_to_l0a().cycles(g.tm * g.tk * elem, clock, a_instr)
-                + transfer.l1_to_l0b().cycles(g.tk * g.tn * elem, clock, b_instr))
-        mmad = cube.mmad_cycles(g.tm, g.tk, g.tn, c0, self.mmad_startup)
+        # Bytes that cross HBM and L2 (shared by all cores); the share of operand loads
+        # that miss L2 sets how fast one core streams (an HBM line takes longer).
+        a_run, a_stride, b_run, b_stride = layout.runs_and_strides(
+            a_lay, b_lay, g.rows_valid, g.cols_valid, g.depth_valid, m, k, n, elem)
+        pad_bytes = vector_passes.padding_bytes(pad, m * k * elem, a_stride, k * n * elem,
+                                                b_stride)
+        c_total = self._c_bytes(cols["output_align"], m, n, out_bytes)
+        c_cube = np.where(quant | (g.splits > 1), m * n * vector_passes.WORKSPACE_BYTES
+                          * g.splits, c_total)
+        hbm = traffic.hbm_bytes(g, m, k, n, elem, c_cube, p.l2_bytes, cols["swizzle_offset"],
+                                cols["swizzle_direction"], self.warm_l2)
+        a_loaded, b_loaded = traffic.operand_bytes_loaded(g, m, k, n, elem)
+        l2 = traffic.l2_bytes_moved(a_loaded, b_loaded, a_run, b_run, c_cube)
+        miss = np.clip((hbm - c_cube) / (a_loaded + b_loaded), 0.0, 1.0)
+
+        # Each kind of block (full, or short in M and/or N at the matrix edge), then the
+        # busiest core's sum of blocks in the swizzle's order.
+        edge_rows = m - (g.blocks_m - 1) * g.tm
+        edge_cols = n - (g.blocks_n - 1) * g.tn
+        times: dict[tuple[bool, bool], np.ndarray] = {}
+        first = np.zeros_like(g.tm)
+        for last_m in (False, True):
+            for last_n in (False, True):
+                rows = edge_rows if last_m else g.rows_valid
+                cols_ = edge_cols if last_n else g.cols_valid
+                block, first_kind = self._block_cycles(cols, g, gemm, rows, cols_, a_lay,
+                                                       b_lay, miss, elem, quant, pad)
+                times[(last_m, last_n)] = block / clock
+                if not (last_m or last_n):
+                    first = first_kind
+        t_core = schedule.slowest_core_s(
+            times, g.blocks_m, g.blocks_n, g.splits, edge_rows < g.tm, edge_cols < g.tn,
+            cols["swizzle_offset"], cols["swizzle_direction"], p.cube_cores)
+        body = self._with_shared_floors(t_core, hbm, l2)
+
+        # The vector cores' passes (split-K sum, int8 dequant, padding) and their hand-overs.
+        vec_bytes = (vector_passes.split_k_bytes(g.splits, m, n, out_bytes)
+                     + vector_passes.dequant_bytes(quant, m, n, out_bytes) + pad_bytes)
+        vec_s = vec_bytes / self._vector_bandwidth(vec_bytes)
+        hand = vector_passes.handovers(g.splits, quant, pad) * vector_passes.HANDOVER_S
+        mixed = vector_passes.uses_vector_cores(g.splits, quant, pad)
+        head = self.launch_s + np.where(mixed, vector_passes.MIX_HEAD_S, 0.0)
+        return head + body + first / clock + vec_s + hand
+
+    def _block_cycles(
+        self, cols: Mapping[str, np.ndarray], g: Geometry, gemm: Gemm, rows: np.ndarray,
+        width: np.ndarray, a_lay: np.ndarray, b_lay: np.ndarray, miss: np.ndarray,
+        elem: np.ndarray, quant: np.ndarray, pad: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Cycles of one block of ``rows`` x ``width`` valid elements, and the first
+        L1 tile's load a core waits for when preload hides it in later blocks."""
+        p = self.profile
+        clock = p.clock_hz
+        out_bytes = float(DTYPE_BYTES[gemm.dtype])
+        c0 = np.where(quant, p.c0["int8"], p.c0[gemm.dtype]).astype(float)
+        pipe, prefetch = cols["pipeline"], cols["l1_prefetch"]
+        rows_cube = np.ceil(rows / cube.FRACTAL) * cube.FRACTAL
+        cols_cube = np.ceil(width / cube.FRACTAL) * cube.FRACTAL
+
+        # Per K step: MTE1 (one LoadData per fractal row of A / per C0 slice of B) and MMAD
+        # on the rows and columns that hold data, rounded up to the cube's fractal.
+        step_k = np.ceil(g.depth_valid / g.steps_per_tile / c0) * c0
+        a_instr = rows_cube / cube.FRACTAL
+        b_instr = step_k / c0
+        mte1 = (transfer.l1_to_l0a().cycles(rows_cube * step_k * elem, clock, a_instr)
+                + transfer.l1_to_l0b().cycles(step_k * cols_cube * elem, clock, b_instr))
+        mmad = cube.mmad_cycles(rows_cube, step_k, cols_cube, c0, self.mmad_startup)
         ovh = overhead.scalar_overheads(cols["opt_level"], cols["schedule"],
                                         cols["unroll_factor"], pipe, a_instr + b_instr + 1,
                                         g.k_steps)
 
-        # Per L1 stage: GM->L1 loads of the valid part of A and B.
-        steps = g.steps_per_stage
-        stage_k = np.minimum(g.tk * steps, k)
-        a_run, b_run = layout.contiguous_runs(lay, g.rows_valid, g.cols_valid, stage_k, elem)
-        gm = transfer.gm_to_l1()
-        plain_gbs = gm.bytes_per_s / 1e9
-        nd = layout.converts_on_load(lay)
-        a_eff = np.where(nd, transfer.nd2nz().efficiency(a_run, plain_gbs), 1.0)
-        b_eff = np.where(nd, transfer.nd2nz().efficiency(b_run, plain_gbs), 1.0)
-        a_stage = g.rows_valid * stage_k * elem
-        b_stage = g.cols_valid * stage_k * elem
-        load = (a_stage / a_eff + b_stage / b_eff) / gm.bytes_per_s * clock
-        lat = np.full_like(load, gm.startup_s * clock)
+        # Per L1 tile: GM->L1 loads of the valid part of A and B (MTE2).
+        a_run, a_stride, b_run, b_stride = layout.runs_and_strides(
+            a_lay, b_lay, rows, width, g.depth_valid, gemm.M, gemm.K, gemm.N, elem)
+        a_stride = np.where(pad, vector_passes.aligned(a_stride), a_stride)
+        b_stride = np.where(pad, vector_passes.aligned(b_stride), b_stride)
+        stream = transfer.gm_stream(p.gm_to_l1_bytes_per_cycle, clock)
+        load = (stream.seconds(rows * g.depth_valid * elem, a_run, a_stride, miss)
+                + stream.seconds(width * g.depth_valid * elem, b_run, b_stride, miss)) * clock
+        lat = np.full_like(load, transfer.gm_to_l1().startup_s * clock)
+        steps = g.steps_per_tile
         compute = pipeline.stage_compute_cycles(pipe, steps, mte1, mmad, ovh.issue_per_step,
                                                 ovh.bubble_per_step)
         period = pipeline.stage_period_cycles(pipe, prefetch, steps, lat, load, compute)
 
-        # Per block: stages, then FixPipe writes L0C back (dbL0C = 1: not overlapped).
-        fix = self._fixpipe_cycles(g, cols["output_align"], n, out_bytes, clock)
-        fill = pipeline.fill_cycles(pipe, prefetch, g.stages, mte1, mmad)
-        block = g.stages * period + fill + fix + ovh.per_block
-        first_fill = np.where((prefetch != 0) & (pipe > 0), lat + load, 0.0)
+        # The block: its L1 tiles, the first tile's load (hidden by preload after a core's
+        # first block), then FixPipe writes L0C back (partly under the cube with unit flag).
+        preload = cols["preload"] != 0
+        fix = self._fixpipe_cycles(g, rows, width, cols["output_align"], gemm.N, out_bytes,
+                                   clock, quant, g.splits)
+        fix = pipeline.exposed_fixpipe_cycles(fix, mmad, cols["unit_flag"] != 0)
+        fill = pipeline.fill_cycles(pipe, prefetch, g.l1_tiles, mte1, mmad)
+        start = lat + load / np.maximum(steps, 1.0)
+        block = g.l1_tiles * period + fill + fix + ovh.per_block + np.where(preload, 0.0, start)
+        return block, np.where(preload, start, 0.0)
 
-        # Per wave: the core's own time against the HBM and L2 floors of its share of traffic.
-        c_total = self._c_bytes(cols["output_align"], m, n, out_bytes)
-        hbm = traffic.hbm_bytes(g, m, k, n, elem, c_total, p.l2_bytes)
-        a_loaded, b_loaded = traffic.operand_bytes_loaded(g, m, k, n, elem)
-        l2 = traffic.l2_bytes_moved(a_loaded, b_loaded, a_run, b_run, c_total)
-        t_core = block / clock
-        waves_s = ((g.waves - 1) * self._wave_s(t_core, hbm, l2, g.active_full / g.blocks)
-                   + self._wave_s(t_core, hbm, l2, g.active_last / g.blocks))
-        return self.launch_s + waves_s + first_fill / clock
-
-    def _wave_s(self, t_core: np.ndarray, hbm: np.ndarray, l2: np.ndarray,
-                share: np.ndarray) -> np.ndarray:
-        t_hbm = hbm * share / self.profile.hbm_bandwidth()
-        t_l2 = l2 * share / (self.profile.l2_bandwidth_gbs * 1e9)
+    def _with_shared_floors(self, t_core: np.ndarray, hbm: np.ndarray,
+                            l2: np.ndarray) -> np.ndarray:
+        """The busiest core's time against the HBM and L2 floors of the whole kernel."""
+        t_hbm = hbm / self.profile.hbm_bandwidth()
+        t_l2 = l2 / (self.profile.l2_bandwidth_gbs * 1e9)
         if CONTENTION_P == 4.0:  # the default, without fractional powers (hot path)
             return np.sqrt(np.sqrt(np.square(np.square(t_core)) + np.square(np.square(t_hbm))
                                    + np.square(np.square(t_l2))))
@@ -236,20 +296,28 @@ class AscendSimulator(BackendBase):
         padded = np.ceil(row / traffic.LINE_BYTES) * traffic.LINE_BYTES
         return m * np.where(align != 0, padded, row)
 
+    def _vector_bandwidth(self, nbytes: np.ndarray) -> np.ndarray:
+        """Bytes/s of a vector pass: L2 while its data fits there, HBM past it."""
+        fits = nbytes <= self.profile.l2_bytes * traffic.L2_USABLE_FRACTION
+        return np.where(fits, self.profile.l2_bandwidth_gbs * 1e9, self.profile.hbm_bandwidth())
+
     @staticmethod
-    def _fixpipe_cycles(g: Geometry, align: np.ndarray, n: int, out_bytes: float,
-                        clock: float) -> np.ndarray:
+    def _fixpipe_cycles(g: Geometry, rows: np.ndarray, width: np.ndarray, align: np.ndarray,
+                        n: int, out_bytes: float, clock: float, quant: np.ndarray,
+                        splits: np.ndarray) -> np.ndarray:
         """L0C -> GM of one block: one burst per row, each row rounded to touched lines.
 
         A row segment starts on a line boundary when both the tile width and the
         row stride of C (N, or N padded by output_align) are multiples of a line.
         """
         line = traffic.LINE_BYTES
-        seg = g.cols_valid * out_bytes
+        # int8 and split-K write 4-byte accumulators to a workspace instead of C
+        out_bytes = np.where(quant | (splits > 1), vector_passes.WORKSPACE_BYTES, out_bytes)
+        seg = width * out_bytes
         stride_aligned = (align != 0) | ((n * out_bytes) % line == 0)
         start_aligned = stride_aligned & ((g.tn * out_bytes) % line == 0)
         lines = np.ceil(seg / line) + np.where(start_aligned, 0.0, 1.0)
-        moved = g.rows_valid * np.minimum(lines * line, seg + 2 * line)
+        moved = rows * np.minimum(lines * line, seg + 2 * line)
         fit = transfer.l0c_to_gm()
         setup = np.where(align != 0, OUTPUT_ALIGN_SETUP_CYCLES, 0.0)
         return fit.cycles(moved, clock) + setup

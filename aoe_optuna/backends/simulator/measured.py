@@ -31,15 +31,6 @@ GM_TO_L1_910B1: tuple[tuple[int, float], ...] = (
     (320, 252.60), (384, 260.26), (448, 273.66), (512, 261.86),
 )
 
-# GM -> L1 with ND -> NZ conversion (GM_TO_L1_TRANS_910b1): (n, GB/s). We read n as
-# the contiguous inner width of the ND source in fp16 elements (an interpretation:
-# the table has no unit); the peaks at multiples of 32 support it.
-GM_TO_L1_ND2NZ_910B1: tuple[tuple[int, float], ...] = (
-    (16, 34.59), (32, 70.10), (48, 76.52), (64, 133.35), (80, 128.51), (96, 158.42),
-    (112, 139.05), (128, 191.21), (144, 166.57), (160, 183.25), (176, 153.21),
-    (192, 204.45),
-)
-
 # L1 -> L0A / L0B LoadData: (repeats of one 512 B fractal, GB/s).
 L1_TO_L0A_910B1: tuple[tuple[int, float], ...] = (
     (1, 217.14), (2, 349.97), (4, 390.93), (8, 414.60), (16, 427.44), (24, 431.84),

@@ -63,3 +63,15 @@ def fill_cycles(
     per_fill = np.minimum(mte1, mmad)
     fills = np.where(prefetch != 0, 1.0, stages)
     return np.where(pipeline >= 2, fills * per_fill, 0.0)
+
+
+def exposed_fixpipe_cycles(
+    fixpipe: np.ndarray, mmad: np.ndarray, unit_flag: np.ndarray
+) -> np.ndarray:
+    """FixPipe cycles a block waits for after its last MMAD.
+
+    Without the unit flag L0C is written back only once the cube is done with
+    the block; with it (catlass ENABLE_UNIT_FLAG) FixPipe drains each L0C
+    fractal as the last MMAD finishes it, so up to one MMAD's time hides.
+    """
+    return np.where(unit_flag, np.maximum(fixpipe - mmad, 0.0), fixpipe)

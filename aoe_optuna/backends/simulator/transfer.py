@@ -1,16 +1,17 @@
-"""Data movers of one core: start-up cost plus bytes over bandwidth, per instruction.
+"""Data movers of one core: start-up cost plus bytes over bandwidth, and GM streaming.
 
-Every mover is ``time = startup + bytes / bandwidth`` for one instruction,
-with both constants fitted (linear least squares on time vs size) to msKPP's
-single-core tables in :mod:`.measured`. The start-up is what makes small
-transfers slow: a GM->L1 DataCopy pays about 0.4 us (HBM latency) whatever
-its size, so a 4 KiB copy runs at under 10 GB/s and a 1 MiB one near 270.
+The on-chip movers (L1->L0A/L0B, FixPipe) are ``time = startup + bytes /
+bandwidth`` per instruction, both constants fitted (linear least squares on
+time vs size) to msKPP's single-core tables in :mod:`.measured`. The GM->L1
+DataCopy start-up (about 0.4 us, the HBM latency) comes from the same tables.
 
-ND (row/column major) sources are converted to the fractal NZ layout by the
-GM->L1 mover itself (nd2nz), whose bandwidth depends on the contiguous width
-of each source row: ``bw(w) = peak * w / (w + w0)``, fitted to msKPP's
-GM_TO_L1_TRANS table, with a further factor when the row is not a multiple
-of 64 B (the table's dips). z_major sources are already fractal: no penalty.
+Streaming a tile from GM (:class:`StreamCosts`) is priced per contiguous run
+and per 512 B cache line the run touches, with an L2 hit cheaper than an HBM
+line: short rows, rows that end inside a line and rows that straddle lines
+(a stride that is not a multiple of 512 B) all move fewer bytes per second,
+which is why catlass pads rows to 512 B and advises tile sizes that are
+multiples of 256 elements. ND sources are converted to the fractal layout on
+the way (nd2nz); a zN source is one long run per 16-row panel.
 """
 
 from __future__ import annotations
@@ -80,35 +81,72 @@ def l0c_to_gm() -> MoverFit:
     return MoverFit(startup_s=one - measured.L0C_TO_GM_BURST_BYTES / peak, bytes_per_s=peak)
 
 
+LINE_BYTES = 512  # L2 cache line (reference: alignment section)
+
+
 @dataclass(frozen=True)
-class Nd2NzFit:
-    """Relative bandwidth of ND->NZ conversion vs the contiguous row width in bytes."""
+class StreamCosts:
+    """One core's GM->L1 streaming: a cost per contiguous run and per 512 B line it touches.
 
-    peak_gbs: float
-    half_width_bytes: float
-    unaligned_factor: float  # rows not a multiple of ALIGNED_ROW_BYTES
+    A tile load is a set of contiguous runs (one per ND row, one per zN
+    panel). Each run pays ``run_s`` (its descriptor and nd2nz row set-up) and
+    ``line_s`` for every cache line it touches, so runs that start or end
+    inside a line, or are short, move fewer bytes per second.
+    """
 
-    def efficiency(self, row_bytes: np.ndarray, plain_gbs: float) -> np.ndarray:
-        """Fraction of the plain GM->L1 bandwidth an ND source of these rows gets."""
-        eff = self.peak_gbs / plain_gbs * row_bytes / (row_bytes + self.half_width_bytes)
-        eff = np.where(row_bytes % ALIGNED_ROW_BYTES == 0, eff, eff * self.unaligned_factor)
-        return np.minimum(eff, 1.0)
+    run_l2_s: float  # a run whose lines hit L2
+    run_hbm_s: float  # a run whose lines come from HBM
+    line_l2_s: float  # a line that hits L2
+    line_hbm_s: float  # a line that misses L2 and comes from HBM
+    partial_s: float  # a run that ends inside a line (a partial-line request)
+    peak_bytes_per_s: float  # the mover's ceiling (256 B/cycle)
+
+    def seconds(
+        self, nbytes: np.ndarray, run_bytes: np.ndarray, stride_bytes: np.ndarray,
+        miss: np.ndarray,
+    ) -> np.ndarray:
+        """Seconds to stream ``nbytes`` in runs of ``run_bytes``, ``miss`` of them from HBM."""
+        runs = nbytes / np.maximum(run_bytes, 1.0)
+        lines = runs * lines_per_run(run_bytes, stride_bytes)
+        run_s = self.run_l2_s + miss * (self.run_hbm_s - self.run_l2_s)
+        line_s = self.line_l2_s + miss * (self.line_hbm_s - self.line_l2_s)
+        partial = np.mod(run_bytes, LINE_BYTES) != 0
+        run_s = run_s + np.where(partial, self.partial_s, 0.0)
+        return np.maximum(runs * run_s + lines * line_s, nbytes / self.peak_bytes_per_s)
 
 
-ALIGNED_ROW_BYTES = 64  # msKPP GM_TO_L1_TRANS peaks at multiples of 32 fp16 elements
-ND2NZ_ELEMENT_BYTES = 2  # the table's n counts fp16 elements (our reading)
+def lines_per_run(run_bytes: np.ndarray, stride_bytes: np.ndarray) -> np.ndarray:
+    """Mean 512 B lines a run of ``run_bytes`` touches when runs start ``stride`` apart.
+
+    Run starts fall on multiples of ``g = gcd(stride, 512)`` (the matrix base is
+    line aligned); a run whose start sits ``o`` bytes into a line touches
+    ``ceil((o + run) / 512)`` lines, averaged over the ``512 / g`` offsets.
+    """
+    run = np.maximum(np.asarray(run_bytes, dtype=float), 1.0)
+    g = np.gcd(np.asarray(stride_bytes, dtype=np.int64), LINE_BYTES).astype(float)
+    g = np.maximum(g, 1.0)
+    offsets = LINE_BYTES / g
+    whole = np.floor(run / LINE_BYTES)
+    rest = run - whole * LINE_BYTES
+    # rest == 0: one more line unless the run starts on a line (1 offset in n)
+    straddle_aligned = (offsets - 1.0) / offsets
+    spill = (offsets - np.floor((LINE_BYTES - rest) / g) - 1.0) / offsets
+    return whole + np.where(rest > 0, 1.0 + np.maximum(spill, 0.0), straddle_aligned)
 
 
-@cache
-def nd2nz() -> Nd2NzFit:
-    """Fit ``bw = peak * w / (w + w0)`` on the aligned rows, then the unaligned dip."""
-    rows = np.array(measured.GM_TO_L1_ND2NZ_910B1)
-    width = rows[:, 0] * ND2NZ_ELEMENT_BYTES
-    aligned = width % ALIGNED_ROW_BYTES == 0
-    # 1/bw = 1/peak + (w0/peak) * (1/w): linear in 1/w.
-    slope, intercept = np.polyfit(1.0 / width[aligned], 1.0 / rows[aligned, 1], 1)
-    peak = 1.0 / intercept
-    w0 = slope * peak
-    fitted = peak * width / (width + w0)
-    factor = float(np.median(rows[~aligned, 1] / fitted[~aligned]))
-    return Nd2NzFit(peak_gbs=float(peak), half_width_bytes=float(w0), unaligned_factor=factor)
+# Fitted to the published 910B kernel timings by scripts/calibrate_simulator.py
+# (docs/SIMULATOR.md, "Calibration"), least squares on log time with HBM fixed
+# at the profile's figure. An L2 line streams at the mover's peak; an HBM line
+# takes about 4 ns per core (about 125 GB/s for long runs), and every run pays
+# a set-up, more when it ends inside a line.
+STREAM_RUN_L2_S = 1.26e-9
+STREAM_RUN_HBM_S = 2.44e-9
+STREAM_LINE_L2_S = 0.71e-9
+STREAM_LINE_HBM_S = 4.10e-9
+STREAM_PARTIAL_S = 2.80e-9
+
+
+def gm_stream(peak_bytes_per_cycle: float, clock_hz: float) -> StreamCosts:
+    """GM->L1 streaming costs of one core."""
+    return StreamCosts(STREAM_RUN_L2_S, STREAM_RUN_HBM_S, STREAM_LINE_L2_S, STREAM_LINE_HBM_S,
+                       STREAM_PARTIAL_S, peak_bytes_per_cycle * clock_hz)

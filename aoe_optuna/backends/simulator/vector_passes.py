@@ -1,0 +1,69 @@
+"""Work the vector cores do around the cube's GEMM: split-K sums, int8 dequant, padding.
+
+catlass runs these as the AIV half of a mixed kernel, each a pass over GM
+that waits for the cube (a cross-core flag) before it starts:
+
+* split-K (``SplitkMatmul``): each split writes fp32 partials of C to a
+  workspace; the vector cores read every split's partial, sum them and write
+  C in the output dtype;
+* int8 (``QuantMatmul``): the cube writes int32 C to a workspace; the vector
+  cores read it with the per-row and per-column scales and write fp16 C;
+* padding (``PaddingMatmul``): before the cube starts, the vector cores copy
+  A and B into buffers whose rows are 512 B aligned, so every later load
+  starts on a line.
+
+A pass moves its bytes at the vector cores' share of the memory system (the
+smaller of their own GM bandwidth and the L2/HBM floor the caller gives) and
+pays a fixed cost for the cross-core hand-over.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WORKSPACE_BYTES = 4  # fp32 partials / int32 accumulators in GM
+# Assumed: a cross-core flag (CrossCoreSetFlag / WaitFlag) and the vector
+# pass's own prologue, per hand-over between the cube and the vector cores.
+HANDOVER_S = 1.0e-6
+# Fitted (scripts/calibrate_simulator.py): starting and ending the vector cores of a
+# mixed kernel on top of a cube-only kernel's head.
+MIX_HEAD_S = 1.0e-6
+ALIGN_BYTES = 512
+
+
+def split_k_bytes(splits: np.ndarray, m: int, n: int, out_bytes: float) -> np.ndarray:
+    """GM bytes of the split-K sum: write and read every split's partial, write C."""
+    partials = splits * m * n * WORKSPACE_BYTES
+    return np.where(splits > 1, 2.0 * partials + m * n * out_bytes, 0.0)
+
+
+def dequant_bytes(quant: np.ndarray, m: int, n: int, out_bytes: float) -> np.ndarray:
+    """GM bytes of the int8 epilogue: int32 C written and read back, fp16 C and scales."""
+    moved = 2.0 * m * n * WORKSPACE_BYTES + m * n * out_bytes + (m + n) * 4.0
+    return np.where(quant, moved, 0.0)
+
+
+def padding_bytes(
+    pad: np.ndarray, a_bytes: float | np.ndarray, a_stride: np.ndarray,
+    b_bytes: float | np.ndarray, b_stride: np.ndarray,
+) -> np.ndarray:
+    """GM bytes of the padding pre-pass: each operand whose rows are not 512 B aligned
+    is read once and written padded (aligned operands are used in place)."""
+    a = np.where(np.mod(a_stride, ALIGN_BYTES) != 0, 2.0 * a_bytes, 0.0)
+    b = np.where(np.mod(b_stride, ALIGN_BYTES) != 0, 2.0 * b_bytes, 0.0)
+    return np.where(pad, a + b, 0.0)
+
+
+def handovers(splits: np.ndarray, quant: np.ndarray, pad: np.ndarray) -> np.ndarray:
+    """Cube <-> vector hand-overs a kernel pays (one per pass)."""
+    return (splits > 1).astype(float) + quant.astype(float) + pad.astype(float)
+
+
+def uses_vector_cores(splits: np.ndarray, quant: np.ndarray, pad: np.ndarray) -> np.ndarray:
+    """A mixed (cube + vector) kernel: it starts the vector cores too, and pays for it."""
+    return (splits > 1) | quant | pad
+
+
+def aligned(stride_bytes: np.ndarray) -> np.ndarray:
+    """A row stride rounded up to the 512 B the padding kernel aligns rows to."""
+    return np.ceil(stride_bytes / ALIGN_BYTES) * ALIGN_BYTES

@@ -1,0 +1,89 @@
+"""The effects catlass's kernels show on the chip, one test each, and the calibration bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aoe_optuna.backends.simulator import calibration, schedule, transfer
+from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.backends.simulator.published import PUBLISHED, RANKING_PAIRS
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.params import default_config, to_code
+from aoe_optuna.workload.models import Gemm
+
+
+@pytest.fixture(scope="module")
+def sim() -> AscendSimulator:
+    return AscendSimulator(load_profile("Ascend910B2"))
+
+
+def us(sim: AscendSimulator, config: dict, gemm: Gemm) -> float:
+    full = {**default_config(), **config}
+    cols = {k: np.array([to_code(k, v)]) for k, v in full.items()}
+    return float(sim.latency(cols, gemm)[0]) * 1e6
+
+
+def test_calibration_on_published_910b_timings() -> None:
+    rows = calibration.table()
+    s = calibration.summary(rows)
+    assert s["figures"] == len(PUBLISHED) >= 15
+    assert s["median_error"] <= 0.10, s
+    assert s["max_error"] <= 0.30, [(r.figure.name, round(r.ratio, 2)) for r in rows]
+    assert s["pairs_kept"] == s["pairs"] == len(RANKING_PAIRS)
+
+
+def test_split_k_wins_by_large_factors_on_small_mn_long_k(sim) -> None:
+    gemm = Gemm(64, 32768, 256)  # one 128x256 block: one core of 24 without a split
+    base = us(sim, {"layout_b": "col_major"}, gemm)
+    split = us(sim, {"layout_b": "col_major", "split_k": 16}, gemm)
+    assert split < base / 4
+    # on a square GEMM that fills the chip, the partial sums only cost
+    square = Gemm(4096, 4096, 4096)
+    assert us(sim, {"split_k": 4}, square) > us(sim, {}, square)
+
+
+def test_mixed_kernels_pay_for_the_vector_cores(sim) -> None:
+    tiny = Gemm(16, 64, 16)  # one block, one L1 tile: nothing to split or pad
+    assert us(sim, {"padding": 1}, tiny) > us(sim, {}, tiny)
+    assert us(sim, {"quantization": True}, tiny) > us(sim, {}, tiny)
+
+
+def test_rows_that_end_inside_a_line_stream_slower() -> None:
+    stream = transfer.gm_stream(256, 1.8e9)
+    n = np.array([1 << 20] * 3, dtype=float)
+    aligned, split, straddle = stream.seconds(
+        n, np.array([512.0, 640.0, 512.0]), np.array([12288.0, 12288.0, 12290.0]),
+        np.zeros(3))
+    assert aligned < split and aligned < straddle
+    assert transfer.lines_per_run(np.array([640.0]), np.array([1000.0]))[0] == pytest.approx(
+        2 + 15 / 64)
+
+
+def test_zn_weights_beat_row_major_when_memory_bound(sim) -> None:
+    gemm = Gemm(20, 16384, 6144)  # catlass's memory-bound M = 20 case
+    tiles = {"tile_m": 32, "tile_n": 320, "tile_k": 32, "l1_k": 128, "preload": 1}
+    zn = us(sim, {**tiles, "layout_b": "zN"}, gemm)
+    row = us(sim, {**tiles, "layout_b": "row_major"}, gemm)
+    assert 1.3 < row / zn < 2.2
+
+
+def test_warm_l2_serves_a_gemm_timed_in_a_loop() -> None:
+    profile = load_profile("Ascend910B2")
+    gemm = Gemm(20, 4096, 4096)  # 32 MB of B: fits in L2
+    cold = us(AscendSimulator(profile), {}, gemm)
+    warm = us(AscendSimulator(profile, warm_l2=True), {}, gemm)
+    assert warm < 0.8 * cold
+
+
+def test_swizzle_decides_which_core_gets_the_edge_blocks() -> None:
+    # catlass's swizzle case: 2 block rows (128 + 32) x 24 block columns on 20 cores
+    bm, bn = np.array([2.0, 2.0]), np.array([24.0, 24.0])
+    times = {(False, False): np.array([3.0, 3.0]), (True, False): np.array([1.0, 1.0]),
+             (False, True): np.array([3.0, 3.0]), (True, True): np.array([1.0, 1.0])}
+    busiest = schedule.slowest_core_s(times, bm, bn, np.ones(2), np.array([True, True]),
+                                      np.array([False, False]), np.array([3.0, 4.0]),
+                                      np.array([1, 1]), 20)
+    assert busiest.tolist() == [3 + 3 + 1, 3 + 3]  # <3,1>: 128+128+32; <4,1>: 128+128
+    rows, cols = schedule.block_coords(np.array([1.0, 21.0, 41.0]), 2.0, 24.0, 3.0, 1)
+    assert rows.tolist() == [0, 0, 1] and cols.tolist() == [1, 9, 20]
