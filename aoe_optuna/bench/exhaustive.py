@@ -96,6 +96,25 @@ def simulator_exhaustive(space: SearchSpace, workload: Workload, simulator: Any,
     return Exhaustive(costs, space.config(best_row))
 
 
+def best_per_gemm(space: SearchSpace, workload: Workload, simulator: Any,
+                  chunk: int = 500_000) -> dict[str, tuple[float, dict[str, Any]]]:
+    """For each GEMM of ``workload`` (by name): its fastest feasible config and latency (s).
+
+    What a per-operator tuning would pick for that shape alone.
+    """
+    best: dict[str, tuple[float, np.ndarray]] = {}
+    for idx in space.iter_feasible(chunk):
+        cols = space.columns(idx)
+        for g in workload.gemms:
+            lat = np.asarray(simulator.latency(cols, g), dtype=float)
+            lat = np.where(np.isnan(lat), np.inf, lat)
+            k = int(np.argmin(lat))
+            if g.name not in best or lat[k] < best[g.name][0]:
+                best[g.name] = (float(lat[k]), idx[k].copy())
+    return {name: (t, space.config(row)) for name, (t, row) in best.items()
+            if np.isfinite(t)}
+
+
 def simulator_costs(space: SearchSpace, workload: Workload, simulator: Any,
                     idx: np.ndarray) -> np.ndarray:
     """Noise-free cost (s per token) of index rows ``idx``; ``inf`` where not measurable."""

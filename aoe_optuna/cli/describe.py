@@ -2,7 +2,10 @@
 
 Used by ``aoe-tune describe``; the optimum is
 exhaustive (every feasible config evaluated, noise-free, by the vectorised
-simulator), so it is the true optimum of the model, not an estimate.
+simulator), so it is the true optimum of the model, not an estimate. A space
+with catlass's knobs is also compared with the seed space's optimum and with
+catlass's default kernel, and each GEMM's own best kernel is shown: what a
+per-operator tuning would pick.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from aoe_optuna.spec.loader import load_spec
+from aoe_optuna.space.params import to_code
+from aoe_optuna.space.presets import CATLASS_DEFAULT, CATLASS_PARAMS, seed_params
+from aoe_optuna.spec.loader import StudySpec, load_spec
 
 
 def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
@@ -46,6 +51,50 @@ def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
            f"{1.0 / float(np.median(finite)):,.4g} tokens/s")
     if spec.baseline is not None:
         yield f"  optimum/baseline {best / base:.3f}"
+    if any(name in CATLASS_PARAMS for name in space.names):
+        yield from _against_catlass(spec, sim, best)
+
+
+def _against_catlass(spec: StudySpec, sim: object, best: float) -> Iterator[str]:
+    """The optimum against the seed space's and catlass's default; each GEMM's best kernel."""
+    from aoe_optuna.bench.exhaustive import best_per_gemm, simulator_exhaustive
+    from aoe_optuna.hardware.capacity import hardware_rules
+    from aoe_optuna.space.search_space import SearchSpace
+
+    seed = SearchSpace(seed_params(), hardware_rules(spec.profile, spec.workload.dtype))
+    seed_best = 1.0 / simulator_exhaustive(seed, spec.workload, sim).optimum
+    yield (f"  seed space       optimum {seed_best:,.4g} tokens/s; this space's optimum is "
+           f"{best / seed_best:.3f}x")
+    default = {**space_defaults(spec), **CATLASS_DEFAULT}
+    cols = {k: np.array([to_code(k, v)]) for k, v in default.items()}
+    step = spec.workload.fixed_s + sum(
+        g.count * float(sim.latency(cols, g)[0]) for g in spec.workload.gemms)  # type: ignore[attr-defined]
+    catlass = spec.workload.tokens_per_step / step
+    yield (f"  catlass default  {catlass:,.4g} tokens/s (L1 128x256x256, L0 K 64, swizzle <3,0>, "
+           f"pingpong); this space's optimum is {best / catlass:.3f}x")
+    yield "  per GEMM         the fastest kernel for each shape alone:"
+    for name, (seconds, config) in best_per_gemm(spec.space, spec.workload, sim).items():
+        gemm = next(g for g in spec.workload.gemms if g.name == name)
+        yield (f"    {name:<10} {gemm.M}x{gemm.K}x{gemm.N}  {seconds * 1e6:,.1f} us  "
+               f"{_variant(config)}")
+
+
+def space_defaults(spec: StudySpec) -> dict:
+    """Values of the space's own parameters a comparison keeps: the baseline's, or the first
+    choice, so a fixed operand layout stays what the study stores."""
+    first = {p.name: p.choices[0] for p in spec.space.params}
+    return {**spec.space.fixed, **first, **(spec.baseline or {})}
+
+
+def _variant(config: dict) -> str:
+    kernel = "split-K x{}".format(config["split_k"]) if config.get("split_k", 1) > 1 else "basic"
+    policy = "preload" if config.get("preload") else "pingpong"
+    tiles = (f"L1 {config.get('tile_m')}x{config.get('tile_n')}x{config.get('l1_k', '-')} "
+             f"L0 K {config.get('tile_k')}")
+    swizzle = f"swizzle <{config.get('swizzle_offset', 3)},{config.get('swizzle_direction', 0)}>"
+    rest = " ".join(f"{k}={v}" for k, v in config.items()
+                    if k in ("unit_flag", "padding", "layout_a", "layout_b"))
+    return f"{kernel}, {policy}, {tiles}, {swizzle} {rest}".rstrip()
 
 
 def _cfg(config: dict) -> str:

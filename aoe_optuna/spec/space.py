@@ -33,6 +33,10 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
     "tile_k": (1, 4096),
     "tile_n": (1, 4096),
     "unroll_factor": (0, 1024),
+    "l1_k": (0, 16384),
+    "swizzle_offset": (1, 64),
+    "swizzle_direction": (0, 1),
+    "split_k": (1, 256),
 }
 MAX_CHOICES = 4096  # per parameter
 MAX_CORE_CONFIGS = 20_000_000  # constrained configs counted when the spec loads (a few seconds)
@@ -51,6 +55,10 @@ def parse_params(section: Section) -> list[Param]:
                 raw=f"an unknown parameter{nearest(str(name), KNOWN_PARAMS)}",
             )
         params.append(Param(name, _choices(section, name, value), KNOWN_PARAMS[name].kind))
+    both = [n for n in ("layout_a", "layout_b") if n in section.data]
+    if "layout" in section.data and both:
+        raise section.error(both[0], "either layout (both operands) or layout_a/layout_b",
+                            raw="tuned together with layout")
     return params
 
 

@@ -110,7 +110,9 @@ def test_toml_and_json_of_the_same_study_are_the_same_study(tmp_path: Path) -> N
 
 
 SHIPPED = ["aoe_config.json", "qwen25_7b_decode_910b2.json",
-           "qwen25_7b_decode_910b2_compile.json", "gemm_4096_910b2.toml"]
+           "qwen25_7b_decode_910b2_compile.json", "gemm_4096_910b2.toml",
+           "qwen25_7b_decode_catlass_910b2.json", "qwen25_7b_prefill_catlass_910b2.json",
+           "gemm_4096_catlass_910b2.toml"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -124,6 +126,29 @@ def test_canonical_round_trips_through_storage(name: str) -> None:
     assert again.space.n_feasible == spec.space.n_feasible
     assert again.baseline == spec.baseline
     assert again.default_study_name() == spec.default_study_name()
+
+
+def test_catlass_studies_count_their_feasible_tilings_by_the_rules() -> None:
+    """The catlass space: L1 (m + n) x l1_k x 2 B x 2 stages, L0A/L0B halves, L0C, l1_k % k."""
+    spec = load_spec(STUDIES / "gemm_4096_catlass_910b2.toml")
+    p = load_profile("Ascend910B2")
+    tiles = 0
+    for m, n, k, l1k in itertools.product(range(16, 257, 16), range(16, 513, 16),
+                                          (16, 32, 64, 128, 256), (64, 128, 256, 512, 1024)):
+        tiles += (m * k * 2 * 2 <= p.l0a_bytes and k * n * 2 * 2 <= p.l0b_bytes
+                  and m * n * 4 <= p.l0c_bytes and (m + n) * l1k * 2 * 2 <= p.l1_bytes
+                  and l1k % k == 0)
+    free = 5 * 2 * 2 * 2 * 3  # swizzle offset, direction, preload, unit flag, split-K
+    assert spec.space.n_feasible == tiles * free
+    assert spec.baseline is not None and spec.baseline["l1_k"] == 256
+
+
+def test_layout_and_operand_layouts_are_not_tuned_together() -> None:
+    with pytest.raises(SpecError) as err:
+        spec_from_dict({"search_space": {"layout": ["row_major", "z_major"],
+                                         "layout_b": ["col_major", "zN"]}})
+    assert "search_space.layout_b" in str(err.value)
+    assert "either layout (both operands) or layout_a/layout_b" in str(err.value)
 
 
 # ------------------------------------------------------------------ defaults and forms
