@@ -9,6 +9,9 @@ Which panels a wave touches is the block swizzle's doing (catlass
 of ``Offset`` block rows along N, so a wave of ``P`` blocks touches
 ``Offset`` A panels and ``P / Offset`` B panels; direction 1 the transpose.
 
+A wave whose panels alone overflow L2 cannot even reuse them across its own
+blocks: past twice the usable L2 every load goes to HBM.
+
 Warm L2: a GEMM timed in a loop (a benchmark) finds its operands in L2 from
 the second run on when they fit; in a model's decode step every GEMM's
 weights are new, so nothing is warm. ``warm`` says which.
@@ -66,7 +69,10 @@ def hbm_bytes(
                          group_n)
     k_split = k / g.splits
     wave_unique = (wave_rows * g.rows_valid + wave_cols * g.cols_valid) * k_split * elem
-    spilled = np.maximum(compulsory, np.minimum(loaded, g.waves * wave_unique))
+    # a wave whose panels overflow L2 evicts them before its own blocks reuse them
+    thrash = np.clip(wave_unique / usable - 1.0, 0.0, 1.0)
+    reused = np.minimum(loaded, g.waves * wave_unique)
+    spilled = np.maximum(compulsory, reused + thrash * (loaded - reused))
     reads = fits * compulsory + (1.0 - fits) * spilled
     if warm:  # what stays in L2 from the previous run is not read from HBM again
         resident = np.minimum(1.0, usable / (compulsory + c_bytes))

@@ -99,6 +99,7 @@ class StreamCosts:
     line_l2_s: float  # a line that hits L2
     line_hbm_s: float  # a line that misses L2 and comes from HBM
     partial_s: float  # a run that ends inside a line (a partial-line request)
+    misaligned_s: float  # a run that starts inside a line (rows not 512 B apart)
     peak_bytes_per_s: float  # the mover's ceiling (256 B/cycle)
 
     def seconds(
@@ -111,8 +112,15 @@ class StreamCosts:
         run_s = self.run_l2_s + miss * (self.run_hbm_s - self.run_l2_s)
         line_s = self.line_l2_s + miss * (self.line_hbm_s - self.line_l2_s)
         partial = np.mod(run_bytes, LINE_BYTES) != 0
-        run_s = run_s + np.where(partial, self.partial_s, 0.0)
+        run_s = (run_s + np.where(partial, self.partial_s, 0.0)
+                 + misaligned_fraction(stride_bytes) * self.misaligned_s)
         return np.maximum(runs * run_s + lines * line_s, nbytes / self.peak_bytes_per_s)
+
+
+def misaligned_fraction(stride_bytes: np.ndarray) -> np.ndarray:
+    """Share of runs ``stride`` apart that start inside a 512 B line (0 when aligned)."""
+    g = np.gcd(np.asarray(stride_bytes, dtype=np.int64), LINE_BYTES).astype(float)
+    return 1.0 - np.maximum(g, 1.0) / LINE_BYTES
 
 
 def lines_per_run(run_bytes: np.ndarray, stride_bytes: np.ndarray) -> np.ndarray:
@@ -136,17 +144,19 @@ def lines_per_run(run_bytes: np.ndarray, stride_bytes: np.ndarray) -> np.ndarray
 
 # Fitted to the published 910B kernel timings by scripts/calibrate_simulator.py
 # (docs/SIMULATOR.md, "Calibration"), least squares on log time with HBM fixed
-# at the profile's figure. An L2 line streams at the mover's peak; an HBM line
-# takes about 4 ns per core (about 125 GB/s for long runs), and every run pays
-# a set-up, more when it ends inside a line.
-STREAM_RUN_L2_S = 1.26e-9
-STREAM_RUN_HBM_S = 2.44e-9
+# at the profile's figure. An L2 line streams near the mover's peak; an HBM
+# line takes about 5 ns per core (about 100 GB/s for long runs); every run
+# pays a set-up, a little more when it ends inside a line and much more when
+# it starts inside one (a row stride that is not a multiple of 512 B).
+STREAM_RUN_L2_S = 1.32e-9
+STREAM_RUN_HBM_S = 0.71e-9
 STREAM_LINE_L2_S = 0.71e-9
-STREAM_LINE_HBM_S = 4.10e-9
-STREAM_PARTIAL_S = 2.80e-9
+STREAM_LINE_HBM_S = 5.05e-9
+STREAM_PARTIAL_S = 0.64e-9
+STREAM_MISALIGNED_S = 8.71e-9
 
 
 def gm_stream(peak_bytes_per_cycle: float, clock_hz: float) -> StreamCosts:
     """GM->L1 streaming costs of one core."""
     return StreamCosts(STREAM_RUN_L2_S, STREAM_RUN_HBM_S, STREAM_LINE_L2_S, STREAM_LINE_HBM_S,
-                       STREAM_PARTIAL_S, peak_bytes_per_cycle * clock_hz)
+                       STREAM_PARTIAL_S, STREAM_MISALIGNED_S, peak_bytes_per_cycle * clock_hz)
