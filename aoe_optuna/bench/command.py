@@ -35,6 +35,7 @@ from aoe_optuna.bench.exhaustive import (
     load_cached,
     replay_exhaustive,
     simulator_exhaustive,
+    simulator_fingerprint,
     store_cached,
 )
 from aoe_optuna.bench.report import markdown, summarise_all
@@ -97,7 +98,7 @@ def exhaustive_for(case: Case, cache_dir: Path | None) -> Exhaustive:
         from aoe_optuna.spec.loader import load_spec
 
         spec = load_spec(case.path)
-        key = cache_key({"spec": spec.canonical()})
+        key = cache_key({"spec": spec.canonical(), "model": simulator_fingerprint()})
         hit = load_cached(key, cache_dir)
         if hit is not None:
             return hit

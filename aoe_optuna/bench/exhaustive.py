@@ -131,6 +131,24 @@ def cache_key(identity: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def simulator_fingerprint() -> str:
+    """A digest of the simulator's code and the shipped SoC profiles.
+
+    Part of a simulator study's cache key: a recalibrated model gives other
+    costs for the same spec, and a stale cached optimum would be silently wrong.
+    """
+    from importlib import resources
+
+    digest = hashlib.sha256()
+    folders = (resources.files("aoe_optuna.backends.simulator"),
+               resources.files("aoe_optuna.hardware") / "profiles")
+    for folder in folders:
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith((".py", ".json")):
+                digest.update(entry.name.encode() + entry.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def file_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

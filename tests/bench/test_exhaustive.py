@@ -78,3 +78,12 @@ def test_no_feasible_value_is_an_error(tmp_path):
     rec = read_cache(path)
     with pytest.raises(ValueError, match="no feasible config"):
         replay_exhaustive(rec, replay_space(rec))
+
+
+def test_simulator_cache_key_follows_the_model_code() -> None:
+    from aoe_optuna.bench.exhaustive import cache_key, simulator_fingerprint
+
+    first = simulator_fingerprint()
+    assert first == simulator_fingerprint() and len(first) == 16
+    spec = {"spec": {"op_name": "x"}}
+    assert cache_key({**spec, "model": first}) != cache_key({**spec, "model": "0" * 16})
