@@ -406,6 +406,8 @@ def _export_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", default="aoe_kb.json",
                    help="knowledge base JSON to merge into (default aoe_kb.json)")
     p.add_argument("--header", default=None, help="also write the knowledge base as a C header")
+    p.add_argument("--catlass-header", default=None,
+                   help="also write the best config as a catlass instantiation header")
     return p
 
 
@@ -423,7 +425,8 @@ def _export_command(argv: list[str]) -> int:
         study, spec = load_or_create(open_storage(args.storage), args.study_name, None)
         src = Path(args.op_source) if args.op_source else None
         out = Path(args.output) if args.output else None
-        _export_study(study, spec, args.storage, src, out, args.kb, args.header)
+        catlass = Path(args.catlass_header) if args.catlass_header else None
+        _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
     return 0
@@ -431,11 +434,12 @@ def _export_command(argv: list[str]) -> int:
 
 def _export_study(
     study: Any, spec: Any, storage_url: str, source: Path | None, output: Path | None,
-    kb_path: str | None, header: str | None = None,
+    kb_path: str | None, header: str | None = None, catlass_header: Path | None = None,
 ) -> None:
     from aoe_optuna.export.from_study import export_best
 
-    for line in export_best(study, spec, storage_url, source, output, kb_path, header):
+    for line in export_best(study, spec, storage_url, source, output, kb_path, header,
+                            catlass_header):
         print(line)
 
 

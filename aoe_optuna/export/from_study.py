@@ -11,8 +11,10 @@ from pathlib import Path
 
 import optuna
 
+from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb import KnowledgeBase, make_entry, write_c_header
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
+from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import baseline_trial, best_trial
 
@@ -25,6 +27,7 @@ def export_best(
     output: Path | None,
     kb_path: str | None,
     header: str | None = None,
+    catlass_header: Path | None = None,
 ) -> Iterator[str]:
     """Write the outputs; yield one line per thing written."""
     best = best_trial(study)
@@ -40,6 +43,18 @@ def export_best(
         changed = sum(1 for c in result.changes if c.changed)
         flags = f"; build flags {' '.join(result.build_flags)}" if result.build_flags else ""
         yield f"wrote {output}: {changed} of {len(result.changes)} tunables changed{flags}"
+    if catlass_header is not None:
+        if spec.backend_space:
+            raise ExportError(f"study {study.study_name!r} tunes a backend's own space, not the "
+                              "GEMM tunables a catlass header is made of")
+        dtypes = sorted({gemm.dtype for gemm in spec.workload.gemms})
+        if len(dtypes) != 1:
+            raise ExportError(f"catlass header: the workload mixes dtypes {dtypes}; one "
+                              "instantiation has one element type")
+        full = {**default_config(), **spec.space.full_config(config)}
+        args = write_catlass_header(catlass_header, full, spec.profile, dtypes[0], info)
+        yield (f"wrote {catlass_header}: catlass {args.variant} kernel, L1 "
+               f"{'x'.join(map(str, args.l1))}, L0 {'x'.join(map(str, args.l0))}")
     if kb_path and not spec.backend_space:
         kb = KnowledgeBase.load(kb_path)
         full = spec.space.full_config(config)

@@ -22,7 +22,14 @@ from typing import Any, Literal
 
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.hardware.profile import DTYPE_BYTES
-from aoe_optuna.space.params import KNOWN_PARAMS, LAYOUTS, ParamError, canonical_value, to_code
+from aoe_optuna.space.params import (
+    KNOWN_PARAMS,
+    LAYOUTS,
+    OPERAND_LAYOUTS,
+    ParamError,
+    canonical_value,
+    to_code,
+)
 from aoe_optuna.workload.models import MAX_DIM
 
 FORMAT = "aoe-kb"
@@ -36,8 +43,11 @@ _FREE_TEXT_MAX = 500
 TIE_SCALE = 1048576.0  # 2**20: squared log2 distances are compared on this grid
 # Config fields of the C table, in struct order; a parameter an entry's study did
 # not tune is written with its default (the value the study measured with).
+# The catlass knobs follow the simple kernel's, so a runtime that dispatches on shape
+# finds a catlass instantiation's arguments too (layout_a/b as AOE_OPERAND_LAYOUT_*).
 C_FIELDS = ("tile_m", "tile_k", "tile_n", "pipeline", "l1_prefetch", "output_align",
-            "unroll_factor", "quantization")
+            "unroll_factor", "quantization", "l1_k", "swizzle_offset", "swizzle_direction",
+            "preload", "unit_flag", "split_k", "padding", "layout_a", "layout_b")
 
 
 class KBError(ValueError):
@@ -407,6 +417,8 @@ def c_header(kb: KnowledgeBase, guard: str = "AOE_KB_H") -> str:
     ]
     for i, name in enumerate(LAYOUTS):
         lines.append(f"#define AOE_LAYOUT_{name.upper()} {i}")
+    for i, name in enumerate(OPERAND_LAYOUTS):
+        lines.append(f"#define AOE_OPERAND_LAYOUT_{name.upper()} {i}")
     for name in KNOWN_PARAMS["pipeline"].names or ():
         lines.append(f"#define AOE_PIPELINE_{name.upper()} {to_code('pipeline', name)}")
     lines += [

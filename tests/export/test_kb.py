@@ -266,9 +266,9 @@ int main(int argc, char **argv) {
             (uint32_t)strtoul(argv[i], NULL, 10), (uint32_t)strtoul(argv[i + 1], NULL, 10),
             (uint32_t)strtoul(argv[i + 2], NULL, 10), atoi(argv[i + 3]), &exact, &distance);
         if (e == NULL) { printf("none\n"); continue; }
-        printf("%u %u %u %d %d %.12f %d %d %d %d %d %d %d %d\n", e->m, e->k, e->n, e->layout,
-               exact, distance, e->tile_m, e->tile_k, e->tile_n, e->pipeline, e->l1_prefetch,
-               e->output_align, e->unroll_factor, e->quantization);
+        printf("%u %u %u %d %d %.12f", e->m, e->k, e->n, e->layout, exact, distance);
+        PRINT_FIELDS
+        printf("\n");
     }
     return 0;
 }
@@ -289,7 +289,8 @@ def python_answer(kb: KnowledgeBase, dtype: str, m: int, k: int, n: int, layout:
 
 def compile_driver(tmp_path: Path, kb: KnowledgeBase) -> Path:
     write_c_header(kb, tmp_path / "aoe_kb.h")
-    (tmp_path / "driver.c").write_text(DRIVER)
+    fields = " ".join(f'printf(" %d", e->{name});' for name in kbmod.C_FIELDS)
+    (tmp_path / "driver.c").write_text(DRIVER.replace("PRINT_FIELDS", fields))
     exe = tmp_path / "driver"
     subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic", "-Werror",
                     "driver.c", "-o", str(exe), "-lm"], cwd=tmp_path, check=True,
@@ -373,3 +374,18 @@ def test_c_header_refuses_values_beyond_int32():
                         1.0, None, "s", None))
     with pytest.raises(KBError, match="unroll_factor does not fit the int32 fields"):
         c_header(kb)
+
+
+def test_c_header_carries_the_catlass_arguments():
+    kb = KnowledgeBase()
+    kb.merge(make_entry(SOC, "gemm", "fp16", 1, 4096, 4096, "row_major",
+                        {"tile_m": 16, "split_k": 4, "layout_b": "zN", "swizzle_direction": 1},
+                        1.0, None, "s", None))
+    text = c_header(kb)
+    assert "#define AOE_OPERAND_LAYOUT_ZN 2" in text
+    assert "    int32_t split_k;" in text and "    int32_t layout_b;" in text
+    row = next(line for line in text.splitlines() if line.startswith("    {1, 4096, 4096, 0, "))
+    values = [v.strip() for v in row.strip(" {},").split(",")]
+    fields = dict(zip(kbmod.C_FIELDS, values[4:], strict=False))
+    assert fields["split_k"] == "4" and fields["layout_b"] == "2"
+    assert fields["swizzle_direction"] == "1" and fields["swizzle_offset"] == "3"

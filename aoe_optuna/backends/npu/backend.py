@@ -8,6 +8,11 @@ workload), run the host program under a time limit with one visible device
 (:mod:`.npu_results`). A compiler error, an ACL error, a crash, a hang or a
 wrong result is a failed Measurement with its kind; the study goes on.
 
+Two kernels: ``kernel: simple`` (default) is the shipped Ascend C kernel above;
+``kernel: catlass`` renders the config as a catlass instantiation
+(:mod:`.catlass_args`, :mod:`.catlass_render`) and builds it against a catlass
+checkout (``catlass`` option or ``$CATLASS_HOME``) with :mod:`.catlass_build`.
+
 Nothing here has run on an NPU: see docs/NPU.md.
 """
 
@@ -22,6 +27,15 @@ from typing import Any
 from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.kernel_build import BuildCache, failure_from_run, run_limited
 from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
+from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args, shape_reason
+from aoe_optuna.backends.npu.catlass_build import (
+    CATLASS_RUN_MODES,
+    catlass_build_commands,
+    catlass_revision,
+    compile_option_reason,
+    find_catlass,
+    render_catlass_project,
+)
 from aoe_optuna.backends.npu.commands import (
     ARTIFACT,
     TimingArgs,
@@ -48,6 +62,8 @@ from aoe_optuna.workload.models import Gemm
 
 OPTIONS: dict[str, Any] = {
     "cann": None,  # toolkit directory; None: $ASCEND_HOME_PATH / $ASCEND_TOOLKIT_HOME
+    "kernel": "simple",  # or "catlass"
+    "catlass": None,  # catlass checkout for kernel=catlass; None: $CATLASS_HOME
     "run_mode": "npu",
     "device": 0,
     "timing": "events",
@@ -56,6 +72,7 @@ OPTIONS: dict[str, Any] = {
     "timeout_s": 600.0,  # per build and per run
 }
 TIMINGS = ("events", "msprof")
+KERNELS = ("simple", "catlass")
 
 
 def default_cache_root() -> Path:
@@ -79,6 +96,8 @@ class NpuBackend(BackendBase):
         timeout_s: float = 600.0,
         cache: BuildCache | None = None,
         choices: Mapping[str, Sequence[Any]] | None = None,
+        kernel: str = "simple",
+        catlass_home: Path | None = None,
     ) -> None:
         self.toolkit = toolkit
         self.profile = profile
@@ -89,11 +108,18 @@ class NpuBackend(BackendBase):
         self.timeout_s = timeout_s
         self.cache = cache or BuildCache(default_cache_root())
         self.choices = choices  # the space's choices, when the caller has them
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel: expected one of {list(KERNELS)}, got {kernel!r}")
+        if kernel == "catlass" and catlass_home is None:
+            raise ValueError("kernel=catlass needs the catlass checkout (catlass_home)")
+        self.kernel = kernel
+        self.catlass_home = catlass_home
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], profile: SocProfile) -> NpuBackend:
         """Check the options, then find the toolkit (CannNotFound, a ValueError, if absent)."""
         opts = parse_options(options)
+        home = find_catlass(opts["catlass"]) if opts["kernel"] == "catlass" else None
         toolkit = find_cann(opts["cann"])
         return cls(
             toolkit,
@@ -103,6 +129,8 @@ class NpuBackend(BackendBase):
             timing=opts["timing"],
             timing_args=TimingArgs(warmup=opts["warmup"], launches=opts["iterations"]),
             timeout_s=opts["timeout_s"],
+            kernel=opts["kernel"],
+            catlass_home=home,
         )
 
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
@@ -110,14 +138,40 @@ class NpuBackend(BackendBase):
             cfg = validate_config(config, self.choices)
         except RenderError as exc:
             return Measurement.failure("infeasible", str(exc))
+        if self.kernel == "catlass":
+            return self._measure_catlass(cfg, gemm)
         why = unsupported_reason(cfg, gemm.dtype, gemm.K)
         if why is not None:
             return Measurement.failure("unsupported", why)
         files = render_project(cfg, gemm.dtype, self.profile, self.run_mode)
+        return self._build_and_run(
+            files, build_commands(self.toolkit, self.profile.soc, self.run_mode),
+            self.toolkit.toolchain_id, gemm)
+
+    def _measure_catlass(self, cfg: Mapping[str, Any], gemm: Gemm) -> Measurement:
+        """The config as a catlass instantiation; what catlass lacks is ``unsupported``."""
+        assert self.catlass_home is not None
+        if self.run_mode not in CATLASS_RUN_MODES:
+            return Measurement.failure("unsupported", f"run_mode={self.run_mode}: the catlass "
+                                       f"kernel runs in {list(CATLASS_RUN_MODES)}")
+        try:
+            args = catlass_args(cfg, self.profile, gemm.dtype)
+        except CatlassArgError as exc:
+            return Measurement.failure("unsupported", str(exc))
+        why = compile_option_reason(cfg) or shape_reason(args, gemm.M, gemm.K, gemm.N)
+        if why is not None:
+            return Measurement.failure("unsupported", why)
+        files = render_catlass_project(args, cfg, self.profile, self.run_mode)
+        commands = catlass_build_commands(self.catlass_home, args, self.run_mode)
+        toolchain = (f"{self.toolkit.toolchain_id}|catlass|{self.catlass_home.resolve()}|"
+                     f"{catlass_revision(self.catlass_home)}")
+        return self._build_and_run(files, commands, toolchain, gemm)
+
+    def _build_and_run(self, files: Mapping[str, str], commands: list[list[str]],
+                       toolchain: str, gemm: Gemm) -> Measurement:
         env = build_env(self.toolkit, os.environ)
         built = self.cache.get_or_build(
-            files, build_commands(self.toolkit, self.profile.soc, self.run_mode), ARTIFACT,
-            self.toolkit.toolchain_id, self.timeout_s, env=env,
+            dict(files), commands, ARTIFACT, toolchain, self.timeout_s, env=env,
         )
         if not built.ok:
             run = built.failed_run
@@ -166,6 +220,11 @@ def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
     opts = {**OPTIONS, **options}
     if opts["cann"] is not None and not isinstance(opts["cann"], str):
         raise ValueError(f"cann: expected the toolkit directory as a string, got {opts['cann']!r}")
+    if opts["kernel"] not in KERNELS:
+        raise ValueError(f"kernel: expected one of {list(KERNELS)}, got {opts['kernel']!r}")
+    if opts["catlass"] is not None and not isinstance(opts["catlass"], str):
+        raise ValueError(f"catlass: expected the catlass checkout as a string, "
+                         f"got {opts['catlass']!r}")
     if opts["run_mode"] not in RUN_MODES:
         raise ValueError(f"run_mode: expected one of {list(RUN_MODES)}, got {opts['run_mode']!r}")
     if opts["timing"] not in TIMINGS:

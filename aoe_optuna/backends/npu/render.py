@@ -53,6 +53,11 @@ SCHEDULE_FLAGS: dict[str, tuple[str, ...]] = {
     "latency": ("-mllvm", "-misched=ilpmin"),
 }
 IMPLEMENTED_LAYOUTS = ("row_major", "z_major")
+# catlass knobs the simple kernel does not have: it runs only at these values (the
+# catlass kernel, backend option kernel=catlass, has them all; docs/NPU.md).
+CATLASS_ONLY = {"split_k": 1, "padding": 0, "preload": 0, "unit_flag": 0,
+                "layout_a": "row_major", "layout_b": "row_major", "swizzle_offset": 3,
+                "swizzle_direction": 0}
 _SOC_NAME = re.compile(r"Ascend[0-9A-Za-z_]{1,40}")
 
 
@@ -103,6 +108,13 @@ def unsupported_reason(config: Mapping[str, Any], dtype: str, k: int) -> str | N
                 f"{list(IMPLEMENTED_LAYOUTS)} only")
     if k % 16:
         return f"K={k}: the Ascend C kernel needs K to be a multiple of 16"
+    for name, only in CATLASS_ONLY.items():
+        if config.get(name, only) != only:
+            return (f"{name}={config[name]!r}: the simple kernel has no such knob "
+                    "(backend option kernel=catlass has)")
+    l1_k = int(config.get("l1_k", 0))
+    if l1_k and l1_k % int(config["tile_k"]):
+        return f"l1_k={l1_k}: the simple kernel needs a multiple of tile_k={config['tile_k']}"
     return None
 
 
@@ -121,9 +133,15 @@ def kernel_values(config: Mapping[str, Any], profile: SocProfile, dtype: str) ->
         "LAYOUT": LAYOUTS[LAYOUTS.index(config["layout"])],
         "QUANTIZATION": "true" if config["quantization"] else "false",
         "InputT": INPUT_TYPES[dtype],
-        "L1_K_STEPS": str(int(profile.l1_k_steps)),
+        "L1_K_STEPS": str(l1_k_steps(config, profile)),
     }
     return values
+
+
+def l1_k_steps(config: Mapping[str, Any], profile: SocProfile) -> int:
+    """MMADs per L1 block: l1_k / tile_k, or the profile's figure when l1_k is 0."""
+    l1_k = int(config.get("l1_k", 0))
+    return l1_k // int(config["tile_k"]) if l1_k > 0 else int(profile.l1_k_steps)
 
 
 def set_declaration(text: str, name: str, literal: str) -> str:
