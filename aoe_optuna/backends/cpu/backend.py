@@ -40,6 +40,10 @@ from aoe_optuna.space.constraints import Rule, compile_expression
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError
 from aoe_optuna.workload.models import Gemm
 
+# catlass's knobs at the values the C template stands for
+CATLASS_AT_DEFAULT = {"l1_k": 0, "swizzle_offset": 3, "swizzle_direction": 0, "preload": 0,
+                      "unit_flag": 0, "split_k": 1, "padding": 0, "layout_a": "row_major",
+                      "layout_b": "row_major"}
 LIBRARY = "libgemm.so"
 SOURCE = "kernel.c"
 FAULTS = ("build", "segfault", "hang", "wrong")  # test-only, see CpuBackend
@@ -133,12 +137,17 @@ class CpuBackend(BackendBase):
 
     @classmethod
     def device_rules(cls, profile: SocProfile, dtype: str) -> list[Rule]:
-        """What the C template accepts: tiles multiples of 16, from 16 to 512."""
+        """What the C template accepts: tiles multiples of 16, from 16 to 512, and none of
+        catlass's knobs (it has one L1 depth, one block order, no split-K or padding pass)."""
         lo, hi = TILE_RANGE
         names = {p: None for p in KNOWN_PARAMS}
+        categories = {p: info.names for p, info in KNOWN_PARAMS.items()
+                      if info.kind == "categorical" and info.names}
+        catlass = " and ".join(f"{p} == {v!r}" for p, v in CATLASS_AT_DEFAULT.items())
         return [
-            compile_expression(f"{t} % 16 == 0 and {lo} <= {t} <= {hi}", names, name=f"cpu_{t}")
-            for t in ("tile_m", "tile_k", "tile_n")
+            *(compile_expression(f"{t} % 16 == 0 and {lo} <= {t} <= {hi}", names,
+                                 name=f"cpu_{t}") for t in ("tile_m", "tile_k", "tile_n")),
+            compile_expression(catlass, names, categories, name="cpu_no_catlass_knobs"),
         ]
 
     @classmethod

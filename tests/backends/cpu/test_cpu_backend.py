@@ -210,3 +210,15 @@ def test_work_dirs_of_killed_processes_are_removed(tmp_path) -> None:
     mine.mkdir()
     assert remove_orphaned_work_dirs(str(tmp_path)) == 1
     assert not orphan.exists() and mine.exists()
+
+
+def test_catlass_knobs_are_infeasible_on_the_c_template() -> None:
+    from aoe_optuna.spec.loader import spec_from_dict
+
+    spec = spec_from_dict({"search_space": {"tile_m": [16, 32], "split_k": [1, 2],
+                                            "layout_b": ["row_major", "zN"]},
+                           "backend": {"name": "cpu"},
+                           "workload": {"gemm": {"M": 64, "K": 64, "N": 64}}})
+    assert spec.space.n_feasible == 2  # split_k 1 and a row-major B only
+    why = spec.space.explain({"tile_m": 16, "split_k": 2, "layout_b": "row_major"})
+    assert len(why) == 1 and why[0].startswith("cpu_no_catlass_knobs:") and "split_k=2" in why[0]
