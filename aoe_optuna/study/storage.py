@@ -18,13 +18,14 @@ import os
 from pathlib import Path
 
 import optuna
-from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+from aoe_optuna.study.recovery import RetryStaleTrial
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 HEARTBEAT_INTERVAL_S = 5
 GRACE_PERIOD_S = 20
-MAX_RETRY = 3
 DEFAULT_STORAGE = "sqlite:///aoe.db"
 
 
@@ -56,10 +57,10 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             engine_kwargs=engine_kwargs,
             heartbeat_interval=HEARTBEAT_INTERVAL_S,
             grace_period=GRACE_PERIOD_S,
-            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+            heartbeat_stale_trial_callback=RetryStaleTrial(),
         )
     except Exception as exc:  # sqlalchemy raises many kinds; all mean "cannot open"
-        raise StorageError(f"storage {_redact(url)}: cannot open ({_first_line(exc)})") from None
+        raise StorageError(f"storage {redact_url(url)}: cannot open ({_first_line(exc)})") from None
     if url.startswith("sqlite:///"):
         _fast_sqlite(storage)
     return storage
@@ -125,17 +126,26 @@ def describe_storage_error(url: str, exc: BaseException) -> str:
         hint = f" (another process held the database for over {SQLITE_LOCK_TIMEOUT_S:g} s)"
     elif "readonly" in text or "read-only" in text:
         hint = " (the file or its folder is read-only)"
-    return f"storage {_redact(url)}: {text}{hint}"
+    return f"storage {redact_url(url)}: {text}{hint}"
 
 
-def _redact(url: str) -> str:
-    """Hide a password in a URL before printing it."""
-    if "://" in url and "@" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}" if ":" in creds else url
-    return url
+def redact_url(url: str) -> str:
+    """The URL as SQLAlchemy parses it, password hidden; anything else unchanged.
+
+    Parsing, not pattern matching: ``?x=a@b`` is a query, not a user.
+    """
+    if "://" not in url:
+        return url
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return url.split("://", 1)[0] + "://***"  # unparsable: show nothing that may be secret
+    if parsed.password is None:
+        return url
+    return parsed.render_as_string(hide_password=True)
 
 
 def _first_line(exc: BaseException) -> str:
