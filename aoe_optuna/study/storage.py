@@ -7,6 +7,11 @@
   systems; no heartbeats, so stale trials are swept by pid, see
   :mod:`aoe_optuna.study.recovery`).
 * PostgreSQL / MySQL URLs (many hosts): RDB storage with heartbeats.
+* ``grpc://host:port``: Optuna's gRPC storage proxy
+  (``optuna.storages.run_grpc_proxy_server`` in front of one of the above),
+  so many hosts share a study through one server process and one database
+  connection pool. No heartbeats through the proxy: dead workers are found by
+  pid on their own host and by ``--stale-after`` elsewhere.
 
 Every problem (a missing or read-only folder, a locked or corrupt file, an
 unreachable server) becomes a :class:`StorageError` with one line to print.
@@ -37,6 +42,8 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     """Open ``url`` (an Optuna storage URL, or a path ending in ``.log``)."""
     if url.endswith(".log") and "://" not in url:
         return _journal(Path(url))
+    if url.startswith("grpc://"):
+        return _grpc(url)
     if url.startswith("sqlite:///"):
         _check_sqlite_path(url)
         engine_kwargs = {"connect_args": {"timeout": SQLITE_LOCK_TIMEOUT_S}}
@@ -96,6 +103,23 @@ def _journal(path: Path) -> JournalStorage:
         return JournalStorage(JournalFileBackend(str(path)))
     except Exception as exc:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc)})") from None
+
+
+def _grpc(url: str) -> optuna.storages.BaseStorage:
+    host, _, port = url[len("grpc://"):].rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        raise StorageError(f"storage {url}: expected grpc://HOST:PORT")
+    try:
+        from optuna.storages import GrpcStorageProxy
+
+        proxy = GrpcStorageProxy(host=host, port=int(port))
+        proxy.wait_server_ready(timeout=10)
+    except ImportError:
+        raise StorageError(f"storage {url}: needs grpcio and protobuf "
+                           "(pip install grpcio protobuf)") from None
+    except Exception as exc:
+        raise StorageError(f"storage {url}: cannot reach the proxy ({_first_line(exc)})") from None
+    return proxy
 
 
 def _check_sqlite_path(url: str) -> None:
