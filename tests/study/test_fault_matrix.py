@@ -30,19 +30,23 @@ from aoe_optuna.study.storage import open_storage
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"  # simulator: measurements are instant
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
-N_MEASUREMENTS = 4
+N_MEASUREMENTS = 40  # more than the killed runs measure, so each run is killed
 N_PARAMS = 6  # tile_m, tile_k, tile_n, pipeline, l1_prefetch, output_align
 N_RESULT_ATTRS = 6  # cost_s, tokens_per_s, latency_us, tflops, roofline_fraction, measured
 
-# Every write point of a trial's life, in order; ":n" is the n-th arrival in the run.
+# Every write point of a trial's life, in order, as (name, AOE_FAULT_AT). Each run
+# first finishes the trial the previous kill left (its retry is popped first), so
+# the kill lands on the run's second trial: the arrival counts skip the first
+# trial's arrivals, and no config is killed twice.
 POINTS = [
-    "ask",
-    *[f"param:{i}" for i in range(1, N_PARAMS + 1)],
-    "constraints",
-    "measure",
-    *[f"result:{i}" for i in range(1, N_RESULT_ATTRS + 1)],
-    "tell",
-    "told",
+    ("ask", "ask:2"),
+    *[(f"param {i}", f"param:{N_PARAMS + i}") for i in range(1, N_PARAMS + 1)],
+    ("constraints", "constraints:2"),
+    ("measure", "measure:2"),
+    *[(f"result attribute {i}", f"result:{N_RESULT_ATTRS + i}")
+      for i in range(1, N_RESULT_ATTRS + 1)],
+    ("before tell", "tell:2"),
+    ("after tell", "told:2"),
 ]
 
 pytestmark = pytest.mark.slow  # ~55 runs of aoe-tune: about a minute
@@ -74,21 +78,47 @@ def _run_matrix(url: str) -> dict[str, object]:
     """Kill at each point in turn, then finish; returns what the checks need."""
     kept: dict[int, float | None] = {}  # trials whose whole result was stored at a kill
     partial: dict[int, dict] = {}  # trials killed with part of a result: configs to re-measure
-    outcomes = []
-    for seed, point in enumerate(POINTS):
-        proc = _tune(url, point, seed)
-        outcomes.append((point, proc.returncode))
+    killed: dict[str, tuple[int | None, str]] = {}  # point -> (trial, what it held)
+    for seed, (point, fault) in enumerate(POINTS):
+        proc = _tune(url, fault, seed)
         assert proc.returncode == -signal.SIGKILL, f"{point}: {proc.returncode} {proc.stderr}"
+        killed[point] = (None, "no trial RUNNING")
         for t in _trials(url):
             if t.state != TrialState.RUNNING:
                 continue
             if holds_result(t):
                 kept[t.number] = t.user_attrs.get("tokens_per_s")
+                killed[point] = (t.number, "whole result")
             elif "cost_s" in t.user_attrs:
                 partial[t.number] = t.params
+                killed[point] = (t.number, "part of a result")
+            else:
+                killed[point] = (t.number, "params only" if t.params else "no params yet")
     final = _tune(url, None, 999)
     assert final.returncode == 0, final.stderr
-    return {"kept": kept, "partial": partial, "trials": _trials(url)}
+    return {"kept": kept, "partial": partial, "killed": killed, "trials": _trials(url)}
+
+
+def describe(result: dict[str, object]) -> dict[str, str]:
+    """Per fault point: what the killed trial held, and how it ended after the resume."""
+    trials: list[FrozenTrial] = result["trials"]  # type: ignore[assignment]
+    out = {}
+    for point, (number, held) in result["killed"].items():  # type: ignore[attr-defined]
+        if number is None:
+            out[point] = held
+            continue
+        t = trials[number]
+        again = any(r.system_attrs.get("failed_trial") is not None
+                    and r.system_attrs.get("retry_history", [None])[-1] == number
+                    for r in trials)
+        capped = len(t.system_attrs.get("retry_history", [])) + 1 > MAX_RETRY
+        chosen = t.params or t.system_attrs.get("fixed_params")
+        end = "result kept" if is_measured(t) else (
+            "config measured again" if again else
+            f"{t.state.name}, no config chosen to retry" if not chosen else
+            f"{t.state.name}, not retried" + (" (retry cap)" if capped else ""))
+        out[point] = f"{held}: {end}"
+    return out
 
 
 def _check(result: dict[str, object]) -> None:
