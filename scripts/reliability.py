@@ -126,7 +126,7 @@ def kill_cycles(tmp: Path, cycles: int = 10, n: int = 60) -> None:
     rc, _, wall = _tune([*args, "--seed", "99"])
     a = _audit(url, "k")
     trials = optuna.load_study(study_name="k", storage=url).get_trials()
-    retried = sum(1 for t in trials if "retry_of" in t.user_attrs)
+    retried = sum(1 for t in trials if "failed_trial" in t.system_attrs)
     print("| kill-all cycles | requested | measured at the end | completed trials lost | "
           "trials caught RUNNING by a kill | their configs retried | duplicate configs | "
           "trials left RUNNING | final exit |")

@@ -159,6 +159,17 @@ def _samplers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     return items or [("random", {}), ("tpe", {})]
 
 
+def missing_dependencies() -> list[str]:
+    """Optional packages a full benchmark run needs (matplotlib), not importable here."""
+    missing = []
+    for module in ("matplotlib",):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ANALYSES:
@@ -176,6 +187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         samplers = _samplers(args)
     except BenchError as exc:
         print(exc)
+        return 2
+    missing = missing_dependencies()
+    if missing:  # the plots come after every run: say so before the first one
+        print(f"aoe-tune bench needs {', '.join(missing)} for its plots: "
+              "pip install -e '.[bench]'", file=sys.stderr)
         return 2
     top = budgets[-1]
     cap = args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * top

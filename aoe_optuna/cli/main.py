@@ -41,6 +41,7 @@ pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy")
 DEFAULT_SAMPLER = "gp-ucb"
+DEFAULT_STALE_AFTER_S = 3600.0
 
 
 class UsageError(Exception):
@@ -93,6 +94,10 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", default=None,
                    help="comma-separated device ids, one worker each (sets "
                    "ASCEND_RT_VISIBLE_DEVICES per worker), e.g. 0,1,2,3")
+    p.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER_S, metavar="SECONDS",
+                   help="fail a RUNNING trial that no heartbeat watches and no live process of "
+                   "this host owns (optuna ask without tell, a host on a journal file) once it "
+                   f"is this old, and retry its config (default {DEFAULT_STALE_AFTER_S:g})")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
@@ -171,6 +176,16 @@ def _sqlite_file(url: str) -> Path | None:
     return None
 
 
+def _remove_storage_files(storage: Any, db_file: Path) -> None:
+    """Undo a storage file this run created: close its connections, then the file and
+    SQLite's companions (``-wal``, ``-shm``, ``-journal``)."""
+    engine = getattr(storage, "engine", None)
+    if engine is not None:
+        engine.dispose()
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+
+
 def _tune_command(argv: list[str]) -> int:
     args = _tune_parser().parse_args(argv)
     errors = _user_errors()
@@ -194,7 +209,12 @@ def _tune(args: argparse.Namespace) -> int:
     from aoe_optuna.spec.backend import make_backend
     from aoe_optuna.spec.loader import load_spec
     from aoe_optuna.spec.stored import store_sampler
-    from aoe_optuna.study.create import baseline_trial, enqueue_baseline, load_or_create
+    from aoe_optuna.study.create import (
+        baseline_trial,
+        default_study_name,
+        enqueue_baseline,
+        load_or_create,
+    )
     from aoe_optuna.study.objective import Evaluator, TuningObjective
     from aoe_optuna.study.progress import ProgressView
     from aoe_optuna.study.report import print_summary, save_dashboard_note, summarise
@@ -205,6 +225,8 @@ def _tune(args: argparse.Namespace) -> int:
         raise UsageError("--n-trials: expected a positive number of measurements")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout: expected a positive number of seconds")
+    if not args.stale_after > 0:
+        raise UsageError("--stale-after: expected a positive number of seconds")
     if args.config is None and args.study_name is None:
         raise UsageError("pass --config SPEC (new study) or --study-name NAME (resume)")
     devices = _devices(args.devices)
@@ -225,15 +247,15 @@ def _tune(args: argparse.Namespace) -> int:
     spec = load_spec(args.config) if args.config else None
     if spec is not None and args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
-    study_name = args.study_name or (spec.default_study_name() if spec else None)
-    assert study_name is not None
 
     db_file = _sqlite_file(args.storage)
     created_file = db_file is not None and not db_file.exists()
     # Optuna logs every failed trial with a traceback; the progress view says it in one line.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage: Any = None
     try:
         storage = open_storage(args.storage)
+        study_name = args.study_name or default_study_name(storage, spec)
         roofline = spec.roofline_tokens_per_s() if spec else None
         # the study's own sampler when resuming without --sampler; checked before writing
         resumed = _resumed_sampler(args, storage, study_name, sampler_kwargs)
@@ -243,8 +265,8 @@ def _tune(args: argparse.Namespace) -> int:
             sampler = _build_sampler(make_sampler, choice, spec)
         study, spec = load_or_create(storage, study_name, spec, roofline)
     except BaseException:
-        if created_file and db_file is not None and db_file.exists():
-            db_file.unlink()
+        if created_file and db_file is not None:
+            _remove_storage_files(storage, db_file)
         raise
     if args.config is None:
         if args.op_source is not None:
@@ -290,7 +312,8 @@ def _tune(args: argparse.Namespace) -> int:
                                      _worker_args(args, study.study_name, choice),
                                      n_workers, devices, choice[2])
             else:
-                result = run_study(study, TuningObjective(spec.space, evaluator), budget, view)
+                result = run_study(study, TuningObjective(spec.space, evaluator), budget, view,
+                                   stale_after_s=args.stale_after)
     except KeyboardInterrupt:
         print(
             "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
@@ -322,7 +345,8 @@ def _worker_args(args: argparse.Namespace, study_name: str,
                  choice: tuple[str, dict[str, Any], int | None]) -> list[str]:
     """The command line of one worker: the same study and sampler, from storage, no display."""
     out = ["--storage", args.storage, "--study-name", study_name, "--sampler", choice[0],
-           "--sampler-kwargs", json.dumps(choice[1]), "--no-progress", "--worker"]
+           "--sampler-kwargs", json.dumps(choice[1]), "--no-progress", "--worker",
+           "--stale-after", str(args.stale_after)]
     if args.n_trials is not None:
         out += ["--n-trials", str(args.n_trials)]
     if args.timeout is not None:

@@ -30,6 +30,7 @@ from aoe_optuna.space.params import (
     canonical_value,
     to_code,
 )
+from aoe_optuna.study.storage import redact_url
 from aoe_optuna.workload.models import MAX_DIM
 
 FORMAT = "aoe-kb"
@@ -52,11 +53,6 @@ C_FIELDS = ("tile_m", "tile_k", "tile_n", "pipeline", "l1_prefetch", "output_ali
 
 class KBError(ValueError):
     """A knowledge base file or entry that cannot be used; one line naming file and key."""
-
-
-def redact_storage(url: str) -> str:
-    """A storage URL without its password (``postgresql://u:***@host/db``)."""
-    return re.sub(r"(://[^/:@\s]*:)[^@\s]*@", r"\1***@", url)
 
 
 # --- entries ------------------------------------------------------------------------------------
@@ -88,7 +84,7 @@ def make_entry(
     entry = {
         "soc": soc, "op": op, "dtype": dtype, "M": M, "K": K, "N": N, "layout": layout,
         "config": dict(config), "value": value, "objective": objective, "gain": gain,
-        "study": study, "storage": None if storage is None else redact_storage(str(storage)),
+        "study": study, "storage": None if storage is None else redact_url(str(storage)),
         "date": date or datetime.now(UTC).isoformat(timespec="seconds"),
     }
     return validate_entry(entry)

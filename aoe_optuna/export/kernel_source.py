@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.atomic_write import write_atomic
-from aoe_optuna.export.kb import redact_storage
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError, canonical_value, to_code
+from aoe_optuna.study.storage import redact_url
 
 COMPILE_OPTIONS = ("opt_level", "schedule")
 HEADER_BEGIN = "// ---- aoe-tune export: generated, replaced on the next export ----"
@@ -431,7 +431,7 @@ def _header(config: str, options: Mapping[str, Any], info: ExportInfo | None, nl
     if info is not None:
         where = [f"study {_quoted(info.study)}"]
         if info.storage:
-            where.append(f"storage {_quoted(redact_storage(info.storage))}")
+            where.append(f"storage {_quoted(redact_url(info.storage))}")
         if info.trial is not None:
             where.append(f"trial {int(info.trial)}")
         lines.append("// " + ", ".join(where))

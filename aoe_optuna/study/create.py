@@ -10,6 +10,7 @@ given, is refused: nothing is overwritten silently.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -72,6 +73,26 @@ def load_or_create(
             )
         return study, spec
     return study, spec_from_dict(stored, source=f"<study {study_name}>")
+
+
+def default_study_name(storage: optuna.storages.BaseStorage, spec: StudySpec) -> str:
+    """The spec's derived name, or, when a study of that name holds another spec, the
+    name plus a digest of this spec: two shipped specs can share one storage file.
+
+    The same spec always lands on the same study, so the same command resumes it.
+    """
+    base = spec.default_study_name()
+    try:
+        study = optuna.load_study(study_name=base, storage=storage,
+                                  sampler=optuna.samplers.RandomSampler())
+    except KeyError:
+        return base
+    stored = study.user_attrs.get(SPEC_ATTR)
+    if stored is None or _normal(stored) == _normal(spec.canonical()):
+        return base
+    digest = hashlib.sha256(json.dumps(_normal(spec.canonical()), sort_keys=True,
+                                       default=str).encode()).hexdigest()[:8]
+    return f"{base}-{digest}"
 
 
 def _check_adoptable(study: optuna.Study, spec: StudySpec) -> None:

@@ -9,6 +9,15 @@ Three outcomes per trial, so every sampler gets honest information:
 * failed measurement (build error, crash, hang, wrong result, too much
   quantization error): a FAIL trial with the failure's kind and message.
 * success: COMPLETE with tokens/s as the value.
+
+A result is written attribute by attribute (Optuna's storage API has no
+batch write), ``measured`` last: a trial carries ``measured`` only if its
+whole result reached storage, so a worker killed anywhere in between leaves
+either a kept result or none (see :mod:`aoe_optuna.study.recovery`).
+Fault points (:mod:`aoe_optuna.study.faults`) mark each write of a trial's
+life for the crash tests: ``ask``, ``param``, ``constraints``, ``measure``,
+``result`` (after each result attribute), ``tell`` (just before Optuna's
+tell; ``told`` after it is in the runner).
 """
 
 from __future__ import annotations
@@ -60,7 +69,8 @@ class Evaluation:
     accuracy_loss: float | None = None
 
     def user_attrs(self) -> dict[str, Any]:
-        attrs: dict[str, Any] = {ATTR_MEASURED: True, ATTR_COST: round(self.cost_s, 6)}
+        """The result's attributes in write order; ``measured`` last marks it whole."""
+        attrs: dict[str, Any] = {ATTR_COST: round(self.cost_s, 6)}
         if self.ok:
             attrs.update(
                 tokens_per_s=self.tokens_per_s,
@@ -73,6 +83,7 @@ class Evaluation:
             attrs.update({ATTR_FAILURE_KIND: self.failure_kind, ATTR_FAILURE: self.reason[:2000]})
         if self.accuracy_loss is not None:
             attrs["accuracy_loss"] = self.accuracy_loss
+        attrs[ATTR_MEASURED] = True
         return attrs
 
 
@@ -138,6 +149,7 @@ def suggest_config(trial: optuna.Trial, space: SearchSpace) -> dict[str, Any]:
         else:
             assert isinstance(dist, optuna.distributions.CategoricalDistribution)
             config[name] = trial.suggest_categorical(name, dist.choices)
+        fault_point("param")
     return config
 
 
@@ -199,8 +211,10 @@ class TuningObjective:
         return cls(spec.space, evaluator)
 
     def __call__(self, trial: optuna.Trial) -> float:
+        fault_point("ask")
         config = suggest_config(trial, self.space)
         violated = record_constraints(trial, self.space, config)
+        fault_point("constraints")
         if violated:
             trial.set_user_attr(ATTR_INFEASIBLE, violated)
             trial.set_user_attr(ATTR_MEASURED, False)
@@ -216,6 +230,8 @@ class TuningObjective:
         result = self.evaluator.evaluate(self.space.full_config(config))
         for key, value in result.user_attrs().items():
             trial.set_user_attr(key, value)
+            fault_point("result")
+        fault_point("tell")
         if not result.ok:
             raise MeasurementFailed(f"{result.failure_kind}: {result.reason}")
         return result.tokens_per_s
@@ -240,14 +256,21 @@ def _serve_repeat(trial: optuna.Trial, earlier: FrozenTrial) -> float:
                 ATTR_FAILURE_KIND, ATTR_FAILURE):
         if key in earlier.user_attrs:
             trial.set_user_attr(key, earlier.user_attrs[key])
-    if earlier.state == TrialState.FAIL:
-        raise MeasurementFailed(f"same config as trial {earlier.number}, which failed")
-    assert earlier.value is not None
-    return float(earlier.value)
+    if earlier.state == TrialState.COMPLETE:
+        assert earlier.value is not None
+        return float(earlier.value)
+    value = earlier.user_attrs.get("tokens_per_s")
+    if ATTR_FAILURE_KIND not in earlier.user_attrs and isinstance(value, (int, float)):
+        return float(value)  # a whole result whose trial was failed (heartbeat) before its tell
+    raise MeasurementFailed(f"same config as trial {earlier.number}, which failed")
 
 
 def is_measured(trial: FrozenTrial) -> bool:
-    """A trial that spent a measurement (complete, or failed while measuring)."""
+    """A trial that spent a measurement: complete, or finished with its whole result stored.
+
+    Independent of how far a killed worker got: a FAIL trial counts only when
+    ``measured``, the result's last write, reached storage.
+    """
     if ATTR_REPEAT_OF in trial.user_attrs:
         return False
     if trial.state == TrialState.COMPLETE:

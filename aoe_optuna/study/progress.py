@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import datetime
 from typing import Any
 
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from aoe_optuna.study.recovery import owner_text
 from aoe_optuna.study.runner import Budget, StudyProgress
 
 
@@ -25,6 +27,18 @@ def describe_best(progress: StudyProgress, baseline: float | None, roofline: flo
         parts.append(f"{best.value / roofline:.1%} of roofline")
     cfg = " ".join(f"{k}={v}" for k, v in best.params.items())
     return f"{parts[0]} ({', '.join(parts[1:])}) {cfg}" if len(parts) > 1 else f"{parts[0]} {cfg}"
+
+
+def describe_held(held: list[FrozenTrial], now: datetime | None = None) -> str:
+    """"trial 104 RUNNING 3m05s, no aoe-tune worker (optuna ask?)": who the study waits on."""
+    now = now or datetime.now()
+    parts = []
+    for t in held[:3]:
+        age = (now - t.datetime_start).total_seconds() if t.datetime_start else 0.0
+        parts.append(f"trial {t.number} RUNNING {int(age) // 60}m{int(age) % 60:02d}s, "
+                     f"{owner_text(t)}")
+    more = f" (+{len(held) - 3} more)" if len(held) > 3 else ""
+    return "held elsewhere: " + "; ".join(parts) + more
 
 
 def describe_time(progress: StudyProgress, budget: Budget, wall_s: float) -> str:
@@ -90,6 +104,8 @@ class ProgressView:
         extra = f"{progress.infeasible} infeasible skipped, {progress.failed} failed"
         if progress.repeats:
             extra += f", {progress.repeats} repeats served"
+        if progress.held:
+            extra += f" | {describe_held(progress.held)}"
         times = f"{describe_time(progress, self.budget, wall)} | {extra}"
         if self._progress is not None:
             self._progress.update(self._task, completed=progress.measured, best=best, times=times)

@@ -4,8 +4,18 @@ Optuna's heartbeat marks a RUNNING trial stale only after its grace period,
 and only inside ``Study.optimize`` on RDB storages. A worker that starts right
 after a ``kill -9`` on the same host can do better: the dead worker's pid is
 recorded on its trial, so a RUNNING trial from this host whose pid no longer
-exists is certainly dead. It is failed and its params are enqueued again, so
-the config is measured and no measurement is lost or counted twice.
+exists is certainly dead. What happens to it depends only on what reached
+storage, never on how far the dead worker got:
+
+* its result's last write (``measured``) is there: the result is kept, and the
+  trial is finished as the result says;
+* otherwise its config, if chosen, goes back to the study as Optuna's own
+  retry does (``failed_trial`` / ``retry_history`` system attributes), at most
+  ``MAX_RETRY`` times: a config whose trials keep killing their worker is
+  failed with that reason and never enqueued again.
+
+Optuna's heartbeat (other hosts) and the ``--stale-after`` timeout (trials
+held by ``optuna ask`` or a host without heartbeats) end in the same place.
 """
 
 from __future__ import annotations
@@ -19,8 +29,13 @@ import optuna
 from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.attrs import ATTR_BASELINE, ATTR_FAILURE_KIND, ATTR_MEASURED, ATTR_REPEAT_OF
+
 WORKER_ATTR = "worker"  # {"host": ..., "pid": ...} of the process running the trial
-RETRY_OF_ATTR = "retry_of"
+# Optuna's RetryHeartbeatStaleTrialCallback keeps a retry's lineage under these keys.
+FAILED_TRIAL_KEY = "failed_trial"
+RETRY_HISTORY_KEY = "retry_history"
+MAX_RETRY = 3  # retries of one config after its trial died, on every recovery path
 
 
 def worker_identity() -> dict[str, object]:
@@ -117,10 +132,106 @@ def _fail(study: optuna.Study, trial: FrozenTrial, reason: str) -> bool:
         return False
 
 
-def sweep_dead_trials(study: optuna.Study) -> list[int]:
-    """Fail RUNNING trials of dead local workers and re-enqueue their params.
+def holds_result(trial: FrozenTrial) -> bool:
+    """The trial's result reached storage whole: ``measured`` is its last write."""
+    return bool(trial.user_attrs.get(ATTR_MEASURED)) and ATTR_REPEAT_OF not in trial.user_attrs
 
-    Returns the numbers of the trials that were swept.
+
+def retry_history(trial: FrozenTrial) -> list[int]:
+    """The trials before this one that ran its config and died (Optuna's ``retry_history``)."""
+    return list(trial.system_attrs.get(RETRY_HISTORY_KEY, []))
+
+
+def _config(trial: FrozenTrial) -> dict[str, Any]:
+    """The config a trial was running: its params, or those it was enqueued with."""
+    return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
+
+
+def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
+    """Enqueue a dead trial's config once more, unless it has been retried ``MAX_RETRY`` times.
+
+    The same record as Optuna's retry callback, but of the dead trial's user
+    attributes only the baseline mark travels: a partial result or a repeat
+    mark must not.
+    """
+    history = [*retry_history(trial), trial.number]
+    config = _config(trial)
+    if not config or len(history) > MAX_RETRY:
+        return False
+    kept = {k: v for k, v in trial.user_attrs.items() if k == ATTR_BASELINE}
+    study.add_trial(optuna.create_trial(
+        state=TrialState.WAITING,
+        user_attrs=kept,
+        system_attrs={"fixed_params": config,
+                      FAILED_TRIAL_KEY: trial.system_attrs.get(FAILED_TRIAL_KEY, trial.number),
+                      RETRY_HISTORY_KEY: history},
+    ))
+    return True
+
+
+def finish_dead_trial(study: optuna.Study, trial: FrozenTrial, why: str) -> bool:
+    """End a RUNNING trial whose worker is gone; True when this call ended it."""
+    if holds_result(trial):
+        value = trial.user_attrs.get("tokens_per_s")
+        if ATTR_FAILURE_KIND not in trial.user_attrs and isinstance(value, (int, float)):
+            try:
+                return bool(study._storage.set_trial_state_values(
+                    trial._trial_id, TrialState.COMPLETE, [float(value)]))
+            except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+                return False
+        return _fail(study, trial, f"{why} after recording its failed measurement")
+    kills = len(retry_history(trial)) + 1
+    if _config(trial) and kills > MAX_RETRY:
+        why = f"{why}; this config's trial died {kills} times, so it is not retried again"
+    if not _fail(study, trial, why):
+        return False
+    _retry(study, trial)
+    return True
+
+
+class RetryStaleTrial:
+    """Optuna's heartbeat-stale callback, with the same rules as the pid sweep.
+
+    Optuna has already failed the trial; a result that reached storage stays
+    (the trial counts as measured), anything else is retried up to the cap.
+    """
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        if not holds_result(trial):
+            _retry(study, trial)
+
+
+def owner_text(trial: FrozenTrial) -> str:
+    """Who holds a RUNNING trial, for the progress line."""
+    who = trial.user_attrs.get(WORKER_ATTR)
+    if isinstance(who, dict):
+        return f"pid {who.get('pid')} on {who.get('host')}"
+    return "no aoe-tune worker (optuna ask?)"
+
+
+def held_elsewhere(trial: FrozenTrial) -> bool:
+    """RUNNING and not held by a live process of this host: someone else must finish it."""
+    who = trial.user_attrs.get(WORKER_ATTR)
+    if not isinstance(who, dict) or who.get("host") != socket.gethostname():
+        return True
+    pid = who.get("pid")
+    return not isinstance(pid, int) or not _alive(pid, who.get("started"))
+
+
+def _has_heartbeat(study: optuna.Study, trial: FrozenTrial) -> bool:
+    """Optuna's heartbeat watches trials that aoe-tune workers run on RDB storages."""
+    storage = study._storage
+    return (isinstance(trial.user_attrs.get(WORKER_ATTR), dict)
+            and isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage))
+
+
+def sweep_dead_trials(study: optuna.Study, stale_after_s: float | None = None) -> list[int]:
+    """Finish RUNNING trials of dead local workers; retry their configs.
+
+    With ``stale_after_s``, a RUNNING trial that no heartbeat watches and no
+    live process of this host owns (``optuna ask`` without a tell, a host on a
+    Journal file) is ended too once it is that old. Returns the numbers of the
+    trials that were ended.
     """
     here = socket.gethostname()
     swept: list[int] = []
@@ -128,17 +239,26 @@ def sweep_dead_trials(study: optuna.Study) -> list[int]:
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         who = trial.user_attrs.get(WORKER_ATTR)
         if who is None and _orphaned(trial, now):
-            if _fail(study, trial, "created by a worker that died before marking it"):
+            if finish_dead_trial(study, trial, "created by a worker that died before marking it"):
                 swept.append(trial.number)
             continue
-        if not isinstance(who, dict) or who.get("host") != here:
+        if isinstance(who, dict) and who.get("host") == here:
+            pid = who.get("pid")
+            if not isinstance(pid, int) or pid == os.getpid() or _alive(pid, who.get("started")):
+                continue
+            if finish_dead_trial(study, trial, f"worker pid {pid} on {here} died"):
+                swept.append(trial.number)
             continue
-        pid = who.get("pid")
-        if not isinstance(pid, int) or pid == os.getpid() or _alive(pid, who.get("started")):
-            continue
-        if not _fail(study, trial, f"worker pid {pid} on {here} died"):
-            continue
-        if trial.params:  # killed after its config was chosen: measure that config again
-            study.enqueue_trial(trial.params, user_attrs={RETRY_OF_ATTR: trial.number})
-        swept.append(trial.number)
+        age = _age_s(trial, now)
+        if (stale_after_s is not None and age is not None and age > stale_after_s
+                and not _has_heartbeat(study, trial)):
+            why = (f"RUNNING for {age:.0f} s with no heartbeat and no live owner "
+                   f"({owner_text(trial)}; --stale-after {stale_after_s:g})")
+            if finish_dead_trial(study, trial, why):
+                swept.append(trial.number)
     return swept
+
+
+def _age_s(trial: FrozenTrial, now: datetime) -> float | None:
+    started = trial.datetime_start
+    return None if started is None else (now - started).total_seconds()

@@ -10,6 +10,7 @@ time the measurements would cost on hardware by default (what
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.study.faults import fault_point
 from aoe_optuna.study.objective import (
     ATTR_COST,
     ATTR_INFEASIBLE,
@@ -26,11 +28,13 @@ from aoe_optuna.study.objective import (
     count_measured,
     is_measured,
 )
-from aoe_optuna.study.recovery import WorkerTaggingSampler, sweep_dead_trials
+from aoe_optuna.study.recovery import WorkerTaggingSampler, held_elsewhere, sweep_dead_trials
 
 # A sampler that proposes this many infeasible configs in a row is not
 # going to find a feasible one: stop instead of spinning.
 MAX_INFEASIBLE_IN_A_ROW = 2000
+# Nor is one that proposes the same infeasible config this many times in a row.
+MAX_SAME_INFEASIBLE = 50
 POLL_S = 0.5  # how often a worker with nothing to do looks at the others' progress
 
 
@@ -56,6 +60,7 @@ class StudyProgress:
     virtual_s: float = 0.0
     best: FrozenTrial | None = None
     last: FrozenTrial | None = None  # the trial that just finished, if any
+    held: list[FrozenTrial] = field(default_factory=list)  # RUNNING, no live local owner
 
     @classmethod
     def of(cls, trials: list[FrozenTrial]) -> StudyProgress:
@@ -69,6 +74,8 @@ class StudyProgress:
                 p.failed += 1
             elif t.state == TrialState.RUNNING:
                 p.running += 1
+                if held_elsewhere(t):
+                    p.held.append(t)
             p.virtual_s += float(t.user_attrs.get(ATTR_COST, 0.0) or 0.0)
             if t.state == TrialState.COMPLETE and (
                 p.best is None or (t.value or 0) > (p.best.value or 0)
@@ -89,35 +96,52 @@ class RunResult:
 class _Stopper:
     """Optuna callback: stop the study when the budget is spent."""
 
-    def __init__(self, budget: Budget, started: float, on_update: Callable[[StudyProgress], None]):
+    def __init__(self, budget: Budget, started: float, on_update: Callable[[StudyProgress], None],
+                 stale_after_s: float | None = None):
         self.budget = budget
         self.started = started
         self.on_update = on_update
+        self.stale_after_s = stale_after_s
         self.reason = "interrupted"
         self.infeasible_in_a_row = 0
+        self.same_infeasible: tuple[dict, int] = ({}, 0)
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        fault_point("told")
         progress = StudyProgress.of(study.get_trials(deepcopy=False))
         progress.last = trial
         self.on_update(progress)
-        self.infeasible_in_a_row = self.infeasible_in_a_row + 1 if (
-            trial.state == TrialState.PRUNED
-        ) else 0
         reason = self.check(progress)
         if reason is None:
             reason = self._wait_for_pending(study, progress)
-        if reason is None and self.infeasible_in_a_row >= MAX_INFEASIBLE_IN_A_ROW:
-            reason = f"the sampler proposed {MAX_INFEASIBLE_IN_A_ROW} infeasible configs in a row"
+        if reason is None:
+            reason = self._spinning(trial)
+            if reason is not None:  # said whatever the progress setting: the run did not finish
+                print(f"aoe-tune: stopping: {reason}", file=sys.stderr)
         if reason is not None:
             self.reason = reason
             study.stop()
+
+    def _spinning(self, trial: FrozenTrial) -> str | None:
+        """A sampler stuck on infeasible proposals; None while it is not."""
+        pruned = trial.state == TrialState.PRUNED
+        infeasible = pruned and ATTR_INFEASIBLE in trial.user_attrs
+        self.infeasible_in_a_row = self.infeasible_in_a_row + 1 if pruned else 0
+        last, n = self.same_infeasible
+        n = (n + 1 if trial.params == last else 1) if infeasible else 0
+        self.same_infeasible = (dict(trial.params), n)
+        if n >= MAX_SAME_INFEASIBLE:
+            return f"the sampler proposed the same infeasible config {n} times in a row"
+        if self.infeasible_in_a_row >= MAX_INFEASIBLE_IN_A_ROW:
+            return f"the sampler proposed {MAX_INFEASIBLE_IN_A_ROW} infeasible configs in a row"
+        return None
 
     def _wait_for_pending(self, study: optuna.Study, progress: StudyProgress) -> str | None:
         """Other workers' running trials could fill the budget: wait instead of proposing."""
         n = self.budget.n_measurements
         while n is not None and progress.measured < n <= progress.measured + progress.running:
             time.sleep(POLL_S)
-            sweep_dead_trials(study)
+            sweep_dead_trials(study, self.stale_after_s)
             optuna.storages.fail_stale_trials(study)  # dead workers on other hosts
             progress = StudyProgress.of(study.get_trials(deepcopy=False))
             self.on_update(progress)
@@ -175,11 +199,16 @@ def run_study(
     objective: TuningObjective,
     budget: Budget,
     on_update: Callable[[StudyProgress], None] = lambda p: None,
+    stale_after_s: float | None = None,
 ) -> RunResult:
-    """Optimise until the budget is spent; KeyboardInterrupt propagates to the caller."""
+    """Optimise until the budget is spent; KeyboardInterrupt propagates to the caller.
+
+    ``stale_after_s``: end RUNNING trials that nothing watches after this long
+    (see :func:`aoe_optuna.study.recovery.sweep_dead_trials`).
+    """
     started = time.monotonic()
-    swept = sweep_dead_trials(study)
-    stopper = _Stopper(budget, started, on_update)
+    swept = sweep_dead_trials(study, stale_after_s)
+    stopper = _Stopper(budget, started, on_update, stale_after_s)
     progress = StudyProgress.of(study.get_trials(deepcopy=False))
     on_update(progress)
     done = stopper.check(progress)

@@ -7,6 +7,11 @@
   systems; no heartbeats, so stale trials are swept by pid, see
   :mod:`aoe_optuna.study.recovery`).
 * PostgreSQL / MySQL URLs (many hosts): RDB storage with heartbeats.
+* ``grpc://host:port``: Optuna's gRPC storage proxy
+  (``optuna.storages.run_grpc_proxy_server`` in front of one of the above),
+  so many hosts share a study through one server process and one database
+  connection pool. No heartbeats through the proxy: dead workers are found by
+  pid on their own host and by ``--stale-after`` elsewhere.
 
 Every problem (a missing or read-only folder, a locked or corrupt file, an
 unreachable server) becomes a :class:`StorageError` with one line to print.
@@ -18,13 +23,14 @@ import os
 from pathlib import Path
 
 import optuna
-from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+from aoe_optuna.study.recovery import RetryStaleTrial
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 HEARTBEAT_INTERVAL_S = 5
 GRACE_PERIOD_S = 20
-MAX_RETRY = 3
 DEFAULT_STORAGE = "sqlite:///aoe.db"
 
 
@@ -36,6 +42,8 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     """Open ``url`` (an Optuna storage URL, or a path ending in ``.log``)."""
     if url.endswith(".log") and "://" not in url:
         return _journal(Path(url))
+    if url.startswith("grpc://"):
+        return _grpc(url)
     if url.startswith("sqlite:///"):
         _check_sqlite_path(url)
         engine_kwargs = {"connect_args": {"timeout": SQLITE_LOCK_TIMEOUT_S}}
@@ -56,10 +64,10 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             engine_kwargs=engine_kwargs,
             heartbeat_interval=HEARTBEAT_INTERVAL_S,
             grace_period=GRACE_PERIOD_S,
-            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+            heartbeat_stale_trial_callback=RetryStaleTrial(),
         )
     except Exception as exc:  # sqlalchemy raises many kinds; all mean "cannot open"
-        raise StorageError(f"storage {_redact(url)}: cannot open ({_first_line(exc)})") from None
+        raise StorageError(f"storage {redact_url(url)}: cannot open ({_first_line(exc)})") from None
     if url.startswith("sqlite:///"):
         _fast_sqlite(storage)
     return storage
@@ -97,6 +105,23 @@ def _journal(path: Path) -> JournalStorage:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc)})") from None
 
 
+def _grpc(url: str) -> optuna.storages.BaseStorage:
+    host, _, port = url[len("grpc://"):].rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        raise StorageError(f"storage {url}: expected grpc://HOST:PORT")
+    try:
+        from optuna.storages import GrpcStorageProxy
+
+        proxy = GrpcStorageProxy(host=host, port=int(port))
+        proxy.wait_server_ready(timeout=10)
+    except ImportError:
+        raise StorageError(f"storage {url}: needs grpcio and protobuf "
+                           "(pip install grpcio protobuf)") from None
+    except Exception as exc:
+        raise StorageError(f"storage {url}: cannot reach the proxy ({_first_line(exc)})") from None
+    return proxy
+
+
 def _check_sqlite_path(url: str) -> None:
     raw = url[len("sqlite:///") :]
     if not raw or raw == ":memory:":
@@ -125,17 +150,26 @@ def describe_storage_error(url: str, exc: BaseException) -> str:
         hint = f" (another process held the database for over {SQLITE_LOCK_TIMEOUT_S:g} s)"
     elif "readonly" in text or "read-only" in text:
         hint = " (the file or its folder is read-only)"
-    return f"storage {_redact(url)}: {text}{hint}"
+    return f"storage {redact_url(url)}: {text}{hint}"
 
 
-def _redact(url: str) -> str:
-    """Hide a password in a URL before printing it."""
-    if "://" in url and "@" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}" if ":" in creds else url
-    return url
+def redact_url(url: str) -> str:
+    """The URL as SQLAlchemy parses it, password hidden; anything else unchanged.
+
+    Parsing, not pattern matching: ``?x=a@b`` is a query, not a user.
+    """
+    if "://" not in url:
+        return url
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return url.split("://", 1)[0] + "://***"  # unparsable: show nothing that may be secret
+    if parsed.password is None:
+        return url
+    return parsed.render_as_string(hide_password=True)
 
 
 def _first_line(exc: BaseException) -> str:

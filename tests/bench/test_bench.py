@@ -247,3 +247,19 @@ def test_bench_help_lists_its_analyses_and_the_old_form_still_benchmarks(tmp_pat
                      "--out", str(out_dir)]) == 0
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "qwen25_7b_decode_910b2.png", "report.md", "results.json", "runs.jsonl"]
+
+
+def test_a_missing_plot_library_stops_the_bench_before_the_first_run(
+    tmp_path, monkeypatch, capsys
+):
+    import sys
+
+    cache = write_cache(tmp_path, gz=True)
+    out = tmp_path / "out"
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    rc = main(["--space", str(cache), "--sampler", "random", "--seeds", "1", "--budgets", "2",
+               "--jobs", "1", "--kernel-tuner", "", "--out", str(out)])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "matplotlib" in err and len(err.strip().splitlines()) == 1
+    assert not (out / "runs.jsonl").exists()

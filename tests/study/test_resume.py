@@ -80,7 +80,7 @@ def test_sigkill_mid_measurement_loses_nothing(tmp_path: Path, env: dict[str, st
     trials = study.get_trials()
     assert count_measured(trials) == 4
     assert trials[killed.number].state == TrialState.FAIL
-    retried = [t for t in trials if t.user_attrs.get("retry_of") == killed.number]
+    retried = [t for t in trials if t.system_attrs.get("failed_trial") == killed.number]
     assert len(retried) == 1 and retried[0].params == killed.params
     assert retried[0].state in (TrialState.COMPLETE, TrialState.FAIL)
     for n in done_before:  # completed trials are untouched

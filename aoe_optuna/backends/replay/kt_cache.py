@@ -26,10 +26,13 @@ import numpy as np
 # Tuner records when it rejects a config before compiling it (a restriction or a
 # launch limit such as too many threads per block): a known constraint, hence
 # "infeasible". The replay space leaves such keys out of its feasible set.
+# ErrorConfig, the base of Kernel Tuner's failure classes, is what some of its
+# versions record for a failure of no finer kind: a failed run of the config.
 FAILURE_KINDS: dict[str, str] = {
     "InvalidConfig": "infeasible",
     "CompilationFailedConfig": "build",
     "RuntimeFailedConfig": "runtime",
+    "ErrorConfig": "runtime",
 }
 
 # Entry fields that make up what one measurement cost (milliseconds).

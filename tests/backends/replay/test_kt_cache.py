@@ -70,7 +70,16 @@ def test_bad_files_say_which_file_and_key(tmp_path):
 
 def test_failure_kinds_map_onto_measurement_kinds():
     assert FAILURE_KINDS == {"InvalidConfig": "infeasible", "CompilationFailedConfig": "build",
-                             "RuntimeFailedConfig": "runtime"}
+                             "RuntimeFailedConfig": "runtime", "ErrorConfig": "runtime"}
+
+
+def test_error_config_reads_as_a_failed_config(tmp_path):
+    path = tmp_path / "error.json"
+    path.write_text(cache_text().replace('"RuntimeFailedConfig"', '"ErrorConfig"'))
+    rec = read_cache(path)
+    assert "ErrorConfig" in rec.failures
+    i = rec.failures.index("ErrorConfig")
+    assert np.isnan(rec.values[i])
 
 
 @pytest.mark.skipif(not (shared_spaces() / "gemm_RTX_2080_Ti.json.gz").is_file(),

@@ -1,0 +1,71 @@
+"""Workers that share a study through Optuna's gRPC storage proxy, as hosts of a cluster would."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+
+from aoe_optuna.study.objective import count_measured, is_measured
+
+pytest.importorskip("grpc", reason="grpcio not installed (pip install grpcio protobuf)")
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
+AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
+PROXY = """
+import sys
+from optuna.storages import get_storage, run_grpc_proxy_server
+from aoe_optuna.study.storage import open_storage
+run_grpc_proxy_server(get_storage(open_storage(sys.argv[1])), host="127.0.0.1",
+                      port=int(sys.argv[2]))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow  # a proxy server and three aoe-tune processes
+def test_two_workers_through_the_proxy_hold_the_exact_budget(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'behind-proxy.db'}"
+    port = _free_port()
+    proxy = subprocess.Popen([sys.executable, "-c", PROXY, url, str(port)],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc = subprocess.run(
+            [str(AOE_TUNE), "--config", str(SPEC), "--storage", f"grpc://127.0.0.1:{port}",
+             "--study-name", "g", "--n-trials", "8", "--n-workers", "2", "--sampler", "random",
+             "--seed", "0", "--no-progress"],
+            capture_output=True, text=True, timeout=300,
+        )
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    trials = optuna.load_study(study_name="g", storage=url).get_trials()
+    assert count_measured(trials) == 8
+    configs = Counter(tuple(sorted(t.params.items())) for t in trials if is_measured(t))
+    assert max(configs.values()) == 1
+
+
+def test_an_unreachable_proxy_is_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [str(AOE_TUNE), "--config", str(SPEC), "--storage", f"grpc://127.0.0.1:{_free_port()}",
+         "--n-trials", "3", "--no-progress"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    err = [line for line in proc.stderr.splitlines() if "Warning" not in line
+           and "optuna_warn" not in line]
+    assert len(err) == 1 and "cannot reach the proxy" in err[0], proc.stderr
+    assert list(tmp_path.iterdir()) == []

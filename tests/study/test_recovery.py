@@ -1,0 +1,99 @@
+"""Dead trials, trials held elsewhere, stuck samplers: each ends with a reason, none waits silently.
+
+Real ``aoe-tune`` processes, real SIGKILLs (fault points), a real SQLite
+storage, and a trial held by Optuna's own ask API as ``optuna ask`` would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+from optuna.storages import RetryHeartbeatStaleTrialCallback
+from optuna.trial import TrialState
+
+from aoe_optuna.spec.loader import load_spec
+from aoe_optuna.study.objective import TuningObjective, count_measured, is_measured
+from aoe_optuna.study.recovery import MAX_RETRY
+from aoe_optuna.study.runner import MAX_SAME_INFEASIBLE, Budget, run_study
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
+AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
+
+
+def _tune(url: str, *extra: str, fault: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AOE_FAULT")}
+    if fault is not None:
+        env["AOE_FAULT_AT"] = fault
+    return subprocess.run(
+        [str(AOE_TUNE), "--config", str(SPEC), "--storage", url, "--study-name", "r",
+         "--sampler", "random", *extra],
+        capture_output=True, text=True, env=env, timeout=180,
+    )
+
+
+@pytest.mark.slow  # five aoe-tune processes
+def test_a_config_that_keeps_killing_its_worker_is_failed_and_not_retried(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    # each run dies as it measures its first trial: the baseline, then each retry of it
+    for _ in range(MAX_RETRY + 1):
+        proc = _tune(url, "--n-trials", "2", "--no-progress", fault="measure")
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+    done = _tune(url, "--n-trials", "2", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    trials = optuna.load_study(study_name="r", storage=url).get_trials()
+    baseline = trials[0].params
+    runs = [t for t in trials if t.params == baseline or
+            t.system_attrs.get("fixed_params") == baseline]
+    assert [t.state for t in runs] == [TrialState.FAIL] * (MAX_RETRY + 1)
+    assert not any(is_measured(t) for t in runs)
+    last = runs[-1]  # Optuna's own retry record, on every retry
+    assert RetryHeartbeatStaleTrialCallback.retried_trial_number(last) == runs[0].number
+    assert RetryHeartbeatStaleTrialCallback.retry_history(last) == [t.number for t in runs[:-1]]
+    assert "not retried again" in last.system_attrs["fail_reason"]
+    assert count_measured(trials) == 2
+    assert not [t for t in trials if t.state in (TrialState.WAITING, TrialState.RUNNING)]
+
+
+@pytest.mark.slow  # waits out a timeout in a real process
+def test_a_trial_held_by_optuna_ask_is_named_then_failed_after_stale_after(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    first = _tune(url, "--n-trials", "2", "--no-progress")
+    assert first.returncode == 0, first.stderr
+    study = optuna.load_study(study_name="r", storage=url)
+    spec = load_spec(str(SPEC))
+    held = study.ask(spec.space.distributions())  # as `optuna ask` does: RUNNING, no owner
+    proc = _tune(url, "--n-trials", "3", "--stale-after", "6")
+    assert proc.returncode == 0, proc.stderr
+    assert f"held elsewhere: trial {held.number} RUNNING" in proc.stderr
+    assert "optuna ask" in proc.stderr
+    trials = optuna.load_study(study_name="r", storage=url).get_trials()
+    t = trials[held.number]
+    assert t.state == TrialState.FAIL
+    assert "no heartbeat and no live owner" in t.system_attrs["fail_reason"]
+    assert count_measured(trials) == 3
+
+
+def test_a_sampler_stuck_on_one_infeasible_config_is_stopped_with_a_line(capsys) -> None:
+    spec = load_spec(str(SPEC))
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, spec.space.shape, size=(1000, len(spec.space.shape)))
+    infeasible = spec.space.config(rows[~spec.space.is_feasible(rows)][0])
+    sampler = optuna.samplers.PartialFixedSampler(infeasible, optuna.samplers.RandomSampler(0))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    result = run_study(study, TuningObjective.from_spec(spec), Budget(n_measurements=5))
+    assert result.stop_reason == (
+        f"the sampler proposed the same infeasible config {MAX_SAME_INFEASIBLE} times in a row")
+    assert f"aoe-tune: stopping: {result.stop_reason}" in capsys.readouterr().err
+    assert len(study.trials) == MAX_SAME_INFEASIBLE
