@@ -15,16 +15,16 @@ from typing import Any
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError, CatlassArgs, catlass_args
 from aoe_optuna.backends.npu.catlass_render import render_header
-from aoe_optuna.export.kb import redact_storage
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.study.storage import redact_url
 
 
 def provenance(info: ExportInfo | None, config: Mapping[str, Any], dtype: str,
                soc: str) -> list[str]:
     lines = [f"SoC {soc}, dtype {dtype}."]
     if info is not None:
-        where = f" in {redact_storage(info.storage)}" if info.storage else ""
+        where = f" in {redact_url(info.storage)}" if info.storage else ""
         trial = f", trial {info.trial}" if info.trial is not None else ""
         lines.append(f"Study {info.study}{where}{trial}.")
         if info.value is not None:
