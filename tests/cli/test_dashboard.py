@@ -55,6 +55,7 @@ def test_dashboard_serves_study_trials_attrs_and_note(tmp_path: Path) -> None:
         (entry,) = [s for s in studies["study_summaries"] if s["study_name"] == "dash"]
         detail = _get(f"{base}/api/studies/{entry['study_id']}")
         assert detail["name"] == "dash"
+        assert detail["objective_names"] == ["tokens/s"]  # not "Objective 0"
         keys = {a["key"] for a in detail["user_attrs"]}
         assert {"aoe_spec", "roofline_tokens_per_s"} <= keys
         complete = [t for t in detail["trials"] if t["state"] == "Complete"]
