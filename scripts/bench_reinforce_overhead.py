@@ -1,7 +1,7 @@
 """Seconds per ReinforceSampler suggestion at N completed trials, on a study spec.
 
     python scripts/bench_reinforce_overhead.py studies/qwen25_7b_decode_910b2_compile.json \
-        --trials 200 [--policy policy.pt] [--local 0.8] [--profile-after 800]
+        --trials 200 [--policy policy.safetensors] [--local 0.8] [--profile-after 800]
 
 Runs an in-memory study with the product objective on the spec's simulator and
 times ``sample_relative`` alone (study.ask + the sampler), per trial.

@@ -45,7 +45,7 @@ from aoe_optuna.bench.subcommand import (
 NAME = "compare"
 EXAMPLE = """\
   aoe-tune bench compare --space studies/qwen25_7b_decode_910b2.json --runs /tmp/w/head120 \\
-      --a 'reinforce {"policy": "studies/policies/qwen_holdout_seed.pt"}' --b gp-ucb \\
+      --a 'reinforce {"policy": "studies/policies/qwen_holdout_seed.safetensors"}' --b gp-ucb \\
       --budget 100 --seeds 80-119
   # one label, two versions of the code
   aoe-tune bench compare --space studies/qwen25_7b_decode_910b2_hidden.json \\

@@ -30,7 +30,7 @@ from aoe_optuna.bench.subcommand import at_least, exhaustive_of, parser, run, si
 NAME = "diagnose"
 EXAMPLE = """\
   aoe-tune bench diagnose --space studies/qwen25_7b_decode_910b2.json \\
-      --sampler 'reinforce:{"policy": "studies/policies/qwen_holdout_seed.pt"}' \\
+      --sampler 'reinforce:{"policy": "studies/policies/qwen_holdout_seed.safetensors"}' \\
       --sampler gp-ucb --seeds 20 --budget 100"""
 DECILES = 10
 

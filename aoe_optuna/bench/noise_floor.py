@@ -46,7 +46,7 @@ NAME = "noise-floor"
 EXAMPLE = """\
   aoe-tune bench noise-floor --space studies/qwen25_7b_decode_910b2.json \\
       --runs /tmp/w/head120 --budget 100 \\
-      --a 'reinforce {"policy": "studies/policies/qwen_holdout_seed.pt"}' --b gp-ucb"""
+      --a 'reinforce {"policy": "studies/policies/qwen_holdout_seed.safetensors"}' --b gp-ucb"""
 TOP_K = (1, 5, 10, 20, 50)  # oracle searches: measure exactly the k best configs
 NEAR = (0.002, 0.005, 0.01, 0.02)  # "measured within x of the optimum" columns
 

@@ -327,8 +327,15 @@ def _tune(args: argparse.Namespace) -> int:
     summary = summarise(study, spec, result, args.storage)
     print_summary(summary)
     save_dashboard_note(study, summary)
+    from aoe_optuna.study.artifacts import artifact_dir, upload_files, upload_spec
+
+    upload_spec(study, args.storage, spec.canonical())
     if args.op_source is not None:
         _export_study(study, spec, args.storage, Path(args.op_source), Path(args.output), args.kb)
+        kept = [Path(args.output), *([Path(args.kb)] if args.kb else [])]
+        upload_files(study, args.storage, kept)
+    if (where := artifact_dir(args.storage)) is not None:
+        print(f"artifacts: {where} (optuna-dashboard {args.storage} --artifact-dir {where})")
     return 0
 
 

@@ -22,6 +22,8 @@ from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
 
+METRIC_NAME = "tokens/s"  # what a study's value is
+
 
 class StudyError(RuntimeError):
     """A study that cannot be used as asked; the message is one line."""
@@ -45,6 +47,7 @@ def load_or_create(
         study = optuna.create_study(
             storage=storage, study_name=study_name, direction="maximize"
         )
+        study.set_metric_names([METRIC_NAME])  # the dashboard's axis and column title
     else:
         study = optuna.load_study(study_name=study_name, storage=storage)
         if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:

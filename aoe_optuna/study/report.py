@@ -137,6 +137,9 @@ def summary_markdown(s: Summary) -> str:
 
 
 def save_dashboard_note(study: optuna.Study, s: Summary) -> None:
-    from optuna_dashboard import save_note
-
+    """The summary as the study's dashboard note; skipped without the `dashboard` extra."""
+    try:
+        from optuna_dashboard import save_note
+    except ImportError:
+        return
     save_note(study, summary_markdown(s))

@@ -38,7 +38,8 @@ def test_dashboard_serves_study_trials_attrs_and_note(tmp_path: Path) -> None:
                  "--sampler", "random", "--seed", "0", "--no-progress"]) == 0
     port = _free_port()
     server = subprocess.Popen(
-        [str(BIN / "optuna-dashboard"), url, "--host", "127.0.0.1", "--port", str(port)],
+        [str(BIN / "optuna-dashboard"), url, "--host", "127.0.0.1", "--port", str(port),
+         "--artifact-dir", str(tmp_path / "aoe.db.artifacts")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
@@ -55,6 +56,11 @@ def test_dashboard_serves_study_trials_attrs_and_note(tmp_path: Path) -> None:
         (entry,) = [s for s in studies["study_summaries"] if s["study_name"] == "dash"]
         detail = _get(f"{base}/api/studies/{entry['study_id']}")
         assert detail["name"] == "dash"
+        assert detail["objective_names"] == ["tokens/s"]  # not "Objective 0"
+        (spec_artifact,) = [a for a in detail["artifacts"] if a["filename"] == "spec.json"]
+        with urllib.request.urlopen(f"{base}/artifacts/{entry['study_id']}/"
+                                    f"{spec_artifact['artifact_id']}", timeout=5) as r:
+            assert json.loads(r.read())["workload"]["model"] == "qwen2.5-7b"
         keys = {a["key"] for a in detail["user_attrs"]}
         assert {"aoe_spec", "roofline_tokens_per_s"} <= keys
         complete = [t for t in detail["trials"] if t["state"] == "Complete"]

@@ -19,6 +19,7 @@ import torch
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
+    FloatDistribution,
     IntDistribution,
 )
 from optuna.samplers import BaseSampler, RandomSampler
@@ -41,6 +42,7 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 )
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
+from aoe_optuna.samplers.gp_ucb._float_grid import FLOAT_GRID_POINTS, float_grid, snap
 from aoe_optuna.samplers.gp_ucb._history import History, read_history
 from aoe_optuna.samplers.gp_ucb._local import is_local_step, near
 from aoe_optuna.samplers.gp_ucb._model import (
@@ -81,7 +83,8 @@ class GPUCBSampler(BaseSampler):
 
     Args:
         space: the search space; default: the study's stored spec, else the
-            cartesian product of the int/categorical distributions its trials used.
+            cartesian product of the distributions its trials used, each float
+            one a grid of ``float_grid_points`` values (``_float_grid``).
         seed: makes proposals reproducible for a given history.
         n_startup_trials: configs (baseline, failures and running trials
             included) placed by the space-filling design before the GP takes over.
@@ -110,6 +113,7 @@ class GPUCBSampler(BaseSampler):
         workload, profile: the workload and SoC for those features; by default read
             from the spec stored in the study (a profile only for the simulator and npu
             backends: the CPU kernel does not run on the SoC's cube cores).
+        float_grid_points: values standing for each float parameter of a plain study.
     """
 
     def __init__(
@@ -131,6 +135,7 @@ class GPUCBSampler(BaseSampler):
         tiling_features: bool = True,
         workload: Workload | None = None,
         profile: SocProfile | None = None,
+        float_grid_points: int = FLOAT_GRID_POINTS,
     ) -> None:
         if n_startup_trials < 1:
             raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
@@ -140,6 +145,8 @@ class GPUCBSampler(BaseSampler):
             raise ValueError(f"refit_every: expected None or >= 1, got {refit_every}")
         if floor_quantile is not None and not 0.0 <= floor_quantile < 1.0:
             raise ValueError(f"floor_quantile: expected None or in [0, 1), got {floor_quantile}")
+        if float_grid_points < 2:
+            raise ValueError(f"float_grid_points: expected >= 2, got {float_grid_points}")
         beta_at(1, 1, beta, beta_schedule)  # validates the schedule name
         if target_transform not in TRANSFORMS:
             raise ValueError(
@@ -161,6 +168,7 @@ class GPUCBSampler(BaseSampler):
         self.tiling_features = tiling_features
         self._workload = workload
         self._profile = profile
+        self.float_grid_points = float_grid_points
         self._inputs: dict[int, GPInputs] = {}
         self._independent = RandomSampler(seed=self._seed)
         self._sources: dict[int, CandidateSource] = {}
@@ -182,7 +190,7 @@ class GPUCBSampler(BaseSampler):
         return self._inferred_space(study)
 
     def _inferred_space(self, study: Study) -> SearchSpace | None:
-        """Cartesian product of the int/categorical distributions every trial used."""
+        """Cartesian product of the distributions every trial used (floats as grids)."""
         dists = optuna.search_space.intersection_search_space(
             study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
                                                      optuna.trial.TrialState.FAIL,
@@ -190,7 +198,8 @@ class GPUCBSampler(BaseSampler):
             include_pruned=True,
         )
         params = [
-            p for name, d in sorted(dists.items()) if (p := _param_of(name, d)) is not None
+            p for name, d in sorted(dists.items())
+            if (p := _param_of(name, d, self.float_grid_points)) is not None
         ]
         if not params:
             return None
@@ -260,13 +269,20 @@ class GPUCBSampler(BaseSampler):
         # Another worker may be proposing at this very moment from the same history:
         # claim the best config no live trial holds (see aoe_optuna.samplers.claims).
         config = claim_first_free(study, trial, (space.config(cands.rows[i]) for i in ranked))
-        return config if config is not None else {}
+        if config is None:
+            return {}
+        # a wrapper (PartialFixedSampler) may ask for fewer parameters than the space has
+        return {k: v for k, v in config.items() if k in search_space}
 
     def sample_independent(
         self, study: Study, trial: FrozenTrial, param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        return self._independent.sample_independent(study, trial, param_name, param_distribution)
+        value = self._independent.sample_independent(study, trial, param_name, param_distribution)
+        if isinstance(param_distribution, FloatDistribution):
+            # on the grid, so that this trial is a config the GP can later read
+            return snap(param_distribution, value, self.float_grid_points)
+        return value
 
     def reseed_rng(self) -> None:
         self._independent.reseed_rng()
@@ -345,7 +361,9 @@ def _stored_spec(study: Study) -> Any:
     return stored_spec(study)
 
 
-def _param_of(name: str, dist: BaseDistribution) -> Param | None:
+def _param_of(name: str, dist: BaseDistribution, float_points: int) -> Param | None:
+    if isinstance(dist, FloatDistribution):
+        return Param(name, float_grid(dist, float_points), "real")
     if isinstance(dist, IntDistribution):
         return Param.generic(name, range(dist.low, dist.high + 1, dist.step))
     if isinstance(dist, CategoricalDistribution):

@@ -12,17 +12,10 @@ an untrained policy is uniform over whatever the masks allow.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
-
-from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, FEATURE_VERSION
-from aoe_optuna.space.search_space import SearchSpace
-
-POLICY_FORMAT = "aoe_optuna.reinforce.policy/1"
 
 
 class PolicyMismatchError(ValueError):
@@ -113,60 +106,3 @@ def choose(log_probs: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
     if bad.any():
         pick[bad] = p[bad].argmax(axis=1)
     return pick
-
-
-# ---------------------------------------------------------------- save / load
-def space_signature(space: SearchSpace) -> dict[str, list[Any]]:
-    return {p.name: list(p.choices) for p in space.params}
-
-
-def save_policy(
-    path: str | Path, policy: AutoregressivePolicy, space: SearchSpace, info: dict[str, Any]
-) -> None:
-    """torch.save of the weights plus what they mean (parameters, choices, feature spec)."""
-    torch.save(
-        {
-            "format": POLICY_FORMAT,
-            "state_dict": policy.state_dict(),
-            "hidden": policy.hidden,
-            "params": space_signature(space),
-            "features": list(FEATURE_NAMES),
-            "feature_version": FEATURE_VERSION,
-            "info": info,
-        },
-        str(path),
-    )
-
-
-def load_policy(path: str | Path, space: SearchSpace) -> tuple[AutoregressivePolicy, dict]:
-    """The saved policy, checked against ``space``; PolicyMismatchError (one line) otherwise."""
-    path = str(path)
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=False)
-    except FileNotFoundError:
-        raise PolicyMismatchError(f"{path}: no such policy file") from None
-    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same one line
-        raise PolicyMismatchError(f"{path}: not a policy file ({type(exc).__name__})") from None
-    if not isinstance(blob, dict) or blob.get("format") != POLICY_FORMAT:
-        raise PolicyMismatchError(f"{path}: not a ReinforceSampler policy ({POLICY_FORMAT})")
-    if blob["features"] != list(FEATURE_NAMES) or blob["feature_version"] != FEATURE_VERSION:
-        raise PolicyMismatchError(
-            f"{path}: key 'features': trained with feature spec v{blob['feature_version']}, "
-            f"this version reads v{FEATURE_VERSION}; pretrain the policy again"
-        )
-    want = space_signature(space)
-    have = blob["params"]
-    if list(have) != list(want):
-        raise PolicyMismatchError(
-            f"{path}: key 'params': trained on parameters {list(have)}, "
-            f"this study's space has {list(want)}"
-        )
-    for name, choices in want.items():
-        if list(have[name]) != choices:
-            raise PolicyMismatchError(
-                f"{path}: key 'params.{name}': trained on choices {list(have[name])}, "
-                f"this study's space has {choices}"
-            )
-    policy = AutoregressivePolicy(len(FEATURE_NAMES), space.shape, hidden=int(blob["hidden"]))
-    policy.load_state_dict(blob["state_dict"])
-    return policy, dict(blob.get("info", {}))

@@ -14,9 +14,9 @@ and the same on any SoC with identical figures (the 910B1, as profiled).
 
 Example::
 
-    aoe-tune pretrain-policy --output policy.pt --spec studies/qwen25_7b_decode_910b2.json
+    aoe-tune pretrain-policy --output policy.safetensors --spec studies/qwen25_7b_decode_910b2.json
     aoe-tune --spec studies/qwen25_7b_decode_910b2.json --sampler reinforce \\
-        --sampler-kwargs '{"policy": "policy.pt"}'
+        --sampler-kwargs '{"policy": "policy.safetensors"}'
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ import torch
 from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, workload_features
 from aoe_optuna.samplers.reinforce._learner import log_probs_and_entropy
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
-from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, save_policy
+from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, PolicyMismatchError
+from aoe_optuna.samplers.reinforce._policy_file import convert_pickled_policy, save_policy
 from aoe_optuna.samplers.reinforce._propose import draw_batch
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space.search_space import SearchSpace
@@ -204,12 +205,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="aoe-tune pretrain-policy",
         description="Pretrain a ReinforceSampler policy on the simulator across GEMM shapes "
         "and SoCs, holding out the shapes you will tune.",
-        epilog="example: aoe-tune pretrain-policy --output policy.pt --spec "
+        epilog="example: aoe-tune pretrain-policy --output policy.safetensors --spec "
         "studies/qwen25_7b_decode_910b2.json --steps 2000; then aoe-tune --spec "
         "studies/qwen25_7b_decode_910b2.json --sampler reinforce --sampler-kwargs "
-        "'{\"policy\": \"policy.pt\"}'",
+        "'{\"policy\": \"policy.safetensors\"}'",
     )
-    p.add_argument("--output", required=True, help="policy file to write (torch .pt)")
+    p.add_argument("--output", required=True,
+                   help="policy file to write (safetensors weights + JSON metadata)")
+    p.add_argument("--convert", metavar="OLD.pt", default=None,
+                   help="instead of training, rewrite a pickled (torch.save) policy of an "
+                   "earlier version as --output; read with torch's weights-only unpickler")
     p.add_argument("--spec", default=DEFAULT_SPEC,
                    help="study spec whose search_space (parameters, choices, constraints) the "
                    "policy is trained on; its workload and SoC are not used (default %(default)s)")
@@ -230,6 +235,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.convert is not None:
+        try:
+            meta = convert_pickled_policy(args.convert, args.output)
+        except PolicyMismatchError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        print(f"wrote {args.output}: {len(meta['params'])} parameters, "
+              f"features v{meta['feature_version']}")
+        return 0
     from aoe_optuna.spec.format import SpecError, read_document
 
     hold = [] if args.hold_out == ["none"] else (args.hold_out or list(DEFAULT_HOLD_OUT))

@@ -35,7 +35,8 @@ from aoe_optuna.samplers.reinforce._learner import (
 )
 from aoe_optuna.samplers.reinforce._local import local_proposal
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
-from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, load_policy
+from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy
+from aoe_optuna.samplers.reinforce._policy_file import load_policy
 from aoe_optuna.samplers.reinforce._propose import propose
 from aoe_optuna.samplers.reinforce._replay import ObservationCache, ReplayCache, TrialRows
 from aoe_optuna.samplers.seeding import resolve_seed

@@ -14,7 +14,7 @@ from aoe_optuna.samplers.reinforce import PolicyMismatchError, ReinforceSampler
 from aoe_optuna.samplers.reinforce._features import FEATURE_NAMES, no_features
 from aoe_optuna.samplers.reinforce._learner import LearnerSettings, ReinforceLearner
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
-from aoe_optuna.samplers.reinforce._policy import load_policy, save_policy
+from aoe_optuna.samplers.reinforce._policy_file import load_policy, save_policy
 from aoe_optuna.samplers.reinforce._propose import draw_batch
 from aoe_optuna.samplers.reinforce.sampler import new_policy
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
@@ -126,7 +126,7 @@ def test_policy_save_load_and_mismatch(tmp_path) -> None:
     with torch.no_grad():
         for p in policy.parameters():
             p.add_(0.1)
-    path = tmp_path / "policy.pt"
+    path = tmp_path / "policy.safetensors"
     save_policy(path, policy, space, {"note": "test"})
     loaded, info = load_policy(path, space)
     feats = torch.zeros(1, len(FEATURE_NAMES))
@@ -142,7 +142,7 @@ def test_policy_save_load_and_mismatch(tmp_path) -> None:
     msg = str(err.value)
     assert "\n" not in msg and "params.tile_n" in msg and str(path) in msg
     with pytest.raises(PolicyMismatchError, match="no such policy file"):
-        ReinforceSampler(space=space, seed=0, policy=str(tmp_path / "missing.pt"))
+        ReinforceSampler(space=space, seed=0, policy=str(tmp_path / "missing.safetensors"))
 
 
 def test_huge_space_feasible_distinct_proposals() -> None:
@@ -165,7 +165,7 @@ def test_pretrain_main_writes_a_loadable_policy(tmp_path) -> None:
     spec.write_text(json.dumps({"search_space": {
         "tile_m": [16, 64, 256], "tile_k": [16, 64, 256], "tile_n": [16, 64, 256],
         "pipeline": [0, 2], "l1_prefetch": [0, 1], "output_align": [0, 1]}}))
-    out = tmp_path / "p.pt"
+    out = tmp_path / "p.safetensors"
     assert main(["--output", str(out), "--spec", str(spec), "--socs", "Ascend910B3",
                  "--steps", "3", "--batch", "8", "--gemms", "1"]) == 0
     from aoe_optuna.spec.loader import load_spec
@@ -175,13 +175,13 @@ def test_pretrain_main_writes_a_loadable_policy(tmp_path) -> None:
 
 
 def test_shipped_policy_loads_or_is_reported_stale() -> None:
-    """studies/policies/qwen_holdout_seed.pt fits the seed space, or says why in one line."""
+    """The shipped policy fits the seed space, or says why in one line."""
     from pathlib import Path
 
     from aoe_optuna.spec.loader import load_spec
 
     root = Path(__file__).resolve().parents[3]
-    path = root / "studies" / "policies" / "qwen_holdout_seed.pt"
+    path = root / "studies" / "policies" / "qwen_holdout_seed.safetensors"
     if not path.is_file():
         pytest.skip("no shipped policy")
     space = load_spec(root / "studies" / "qwen25_7b_decode_910b2.json").space

@@ -216,7 +216,7 @@ def test_local_share_must_be_a_share(bad) -> None:
 
 def test_local_moves_are_on_by_default_with_or_without_a_policy() -> None:
     space = load_spec(STUDIES / "qwen25_7b_decode_910b2.json").space
-    policy = str(STUDIES / "policies" / "qwen_holdout_seed.pt")
+    policy = str(STUDIES / "policies" / "qwen_holdout_seed.safetensors")
     assert ReinforceSampler(space=space)._local_share == 0.8
     assert ReinforceSampler(space=space, policy=policy)._local_share == 0.8
     assert ReinforceSampler(space=space, local=0)._local_share == 0.0

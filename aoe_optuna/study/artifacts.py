@@ -1,0 +1,56 @@
+"""A study's files as Optuna artifacts, so the dashboard shows them beside the trials.
+
+The store is a file-system ``optuna.artifacts.FileSystemArtifactStore`` next to
+a SQLite storage (``aoe.db`` -> ``aoe.db.artifacts/``); the dashboard finds the
+files with ``optuna-dashboard sqlite:///aoe.db --artifact-dir aoe.db.artifacts``.
+A storage that is not a local file (PostgreSQL, journal over the network) gets
+no store: there is no one directory every host would agree on.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.artifacts import FileSystemArtifactStore, upload_artifact
+
+SQLITE_PREFIX = "sqlite:///"
+
+
+def artifact_dir(storage_url: str) -> Path | None:
+    """The store beside a SQLite file storage, or None for any other storage."""
+    if not storage_url.startswith(SQLITE_PREFIX):
+        return None
+    db = storage_url[len(SQLITE_PREFIX):]
+    if not db or db == ":memory:":
+        return None
+    return Path(db + ".artifacts")
+
+
+def upload_files(
+    study: optuna.Study, storage_url: str, files: Iterable[Path]
+) -> list[str]:
+    """Upload each existing file as a study artifact; the names uploaded."""
+    where = artifact_dir(storage_url)
+    if where is None:
+        return []
+    where.mkdir(parents=True, exist_ok=True)
+    store = FileSystemArtifactStore(str(where))
+    names = []
+    for path in files:
+        if path.is_file():
+            upload_artifact(artifact_store=store, file_path=str(path), study_or_trial=study)
+            names.append(path.name)
+    return names
+
+
+def upload_spec(study: optuna.Study, storage_url: str, canonical: dict[str, Any]) -> list[str]:
+    """The study's spec, canonical form, as ``spec.json``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spec.json"
+        path.write_text(json.dumps(canonical, indent=2, sort_keys=True) + "\n")
+        return upload_files(study, storage_url, [path])

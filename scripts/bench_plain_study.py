@@ -1,0 +1,94 @@
+"""GPUCBSampler against Optuna's TPE on recorded tuning spaces run as plain studies.
+
+No spec, no SearchSpace: each recorded Kernel Tuner space (../shared/spaces)
+becomes an ordinary Optuna objective that suggests one categorical parameter
+per tunable and looks the config up in the recording. A config outside the
+recording (or one that failed there) is told as FAIL and not charged; a run
+stops after ``--valid`` measurements or ``--max-asks`` proposals. The figure
+is the mean best/opt (recorded time of the best measured config over the
+space's optimum; 1.0 is the optimum) over seeds, both samplers side by side.
+
+    .venv/bin/python scripts/bench_plain_study.py --valid 100 --seeds 3 \\
+        gemm_RTX_2080_Ti convolution_milo_A4000
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import optuna
+from optuna.samplers import BaseSampler, TPESampler
+from optuna.trial import TrialState
+
+from aoe_optuna.backends.replay.kt_cache import RecordedSpace, read_cache
+from aoe_optuna.samplers.gp_ucb import GPUCBSampler
+
+SPACES = Path(__file__).resolve().parents[1].parent / "shared" / "spaces"
+SAMPLERS: dict[str, Callable[[int], BaseSampler]] = {
+    "gp-ucb": lambda seed: GPUCBSampler(seed=seed),
+    "tpe": lambda seed: TPESampler(seed=seed),
+}
+
+
+def run(recorded: RecordedSpace, sampler: BaseSampler, valid: int, max_asks: int) -> float:
+    """Best recorded time found over the optimum, after ``valid`` measurements."""
+    table = {c: v for c, v in zip(recorded.configs, recorded.values, strict=True)
+             if np.isfinite(v)}
+    optimum = min(table.values())
+    names = recorded.varying
+    fixed = recorded.fixed
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    measured, best = 0, np.inf
+    for _ in range(max_asks):
+        trial = study.ask()
+        params = {n: trial.suggest_categorical(n, list(recorded.tune_params[n])) for n in names}
+        value = table.get(tuple({**fixed, **params}[k] for k in recorded.keys))
+        if value is None:
+            study.tell(trial, state=TrialState.FAIL)
+            continue
+        study.tell(trial, float(value))
+        measured += 1
+        best = min(best, float(value))
+        if measured >= valid:
+            break
+    return best / optimum
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("spaces", nargs="+", help="recorded space names in ../shared/spaces")
+    p.add_argument("--valid", type=int, default=100, help="measurements per run")
+    p.add_argument("--max-asks", type=int, default=2000, help="proposals per run at most")
+    p.add_argument("--seeds", type=int, default=3)
+    args = p.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    print(f"python {platform.python_version()}, optuna {optuna.__version__}, "
+          f"{args.valid} valid measurements, seeds 0..{args.seeds - 1}")
+    print("| space | sampler | mean best/opt | per seed | wall s |")
+    print("|---|---|---|---|---|")
+    for name in args.spaces:
+        recorded = read_cache(SPACES / f"{name}.json.gz")
+        means = {}
+        for label, make in SAMPLERS.items():
+            start = time.monotonic()
+            ratios = []
+            for seed in range(args.seeds):
+                ratios.append(run(recorded, make(seed), args.valid, args.max_asks))
+                print(f"  {name} {label} seed {seed}: {ratios[-1]:.3f} "
+                      f"({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+            means[label] = float(np.mean(ratios))
+            print(f"| {name} | {label} | {means[label]:.3f} | "
+                  f"{' '.join(f'{r:.3f}' for r in ratios)} | {time.monotonic() - start:.0f} |",
+                  flush=True)
+        print(f"| {name} | tpe / gp-ucb | {means['tpe'] / means['gp-ucb']:.3f} | | |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""GPUCBSampler under the test cases Optuna runs against its own samplers.
+
+``optuna.testing.pytest_samplers`` is the contract Optuna's samplers are held
+to (tests/samplers_tests/test_samplers.py there): values inside every float,
+log-float, stepped, int, log-int and categorical distribution, NaN values,
+PartialFixedSampler, conditional and dynamic search spaces, relative
+sampling. Here it runs against GPUCBSampler on plain studies, without a spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import optuna
+import pytest
+from _pytest.fixtures import SubRequest
+from optuna.distributions import CategoricalDistribution
+from optuna.samplers import BaseSampler
+from optuna.testing.pytest_samplers import BasicSamplerTestCase, RelativeSamplerTestCase
+from optuna.trial import Trial
+
+from aoe_optuna.samplers.gp_ucb import GPUCBSampler
+
+SAMPLERS = [
+    lambda: GPUCBSampler(n_startup_trials=1),
+    lambda: GPUCBSampler(n_startup_trials=1, float_grid_points=5),
+]
+
+
+class TestBasicSampler(BasicSamplerTestCase):
+    @pytest.fixture(params=SAMPLERS, ids=["default", "grid5"])
+    def sampler(self, request: SubRequest) -> Callable[[], BaseSampler]:
+        return request.param
+
+
+class TestRelativeSampler(RelativeSamplerTestCase):
+    @pytest.fixture(params=SAMPLERS, ids=["default", "grid5"])
+    def sampler(self, request: SubRequest) -> Callable[[], BaseSampler]:
+        return request.param
+
+    def test_sample_relative_categorical(self, sampler: Callable[[], BaseSampler]) -> None:
+        """Optuna's version asks 10 proposals of a 9-config space with none told.
+
+        GPUCBSampler never proposes a config another trial holds, so once all
+        9 are taken it proposes nothing relative and the trial's values come
+        from ``sample_independent`` (random), as documented. The rest holds:
+        every relative proposal is inside the choices, as plain ints.
+        """
+        space = {"x": CategoricalDistribution([1, 10, 100]),
+                 "y": CategoricalDistribution([-1, -10, -100])}
+        study = optuna.create_study(sampler=sampler())
+        trial = study.ask(space)
+        study.tell(trial, sum(trial.params.values()))
+        proposals = []
+        for _ in range(10):
+            new = study.ask()  # RUNNING, like Optuna's _create_new_trial
+            proposals.append(study.sampler.sample_relative(study, study._storage.get_trial(
+                new._trial_id), space))
+        full = [p for p in proposals if p]
+        assert len(full) == 8 and proposals[8:] == [{}, {}]
+        assert len({tuple(p.values()) for p in full}) == 8
+        for p in full:
+            assert set(p) == {"x", "y"}
+            assert all(type(v) is int and v in space[k].choices for k, v in p.items())
+
+
+def _mixed(trial: Trial) -> float:
+    a = trial.suggest_float("a", 1, 9)
+    b = trial.suggest_float("b", 1, 9, log=True)
+    c = trial.suggest_float("c", 1, 9, step=1)
+    d = trial.suggest_int("d", 1, 9)
+    e = trial.suggest_int("e", 1, 9, log=True)
+    f = trial.suggest_int("f", 1, 9, step=2)
+    g = trial.suggest_categorical("g", range(1, 10))
+    return a + b + c + d + e + f + g
+
+
+def _run(seed: int, n: int = 15) -> list[dict]:
+    study = optuna.create_study(sampler=GPUCBSampler(seed=seed, n_startup_trials=4))
+    study.optimize(_mixed, n_trials=n)
+    return [t.params for t in study.trials]
+
+
+def test_reproducible_for_a_seed_and_different_across_seeds() -> None:
+    """Optuna's test_reproducible, on the same mixed objective."""
+    first = _run(1)
+    assert first == _run(1)
+    assert first != _run(2)
+
+
+def test_floats_are_modelled_not_random() -> None:
+    """After the start-up design, proposals come from the GP: the grid values, and they improve."""
+    study = optuna.create_study(sampler=GPUCBSampler(seed=0, n_startup_trials=4))
+    study.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1.25) ** 2
+                   + (t.suggest_float("y", 1e-3, 10, log=True) - 1.0) ** 2, n_trials=25)
+    grid_x = {-5 + 10 * i / 32 for i in range(33)}
+    assert all(any(abs(t.params["x"] - g) < 1e-9 for g in grid_x) for t in study.trials)
+    assert study.best_value < 0.05
+    random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    random.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1.25) ** 2
+                    + (t.suggest_float("y", 1e-3, 10, log=True) - 1.0) ** 2, n_trials=25)
+    assert study.best_value < random.best_value
+
+
+def test_bad_grid_size_is_one_line() -> None:
+    with pytest.raises(ValueError, match="float_grid_points: expected >= 2, got 1"):
+        GPUCBSampler(float_grid_points=1)
