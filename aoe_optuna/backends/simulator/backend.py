@@ -294,7 +294,7 @@ class AscendSimulator(BackendBase):
     def _c_bytes(align: np.ndarray, m: int, n: int, out_bytes: float) -> np.ndarray:
         """C bytes written to HBM: rows padded to 512 B when output_align is on."""
         row = n * out_bytes
-        padded = np.ceil(row / traffic.LINE_BYTES) * traffic.LINE_BYTES
+        padded = np.ceil(row / transfer.LINE_BYTES) * transfer.LINE_BYTES
         return m * np.where(align != 0, padded, row)
 
     def _vector_bandwidth(self, nbytes: np.ndarray) -> np.ndarray:
@@ -311,7 +311,7 @@ class AscendSimulator(BackendBase):
         A row segment starts on a line boundary when both the tile width and the
         row stride of C (N, or N padded by output_align) are multiples of a line.
         """
-        line = traffic.LINE_BYTES
+        line = transfer.LINE_BYTES
         # int8 and split-K write 4-byte accumulators to a workspace instead of C
         out_bytes = np.where(quant | (splits > 1), vector_passes.WORKSPACE_BYTES, out_bytes)
         seg = width * out_bytes

@@ -30,7 +30,6 @@ from aoe_optuna.backends.simulator.geometry import Geometry
 
 L2_USABLE_FRACTION = 0.75  # assumed: set conflicts and other tenants keep L2 from full use
 L2_SECTOR_BYTES = 128  # assumed access granularity (the reference gives a 512 B line only)
-LINE_BYTES = 512  # L2 cache line (reference: alignment section)
 
 
 def sector_inflation(segment_bytes: np.ndarray, sector: int = L2_SECTOR_BYTES) -> np.ndarray:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from aoe_optuna.backends.simulator.transfer import LINE_BYTES
+
 WORKSPACE_BYTES = 4  # fp32 partials / int32 accumulators in GM
 # Fitted with the streaming constants (scripts/calibrate_simulator.py): a
 # cross-core flag (CrossCoreSetFlag / WaitFlag) and the vector pass's own
@@ -29,7 +31,6 @@ HANDOVER_S = 3.81e-6
 # Fitted (scripts/calibrate_simulator.py): starting and ending the vector cores of a
 # mixed kernel on top of a cube-only kernel's head.
 MIX_HEAD_S = 0.66e-6
-ALIGN_BYTES = 512
 
 
 def split_k_bytes(splits: np.ndarray, m: int, n: int, out_bytes: float) -> np.ndarray:
@@ -50,8 +51,8 @@ def padding_bytes(
 ) -> np.ndarray:
     """GM bytes of the padding pre-pass: each operand whose rows are not 512 B aligned
     is read once and written padded (aligned operands are used in place)."""
-    a = np.where(np.mod(a_stride, ALIGN_BYTES) != 0, 2.0 * a_bytes, 0.0)
-    b = np.where(np.mod(b_stride, ALIGN_BYTES) != 0, 2.0 * b_bytes, 0.0)
+    a = np.where(np.mod(a_stride, LINE_BYTES) != 0, 2.0 * a_bytes, 0.0)
+    b = np.where(np.mod(b_stride, LINE_BYTES) != 0, 2.0 * b_bytes, 0.0)
     return np.where(pad, a + b, 0.0)
 
 
@@ -67,4 +68,4 @@ def uses_vector_cores(splits: np.ndarray, quant: np.ndarray, pad: np.ndarray) ->
 
 def aligned(stride_bytes: np.ndarray) -> np.ndarray:
     """A row stride rounded up to the 512 B the padding kernel aligns rows to."""
-    return np.ceil(stride_bytes / ALIGN_BYTES) * ALIGN_BYTES
+    return np.ceil(stride_bytes / LINE_BYTES) * LINE_BYTES
