@@ -15,7 +15,6 @@ installs them) and, for the proxy, ``pip install grpcio protobuf``.
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import subprocess
 import sys
@@ -26,24 +25,15 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from aoe_optuna.study.objective import count_measured, is_measured
+from aoe_optuna.study.pg_server import postgres_server
+from aoe_optuna.study.storage import open_storage
 
-from aoe_optuna.study.objective import count_measured, is_measured  # noqa: E402
-from aoe_optuna.study.pg_server import postgres_server  # noqa: E402
-from aoe_optuna.study.storage import open_storage  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 
-PROXY = """
-import sys, warnings
-warnings.filterwarnings("ignore")
-from optuna.storages import get_storage, run_grpc_proxy_server
-from aoe_optuna.study.storage import open_storage
-run_grpc_proxy_server(get_storage(open_storage(sys.argv[1])), host="127.0.0.1",
-                      port=int(sys.argv[2]))
-"""
 
 
 def _free_port() -> int:
@@ -94,8 +84,8 @@ def main() -> int:
         run = _run(pg_url, "direct", args.workers, args.n_trials)
         rows.append(("direct", run, _audit(pg_url, "direct")))
         port = _free_port()
-        proxy = subprocess.Popen([sys.executable, "-c", PROXY, pg_url, str(port)],
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+        proxy = subprocess.Popen(
+            [sys.executable, "-m", "aoe_optuna.study.grpc_proxy", pg_url, str(port)])
         try:
             run = _run(f"grpc://127.0.0.1:{port}", "proxied", args.workers, args.n_trials)
         finally:

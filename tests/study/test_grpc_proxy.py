@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -19,13 +18,6 @@ pytest.importorskip("grpc", reason="grpcio not installed (pip install grpcio pro
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
-PROXY = """
-import sys
-from optuna.storages import get_storage, run_grpc_proxy_server
-from aoe_optuna.study.storage import open_storage
-run_grpc_proxy_server(get_storage(open_storage(sys.argv[1])), host="127.0.0.1",
-                      port=int(sys.argv[2]))
-"""
 
 
 def _free_port() -> int:
@@ -38,9 +30,9 @@ def _free_port() -> int:
 def test_two_workers_through_the_proxy_hold_the_exact_budget(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'behind-proxy.db'}"
     port = _free_port()
-    proxy = subprocess.Popen([sys.executable, "-c", PROXY, url, str(port)],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "aoe_optuna.study.grpc_proxy", url, str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc = subprocess.run(
             [str(AOE_TUNE), "--config", str(SPEC), "--storage", f"grpc://127.0.0.1:{port}",
@@ -69,3 +61,13 @@ def test_an_unreachable_proxy_is_one_line(tmp_path: Path) -> None:
            and "optuna_warn" not in line]
     assert len(err) == 1 and "cannot reach the proxy" in err[0], proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_proxy_refuses_a_bad_storage_in_one_line() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "aoe_optuna.study.grpc_proxy", "nosuch://x", "13999"],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert err.startswith("grpc_proxy: error: storage:") and "\n" not in err
+    assert "Traceback" not in err
