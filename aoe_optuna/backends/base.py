@@ -62,6 +62,10 @@ class Backend(Protocol):
         """Latency of ``gemm`` with ``config`` (a full config: untuned params included)."""
         ...
 
+    def remeasure(self, config: Mapping[str, Any], gemm: Gemm, draw: int) -> Measurement:
+        """The same config timed again (see :meth:`BackendBase.remeasure`)."""
+        ...
+
 
 class BackendBase(ABC):
     """What every registered backend class provides (``backends.registry``).
@@ -88,6 +92,14 @@ class BackendBase(ABC):
     @abstractmethod
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
         """Latency of ``gemm`` with ``config`` (a full config: untuned params included)."""
+
+    def remeasure(self, config: Mapping[str, Any], gemm: Gemm, draw: int) -> Measurement:
+        """Time an already measured config again (re-timing a study's winners).
+
+        On hardware every call is a new run, so this is :meth:`measure`; a model
+        whose noise is fixed per config (the simulator) draws noise ``draw`` > 0.
+        """
+        return self.measure(config, gemm)
 
     @classmethod
     def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -144,6 +144,13 @@ class AscendSimulator(BackendBase):
 
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
         """One config as the objective sees it: failure, or a noisy latency and its cost."""
+        return self._measure(config, gemm, draw=0)
+
+    def remeasure(self, config: Mapping[str, Any], gemm: Gemm, draw: int) -> Measurement:
+        """The same config timed again: noise draw ``draw`` (the first timing is draw 0)."""
+        return self._measure(config, gemm, draw=draw)
+
+    def _measure(self, config: Mapping[str, Any], gemm: Gemm, draw: int) -> Measurement:
         full = {k: canonical_value(k, v) if k in KNOWN_PARAMS else v
                 for k, v in {**default_config(), **dict(config)}.items()}
         cols = {k: np.array([to_code(k, v)]) for k, v in full.items() if k in KNOWN_PARAMS}
@@ -160,7 +167,7 @@ class AscendSimulator(BackendBase):
                 cost_s=self.plan.build_s / 10,
             )
         clean = float(self._latency(cols, gemm)[0])
-        latency_s = clean * measure.noise_factor(self.noise, self.seed, full, gemm)
+        latency_s = clean * measure.noise_factor(self.noise, self.seed, full, gemm, draw)
         extra: dict[str, Any] = {"model_latency_s": clean}
         if full["quantization"]:
             extra["accuracy_loss"] = measure.int8_relative_error(gemm.K)

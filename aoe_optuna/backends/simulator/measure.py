@@ -34,11 +34,17 @@ from aoe_optuna.workload.models import Gemm
 INT8_LEVELS = 127
 
 
-def noise_factor(sigma: float, seed: int, config: Mapping[str, Any], gemm: Gemm) -> float:
-    """exp(N(0, sigma)), deterministic in (seed, config, gemm)."""
+def noise_factor(sigma: float, seed: int, config: Mapping[str, Any], gemm: Gemm,
+                 draw: int = 0) -> float:
+    """exp(N(0, sigma)), deterministic in (seed, config, gemm, draw).
+
+    Draw 0 is a config's first timing (the same in every run of a seed); a
+    re-timing takes draws 1, 2, ... so its noise is independent of the first.
+    """
     if sigma <= 0:
         return 1.0
-    key = json.dumps([seed, sorted((k, str(v)) for k, v in config.items()), list(gemm.key)])
+    key = json.dumps([seed, sorted((k, str(v)) for k, v in config.items()), list(gemm.key)]
+                     + ([draw] if draw else []))
     digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
     rng = np.random.default_rng(int.from_bytes(digest, "little"))
     return float(np.exp(sigma * rng.standard_normal()))
