@@ -35,6 +35,9 @@ from aoe_optuna.study.recovery import WorkerTaggingSampler, held_elsewhere, swee
 MAX_INFEASIBLE_IN_A_ROW = 2000
 # Nor is one that proposes the same infeasible config this many times in a row.
 MAX_SAME_INFEASIBLE = 50
+# Nor one that proposes nothing new to measure (configs measured before, infeasible ones,
+# mixed) this many times in a row: a small space nearly measured out.
+MAX_IDLE_IN_A_ROW = 2000
 POLL_S = 0.5  # how often a worker with nothing to do looks at the others' progress
 
 
@@ -97,13 +100,15 @@ class _Stopper:
     """Optuna callback: stop the study when the budget is spent."""
 
     def __init__(self, budget: Budget, started: float, on_update: Callable[[StudyProgress], None],
-                 stale_after_s: float | None = None):
+                 stale_after_s: float | None = None, max_idle: int = MAX_IDLE_IN_A_ROW):
         self.budget = budget
         self.started = started
         self.on_update = on_update
         self.stale_after_s = stale_after_s
         self.reason = "interrupted"
         self.infeasible_in_a_row = 0
+        self.idle_in_a_row = 0
+        self.max_idle = max_idle
         self.same_infeasible: tuple[dict, int] = ({}, 0)
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -132,6 +137,10 @@ class _Stopper:
         self.same_infeasible = (dict(trial.params), n)
         if n >= MAX_SAME_INFEASIBLE:
             return f"the sampler proposed the same infeasible config {n} times in a row"
+        self.idle_in_a_row = 0 if is_measured(trial) else self.idle_in_a_row + 1
+        if self.idle_in_a_row >= self.max_idle:
+            return (f"the sampler proposed {self.max_idle} configs in a row with nothing "
+                    "new to measure (measured before or infeasible)")
         if self.infeasible_in_a_row >= MAX_INFEASIBLE_IN_A_ROW:
             return f"the sampler proposed {MAX_INFEASIBLE_IN_A_ROW} infeasible configs in a row"
         return None
@@ -200,15 +209,17 @@ def run_study(
     budget: Budget,
     on_update: Callable[[StudyProgress], None] = lambda p: None,
     stale_after_s: float | None = None,
+    max_idle: int = MAX_IDLE_IN_A_ROW,
 ) -> RunResult:
     """Optimise until the budget is spent; KeyboardInterrupt propagates to the caller.
 
     ``stale_after_s``: end RUNNING trials that nothing watches after this long
-    (see :func:`aoe_optuna.study.recovery.sweep_dead_trials`).
+    (see :func:`aoe_optuna.study.recovery.sweep_dead_trials`). ``max_idle``: stop after
+    this many proposals in a row that measure nothing (repeats, infeasible, surplus).
     """
     started = time.monotonic()
     swept = sweep_dead_trials(study, stale_after_s)
-    stopper = _Stopper(budget, started, on_update, stale_after_s)
+    stopper = _Stopper(budget, started, on_update, stale_after_s, max_idle)
     progress = StudyProgress.of(study.get_trials(deepcopy=False))
     on_update(progress)
     done = stopper.check(progress)
