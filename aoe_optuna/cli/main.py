@@ -16,6 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from aoe_optuna.cli.common import remove_storage_files as _remove_storage_files
+from aoe_optuna.cli.common import sqlite_file as _sqlite_file
+from aoe_optuna.cli.common import user_errors as _user_errors
+
 EXAMPLES = """\
 examples:
   # tune the Qwen2.5-7B decode GEMMs on the simulator (SQLite study, resumable)
@@ -34,12 +38,13 @@ examples:
   # what a spec's space looks like (size, feasible configs, optimum on the simulator)
   aoe-tune describe studies/qwen25_7b_decode_910b2.json
 
-other commands: export, describe, bench (sampler benchmark; its analyses of the
+other commands: operators (one study per GEMM shape of a model, one shared budget),
+export, describe, bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
 pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 """
 
-SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy")
+SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators")
 DEFAULT_SAMPLER = "gp-ucb"
 DEFAULT_STALE_AFTER_S = 3600.0
 
@@ -118,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from aoe_optuna.samplers.reinforce.pretrain import main as pretrain_main
 
             return int(pretrain_main(argv) or 0)
+        if command == "operators":
+            from aoe_optuna.cli.operators import main as operators_main
+
+            return operators_main(argv)
         if command == "export":
             return _export_command(argv)
         if command == "describe":
@@ -145,19 +154,6 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from aoe_optuna.export.kernel_source import ExportError
-    from aoe_optuna.hardware.profile import ProfileError
-    from aoe_optuna.samplers.registry import UnknownSamplerError
-    from aoe_optuna.space.params import ParamError
-    from aoe_optuna.spec.loader import SpecError
-    from aoe_optuna.study.create import StudyError
-    from aoe_optuna.study.storage import StorageError
-
-    return (SpecError, ProfileError, ParamError, StorageError, StudyError,
-            UnknownSamplerError, ExportError)
-
-
 def _sampler_kwargs(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -166,24 +162,6 @@ def _sampler_kwargs(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise UsageError("--sampler-kwargs: expected a JSON object such as '{\"beta\": 3.84}'")
     return value
-
-
-def _sqlite_file(url: str) -> Path | None:
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        return Path(url[len("sqlite:///"):])
-    if url.endswith(".log") and "://" not in url:
-        return Path(url)
-    return None
-
-
-def _remove_storage_files(storage: Any, db_file: Path) -> None:
-    """Undo a storage file this run created: close its connections, then the file and
-    SQLite's companions (``-wal``, ``-shm``, ``-journal``)."""
-    engine = getattr(storage, "engine", None)
-    if engine is not None:
-        engine.dispose()
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{db_file}{suffix}").unlink(missing_ok=True)
 
 
 def _tune_command(argv: list[str]) -> int:
