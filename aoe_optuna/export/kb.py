@@ -74,8 +74,14 @@ def make_entry(
     *,
     objective: str = "tokens/s",
     date: str | None = None,
+    latency_us: float | None = None,
+    latency_interval_us: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """A validated entry. ``gain`` is relative (0.25: 25 % over the baseline) or None.
+
+    An entry of an operator study (one study per shape) carries the shape's own
+    figures: ``objective`` "TFLOPS", its latency and the latency's 95% interval
+    from the re-timing of the winner.
 
     ``layout`` is the GM layout of A and B the config is for; when the study tuned
     ``layout``, the config's value must be the same. The storage URL is kept
@@ -87,6 +93,10 @@ def make_entry(
         "study": study, "storage": None if storage is None else redact_url(str(storage)),
         "date": date or datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if latency_us is not None:
+        entry["latency_us"] = latency_us
+    if latency_interval_us is not None:
+        entry["latency_interval_us"] = list(latency_interval_us)
     return validate_entry(entry)
 
 
@@ -119,6 +129,15 @@ def validate_entry(entry: Mapping[str, Any], where: str = "entry") -> dict[str, 
     out["storage"] = None if storage is None else _checked(where, "storage", storage, _is_text,
                                                            "a storage URL or null")
     out["date"] = _checked(where, "date", entry.get("date"), _is_iso_date, "an ISO 8601 date")
+    if entry.get("latency_us") is not None:
+        out["latency_us"] = float(_checked(where, "latency_us", entry["latency_us"], _is_positive,
+                                           "a positive number of microseconds"))
+    interval = entry.get("latency_interval_us")
+    if interval is not None:
+        ok = (isinstance(interval, list) and len(interval) == 2
+              and all(_is_positive(v) for v in interval) and interval[0] <= interval[1])
+        out["latency_interval_us"] = [float(v) for v in _checked(
+            where, "latency_interval_us", interval, lambda _: ok, "[low, high] in microseconds")]
     return out
 
 
@@ -172,6 +191,10 @@ def _is_finite(v: Any) -> bool:
     if isinstance(v, int):
         return abs(v) <= 2**63
     return isinstance(v, float) and math.isfinite(v)
+
+
+def _is_positive(v: Any) -> bool:
+    return _is_finite(v) and v > 0
 
 
 def _is_text(v: Any) -> bool:
