@@ -1,0 +1,224 @@
+"""``aoe-tune operators``: tune each GEMM shape of a workload in a study of its own."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = """\
+examples:
+  # every GEMM shape of Qwen2.5-7B decode, 400 measurements spent where they pay most
+  aoe-tune operators --config studies/qwen25_7b_decode_catlass_910b2.json --n-trials 400
+  # resume it (the plan, the spec and the sampler are stored), with more budget
+  aoe-tune operators --storage sqlite:///aoe.db \\
+      --study-name CatlassDecodeGemm-Ascend910B2-qwen2.5-7b-decode-b1-operators --n-trials 600
+  # served with tensor parallelism over 8 cards: per-card shapes, all-reduce in the step
+  aoe-tune operators --config studies/qwen25_7b_decode_catlass_910b2.json --num-devices 8
+  # one worker per NPU on this host; results into a knowledge base, kernels into a folder
+  aoe-tune operators --config SPEC --devices 0,1,2,3 --kb aoe_kb.json --export-dir kernels/
+  # a worker on another host joins a run on PostgreSQL
+  aoe-tune operators --storage postgresql://user@db/aoe --study-name NAME --follow
+"""
+
+DEFAULT_BUDGET = 200
+
+
+class OperatorUsageError(Exception):
+    """Bad command-line input: one line, exit code 2."""
+
+
+def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
+    from aoe_optuna.operators.scheduler import SCHEDULERS
+    from aoe_optuna.samplers.registry import sampler_names
+    from aoe_optuna.study.storage import DEFAULT_STORAGE
+
+    p = argparse.ArgumentParser(
+        prog=prog, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Tune every distinct GEMM shape of a workload in a study of its own "
+        "(<study>/<op>/<MxNxK>), one measurement budget shared by a scheduler, each "
+        "shape's winner re-timed and stored in the knowledge base.",
+    )
+    p.add_argument("--config", help="study spec (its workload gives the shapes)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE,
+                   help=f"Optuna storage URL or journal file (default {DEFAULT_STORAGE})")
+    p.add_argument("--study-name", help="the run's parent study (default: the spec's name "
+                   "+ '-operators'); shapes' studies are named <study>/<op>/<MxNxK>")
+    p.add_argument("--n-trials", type=int, default=None,
+                   help=f"measurements in all shapes together, re-timing included "
+                   f"(default {DEFAULT_BUDGET})")
+    p.add_argument("--scheduler", choices=sorted(SCHEDULERS), default=None,
+                   help="how the budget is spread: gradient (expected end-to-end gain, "
+                   "the default) or round-robin")
+    p.add_argument("--no-warm-start", action="store_true",
+                   help="start each shape from its own sampler only, not from the winners of "
+                   "the other shapes and of the knowledge base")
+    p.add_argument("--kb", default=None,
+                   help="knowledge base JSON: read for warm starts, each shape's winner merged in")
+    p.add_argument("--export-dir", default=None,
+                   help="write each shape's kernel here (catlass header; kernel source with "
+                   "--op-source)")
+    p.add_argument("--op-source", default=None, help="kernel source to rewrite per shape")
+    p.add_argument("--sampler", default=None,
+                   help=f"one of {', '.join(sampler_names())} (default gp-ucb)")
+    p.add_argument("--sampler-kwargs", default=None, help="JSON object for the sampler")
+    p.add_argument("--seed", type=int, default=None, help="sampler seed")
+    p.add_argument("--num-devices", type=int, default=None,
+                   help="tensor-parallel degree the model is served with (AOE's --num-devices): "
+                   "per-card shapes and the all-reduce in the step time")
+    p.add_argument("--n-workers", type=int, default=None,
+                   help="worker processes measuring each chunk (default 1, or one per device)")
+    p.add_argument("--devices", default=None, help="device ids, one worker each, e.g. 0,1,2,3")
+    p.add_argument("--follow", action="store_true",
+                   help="join a running operator study from another host: measure the shapes "
+                   "its tuner allocates until it is done")
+    p.add_argument("--no-progress", action="store_true", help="no line per chunk")
+    return p
+
+
+def load_spec_for(path: str, num_devices: int | None) -> Any:
+    """The spec of ``path``, with the workload's ``tp`` set to ``num_devices`` if given."""
+    from aoe_optuna.spec.format import read_document
+    from aoe_optuna.spec.loader import load_spec, spec_from_dict
+
+    if num_devices is None:
+        return load_spec(path)
+    if num_devices < 1:
+        raise OperatorUsageError("--num-devices: expected a positive number of devices")
+    doc = read_document(path)
+    workload = doc.get("workload") or {}
+    if not isinstance(workload, dict) or "gemm" in workload:
+        raise OperatorUsageError(
+            f"--num-devices: {path}: the workload is one GEMM, not a model served over devices")
+    doc["workload"] = {**workload, "tp": num_devices}
+    return spec_from_dict(doc, source=str(path))
+
+
+def main(argv: list[str]) -> int:
+    from aoe_optuna.cli.common import remove_storage_files, sqlite_file, user_errors
+    from aoe_optuna.export.kb import KBError
+
+    args = parser().parse_args(argv)
+    db_file = sqlite_file(args.storage)
+    created = db_file is not None and not db_file.exists()
+    try:
+        return _run(args)
+    except (*user_errors(), KBError, OperatorUsageError, ValueError) as exc:
+        if created and db_file is not None:
+            remove_storage_files(None, db_file)
+        print(f"aoe-tune operators: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
+    from aoe_optuna.operators.scheduler import make_scheduler
+    from aoe_optuna.operators.tuner import TunerOptions
+
+    devices = [d.strip() for d in args.devices.split(",")] if args.devices else []
+    if devices and not all(d.isdigit() for d in devices):
+        raise OperatorUsageError(f"--devices: expected device ids such as 0,1,2,3, "
+                                 f"got {args.devices!r}")
+    n_workers = args.n_workers if args.n_workers is not None else max(len(devices), 1)
+    if n_workers < 1 or (devices and len(devices) != n_workers):
+        raise OperatorUsageError("--n-workers: expected a positive number matching --devices")
+    budget = args.n_trials if args.n_trials is not None else parent_attrs.get(
+        "budget", DEFAULT_BUDGET)
+    if budget < 1:
+        raise OperatorUsageError("--n-trials: expected a positive number of measurements")
+    kwargs: dict[str, Any] = {}
+    if args.sampler_kwargs is not None:
+        kwargs = json.loads(args.sampler_kwargs)
+        if not isinstance(kwargs, dict):
+            raise OperatorUsageError("--sampler-kwargs: expected a JSON object")
+    name = args.scheduler or parent_attrs.get("scheduler", "gradient")
+    return TunerOptions(budget=budget, scheduler=make_scheduler(name), sampler=args.sampler
+                        or "gp-ucb", sampler_kwargs=kwargs, seed=args.seed,
+                        warm_start=not args.no_warm_start, n_workers=n_workers,
+                        devices=devices)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import optuna
+
+    from aoe_optuna.export.kb import KnowledgeBase
+    from aoe_optuna.operators import report
+    from aoe_optuna.operators.tuner import OperatorTuner, stored_spec_of
+    from aoe_optuna.operators.warm_start import kb_donors
+    from aoe_optuna.study.storage import open_storage
+
+    if args.config is None and args.study_name is None:
+        raise OperatorUsageError("pass --config SPEC (new run) or --study-name NAME (resume)")
+    if args.op_source is not None and not Path(args.op_source).is_file():
+        raise OperatorUsageError(f"--op-source: {args.op_source} is not a file")
+    spec = load_spec_for(args.config, args.num_devices) if args.config else None
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage = open_storage(args.storage)
+    parent_name = args.study_name or f"{spec.default_study_name()}-operators"
+    parent_attrs: dict[str, Any] = {}
+    try:
+        parent = optuna.load_study(study_name=parent_name, storage=storage,
+                                   sampler=optuna.samplers.RandomSampler())
+        parent_attrs = dict(parent.user_attrs)
+        if spec is None:
+            spec = stored_spec_of(parent)
+    except KeyError:
+        if spec is None:
+            raise OperatorUsageError(f"study {parent_name!r} does not exist in "
+                                     f"{args.storage}; pass --config to create it") from None
+    options = _options(args, parent_attrs)
+    say = (lambda line: None) if args.no_progress else (
+        lambda line: print(line, file=sys.stderr, flush=True))
+    if args.follow:
+        return _follow(storage, parent_name, say)
+    donors = []
+    if args.kb and options.warm_start and Path(args.kb).exists():
+        donors = kb_donors(KnowledgeBase.load(args.kb).entries(), spec.profile.soc,
+                           spec.op_name, spec.workload.dtype)
+    tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say)
+    say(f"operator study {parent_name} in {args.storage}: {len(tuner.shapes)} shapes, "
+        f"budget {options.budget} measurements, scheduler {options.scheduler.name}, "
+        f"warm start {'on' if options.warm_start else 'off'}")
+    try:
+        result = tuner.run()
+    except KeyboardInterrupt:
+        print(f"\naoe-tune operators: interrupted; measurements are stored. Resume with:\n"
+              f"  aoe-tune operators --storage {args.storage} --study-name {parent_name}",
+              file=sys.stderr)
+        return 130
+    report.print_result(result)
+    report.save_note(tuner.parent, result)
+    if args.kb:
+        for line in report.merge_into_kb(result, spec, args.storage, args.kb):
+            print(line)
+    if args.export_dir:
+        src = Path(args.op_source) if args.op_source else None
+        for line in report.export_kernels(result, spec, args.storage, Path(args.export_dir), src):
+            print(line)
+    return 0
+
+
+def _follow(storage: Any, parent_name: str, say: Any) -> int:
+    """Measure the chunks the tuner allocates, with each shape study's stored spec."""
+    import optuna
+
+    from aoe_optuna.operators.tuner import follow_allocation, stored_spec_of
+    from aoe_optuna.samplers.registry import make_sampler
+    from aoe_optuna.spec.stored import stored_sampler
+    from aoe_optuna.study.objective import TuningObjective
+    from aoe_optuna.study.runner import Budget, run_study
+
+    def measure(study_name: str, target: int) -> None:
+        study = optuna.load_study(study_name=study_name, storage=storage)
+        spec = stored_spec_of(study)
+        name, kwargs, _ = stored_sampler(study) or ("gp-ucb", {}, None)
+        study.sampler = make_sampler(name, space=spec.space, seed=None, **kwargs)
+        say(f"joining {study_name} up to {target} measurements")
+        run_study(study, TuningObjective.from_spec(spec), Budget(n_measurements=target))
+
+    os.environ.setdefault("AOE_WORKER_INDEX", "0")
+    joined = follow_allocation(storage, parent_name, measure)
+    say(f"{parent_name} is done; joined {joined} chunks")
+    return 0

@@ -1,0 +1,144 @@
+"""What an operator-tuning run leaves: a per-shape table, knowledge base entries,
+each shape's kernel, and the same table as the parent study's dashboard note."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+from rich.console import Console
+from rich.table import Table
+
+from aoe_optuna.export.catlass_header import write_catlass_header
+from aoe_optuna.export.kb import KnowledgeBase, entry_key, make_entry
+from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
+from aoe_optuna.operators.tuner import OperatorResult
+from aoe_optuna.space.params import default_config
+from aoe_optuna.spec.loader import StudySpec
+
+OBJECTIVE = "TFLOPS"  # a shape's own figure in the knowledge base (higher is better)
+
+
+def _us(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e6:,.2f}"
+
+
+def rows(result: OperatorResult) -> list[list[str]]:
+    out = []
+    for r in result.shapes:
+        lo, hi = r.interval_s
+        speedup = "-" if r.baseline_s is None or r.params is None else (
+            f"{r.baseline_s / r.latency_s:.3f}")
+        out.append([
+            r.shape.label, f"{r.shape.M}x{r.shape.N}x{r.shape.K}", str(r.shape.weight),
+            f"{r.measured}+{r.retimed}",
+            _us(r.latency_s), "-" if lo == hi else f"{lo * 1e6:,.2f}-{hi * 1e6:,.2f}",
+            f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}", _us(r.baseline_s), speedup,
+        ])
+    return out
+
+
+HEADER = ["op", "MxNxK", "runs", "measured", "latency us", "95% interval", "TFLOPS",
+          "roofline", "baseline us", "speedup"]
+
+
+def print_result(result: OperatorResult, console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"operator study {result.parent}: {len(result.shapes)} shapes, "
+                  f"{result.used} measurements")
+    for h in HEADER:
+        table.add_column(h, justify="left" if h in ("op", "MxNxK") else "right")
+    for row in rows(result):
+        table.add_row(*row)
+    console.print(table)
+    for line in end_to_end_lines(result):
+        console.print(line)
+
+
+def end_to_end_lines(result: OperatorResult) -> list[str]:
+    out = [f"end to end with each shape's winner: {result.tokens_per_s:.2f} tokens/s "
+           f"({result.tokens_per_s / result.roofline_tokens_per_s:.1%} of the roofline "
+           f"{result.roofline_tokens_per_s:.2f})"]
+    if result.baseline_tokens_per_s:
+        ratio = result.tokens_per_s / result.baseline_tokens_per_s
+        out.append(f"baseline config on every shape: {result.baseline_tokens_per_s:.2f} "
+                   f"tokens/s; per-shape winners {ratio:.3f}x")
+    return out
+
+
+def note_markdown(result: OperatorResult) -> str:
+    lines = [f"# {result.parent}", "",
+             f"{len(result.shapes)} GEMM shapes, one study each (`{result.parent}/<op>/<MxNxK>`); "
+             f"{result.used} measurements, re-timing included.", "",
+             "| " + " | ".join(HEADER) + " |",
+             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADER))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows(result)]
+    lines += ["", *end_to_end_lines(result)]
+    return "\n".join(lines)
+
+
+def save_note(study: optuna.Study, result: OperatorResult) -> None:
+    """The table as the parent study's dashboard note; skipped without the extra."""
+    try:
+        from optuna_dashboard import save_note as dashboard_note
+    except ImportError:
+        return
+    dashboard_note(study, note_markdown(result))
+
+
+def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> list[dict]:
+    """One entry per tuned shape, with the shape's own latency, interval and TFLOPS."""
+    out = []
+    for r in result.shapes:
+        if r.params is None:
+            continue
+        full = spec.space.full_config(r.params)
+        gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
+        lo, hi = r.interval_s
+        out.append(make_entry(
+            spec.profile.soc, spec.op_name, r.shape.dtype, r.shape.M, r.shape.K, r.shape.N,
+            str(full.get("layout", "row_major")), r.params, round(r.tflops, 4), gain,
+            r.study_name, storage_url, objective=OBJECTIVE,
+            latency_us=round(r.latency_s * 1e6, 4),
+            latency_interval_us=(round(lo * 1e6, 4), round(hi * 1e6, 4)),
+        ))
+    return out
+
+
+def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
+                  kb_path: str | Path) -> Iterator[str]:
+    """Merge each shape's entry. A shape's own tuned config replaces an entry of a
+    one-config model study (tokens/s of the model, not comparable) for that shape."""
+    kb = KnowledgeBase.load(kb_path)
+    for entry in kb_entries(result, spec, storage_url):
+        held = kb.get(entry_key(entry))
+        replace = held is not None and held["objective"] != OBJECTIVE
+        yield f"kb {kb_path}: {kb.merge(entry, replace=replace).describe()}"
+    kb.save(kb_path)
+
+
+def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, out_dir: Path,
+                   op_source: Path | None) -> Iterator[str]:
+    """Each shape's kernel: a catlass instantiation header where the space is catlass's,
+    and a rewritten kernel source when ``op_source`` is given."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    catlass = "l1_k" in spec.space.names or "swizzle_offset" in spec.space.names
+    for r in result.shapes:
+        if r.params is None:
+            continue
+        stem = f"{r.shape.label.replace('+', '_')}_{r.shape.dims}"
+        info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,
+                          value=round(r.tflops, 4), objective=OBJECTIVE)
+        try:
+            if catlass:
+                path = out_dir / f"{stem}.h"
+                full = {**default_config(), **spec.space.full_config(r.params)}
+                write_catlass_header(path, full, spec.profile, r.shape.dtype, info)
+                yield f"wrote {path}"
+            if op_source is not None:
+                path = out_dir / f"{stem}{op_source.suffix}"
+                export_kernel(op_source, path, dict(r.params), info=info)
+                yield f"wrote {path}"
+        except ExportError as exc:
+            yield f"not exported {r.shape.label} {r.shape.dims}: {exc}"

@@ -1,0 +1,65 @@
+"""The schedulers' choices on hand-made histories."""
+
+import math
+
+import pytest
+
+from aoe_optuna.operators.scheduler import (
+    GradientScheduler,
+    RoundRobin,
+    ShapeHistory,
+    make_scheduler,
+)
+
+
+def h(weight: float, curve: list[float], roofline: float = 1.0, exhausted: bool = False):
+    return ShapeHistory(weight=weight, roofline_s=roofline, best_s=curve, exhausted=exhausted)
+
+
+def test_round_robin_takes_the_least_measured_open_shape():
+    shapes = [h(1, [5.0] * 8), h(1, [5.0] * 4), h(1, [5.0] * 2, exhausted=True)]
+    assert RoundRobin().next_shape(shapes) == 1
+    assert RoundRobin().next_shape([h(1, [], exhausted=True)]) is None
+
+
+def test_gradient_warms_every_shape_up_first_fewest_first():
+    s = GradientScheduler(warmup=8, chunk=4)
+    shapes = [h(100, [2.0] * 12), h(1, [2.0] * 3), h(1, [2.0] * 5)]
+    assert s.next_shape(shapes) == 1
+    # a shape without any successful measurement is still cold
+    assert s.next_shape([h(100, [2.0] * 12), h(1, [math.inf] * 9)]) == 1
+
+
+def test_gradient_prefers_the_shape_that_saves_most_step_time():
+    s = GradientScheduler(warmup=2, chunk=2)
+    flat = [4.0] * 10  # no recent progress
+    heavy = h(28, flat, roofline=1.0)
+    light = h(1, flat, roofline=1.0)
+    assert s.next_shape([light, heavy]) == 1
+    # the same weight: the one still improving wins
+    improving = h(1, [8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 6.0, 5.0, 4.0])
+    assert s.next_shape([light, improving]) == 1
+
+
+def test_expected_drop_blends_backward_difference_and_bounded_forward_guess():
+    s = GradientScheduler(warmup=1, chunk=2, alpha=0.2)
+    shape = h(1, [10.0, 10.0, 9.0, 8.0], roofline=4.0)
+    # backward: best 2 measurements earlier (index 1) = 10, now 8 -> 2
+    # forward: min(8 * 2 / 4 = 4, 8 - 4 / 0.8 = 3) = 3
+    assert s.expected_drop(shape, target_fraction=0.8) == pytest.approx(0.2 * 2 + 0.8 * 3)
+    # at the target fraction nothing is expected forward
+    assert s.expected_drop(h(1, [5.0] * 4, roofline=4.0), target_fraction=0.8) == 0.0
+
+
+def test_target_fraction_is_the_best_shapes_fraction_with_optimism_capped_at_one():
+    s = GradientScheduler(beta=1.2)
+    shapes = [h(1, [2.0], roofline=1.0), h(1, [1.25], roofline=1.0)]
+    assert s.target_fraction(shapes) == pytest.approx(0.96)
+    assert s.target_fraction([h(1, [1.0], roofline=1.0)]) == 1.0
+
+
+def test_make_scheduler_names():
+    assert make_scheduler("round-robin").name == "round-robin"
+    assert make_scheduler("gradient", chunk=6).chunk == 6
+    with pytest.raises(ValueError, match="scheduler: expected one of"):
+        make_scheduler("ansor")
