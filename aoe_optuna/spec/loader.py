@@ -18,8 +18,19 @@ section is optional; the defaults are:
                             path of a profile .json (relative to the spec), or
                             ``"profile"`` may hold one inline
 ``workload``                ``{"model": "qwen2.5-7b", "phase": "decode", "batch":
-                            1, "seq_len": 1024, "tp": 1, "dtype": "fp16"}``, or
-                            one GEMM ``{"gemm": {"M", "K", "N", "dtype"}}``
+                            1, "seq_len": 1024, "tp": 1, "dtype": "fp16"}``.
+                            One source of GEMMs: ``model`` (built-in),
+                            ``hf_config`` (a Hugging Face config.json path),
+                            ``shapes`` (a CSV/JSON shape list path),
+                            ``msprof`` (an op_summary CSV path; ``steps``,
+                            ``device``), or one GEMM ``{"gemm": {"M", "K",
+                            "N", "dtype"}}``. ``batch``/``seq_len`` may be
+                            lists (serving buckets, merged; ``weights``: steps
+                            of each per cycle); ``tp``: tensor-parallel cards;
+                            ``name``, ``tokens_per_step``, ``fixed_s`` for
+                            file sources. Paths are relative to the spec; the
+                            canonical form keeps the files' content
+                            (docs/WORKLOADS.md)
 ``baseline``                the default of each tuned parameter (params.py) when
                             all are among the choices and feasible, else none;
                             ``null`` for none. Missing tuned parameters take
