@@ -18,8 +18,19 @@ section is optional; the defaults are:
                             path of a profile .json (relative to the spec), or
                             ``"profile"`` may hold one inline
 ``workload``                ``{"model": "qwen2.5-7b", "phase": "decode", "batch":
-                            1, "seq_len": 1024, "tp": 1, "dtype": "fp16"}``, or
-                            one GEMM ``{"gemm": {"M", "K", "N", "dtype"}}``
+                            1, "seq_len": 1024, "tp": 1, "dtype": "fp16"}``.
+                            One source of GEMMs: ``model`` (built-in),
+                            ``hf_config`` (a Hugging Face config.json path),
+                            ``shapes`` (a CSV/JSON shape list path),
+                            ``msprof`` (an op_summary CSV path; ``steps``,
+                            ``device``), or one GEMM ``{"gemm": {"M", "K",
+                            "N", "dtype"}}``. ``batch``/``seq_len`` may be
+                            lists (serving buckets, merged; ``weights``: steps
+                            of each per cycle); ``tp``: tensor-parallel cards;
+                            ``name``, ``tokens_per_step``, ``fixed_s`` for
+                            file sources. Paths are relative to the spec; the
+                            canonical form keeps the files' content
+                            (docs/WORKLOADS.md)
 ``baseline``                the default of each tuned parameter (params.py) when
                             all are among the choices and feasible, else none;
                             ``null`` for none. Missing tuned parameters take
@@ -49,7 +60,6 @@ from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.backends.registry import BACKENDS, backend_class, backend_options
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import (
-    DTYPE_BYTES,
     ProfileError,
     SocProfile,
     available_socs,
@@ -69,7 +79,8 @@ from aoe_optuna.spec.space import (
     parse_constraints,
     parse_params,
 )
-from aoe_optuna.workload.models import MAX_DIM, MODELS, Gemm, Workload, model_workload, single_gemm
+from aoe_optuna.spec.workload import DEFAULT_MODEL, parse_workload, study_name_part
+from aoe_optuna.workload.models import Workload
 
 __all__ = ["SpecError", "StudySpec", "load_spec", "spec_from_dict"]
 
@@ -80,8 +91,6 @@ TOP_KEYS = (
 )
 OBJECTIVES = ("throughput",)
 DEFAULT_SOC = "Ascend910B2"
-DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
-                 "tp": 1, "dtype": "fp16"}
 DEFAULT_MAX_RELATIVE_ERROR = 0.01
 COMPILE_OPTIONS = ("opt_level", "schedule", "unroll_factor", "layout")
 _OP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
@@ -122,18 +131,7 @@ class StudySpec:
         compile options are tuned, ``-quant`` with quantization, ``-<backend>``
         off the simulator (measurements of different backends must not mix).
         """
-        wl = self.workload_doc or {}
-        if "gemm" in wl:
-            g = wl["gemm"]
-            what = f"gemm{g['M']}x{g['K']}x{g['N']}"
-            dtype = g["dtype"]
-        else:
-            what = f"{wl['model']}-{wl['phase']}-b{wl['batch']}"
-            if wl["phase"] == "prefill":
-                what += f"-s{wl['seq_len']}"
-            if wl["tp"] > 1:
-                what += f"-tp{wl['tp']}"
-            dtype = wl["dtype"]
+        what, dtype = study_name_part(self.workload_doc or {}, self.workload)
         parts = [self.op_name]
         if not self.backend_space:
             parts += [self.profile.soc, what]
@@ -252,37 +250,9 @@ def _hardware(section: Section, source: str) -> tuple[SocProfile, dict[str, Any]
 
 
 def _workload(section: Section, profile: SocProfile) -> tuple[Workload, dict[str, Any]]:
-    """One GEMM, or every GEMM of a model's forward step."""
-    dtypes = list(DTYPE_BYTES)
-    if section.has("gemm"):
-        section.check_keys(("gemm",))
-        g = section.section("gemm")
-        g.check_keys(("M", "K", "N", "dtype"))
-        for dim in ("M", "K", "N"):
-            if dim not in g.data:
-                raise g.error(dim, f"an integer from 1 to {MAX_DIM:,}", raw="nothing")
-        dims = {d: g.integer(d, 0, 1, MAX_DIM) for d in ("M", "K", "N")}
-        dtype = g.string("dtype", "fp16", dtypes)
-        gemm = Gemm(dims["M"], dims["K"], dims["N"], dtype)
-        return single_gemm(gemm), {"gemm": {**dims, "dtype": dtype}}
-    section.check_keys(tuple(DEFAULT_MODEL) + ("gemm",))
-    doc = {
-        "model": section.string("model", DEFAULT_MODEL["model"], list(MODELS)),
-        "phase": section.string("phase", "decode", ["decode", "prefill"]),
-        "batch": section.integer("batch", 1, 1, 65536),
-        "seq_len": section.integer("seq_len", 1024, 1, 1 << 20),
-        "tp": section.integer("tp", 1, 1, 64),
-        "dtype": section.string("dtype", "fp16", dtypes),
-    }
-    if doc["phase"] == "prefill" and doc["batch"] * doc["seq_len"] > MAX_DIM:
-        raise section.error("seq_len", f"batch x seq_len at most {MAX_DIM:,}", doc["seq_len"])
-    try:
-        workload = model_workload(profile, **doc)
-    except ValueError as exc:
-        key, _, detail = str(exc).partition(": ")
-        raise section.error(key if key in doc else None, "a workload the model allows",
-                            raw=detail or str(exc)) from None
-    return workload, doc
+    """One GEMM, a model's forward step (built-in or Hugging Face config, over serving
+    buckets), a shape list or an msprof profile (spec/workload.py)."""
+    return parse_workload(section, profile)
 
 
 def _backend_workload(top: Section, source: str, backend: dict[str, Any],

@@ -1,0 +1,48 @@
+"""Reading a workload file (model config, shape list, profile), and the one error each
+unreadable one raises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+MAX_FILE_BYTES = 64 << 20  # a profile of a long run is tens of MB; more is not a workload file
+
+
+class WorkloadFileError(ValueError):
+    """A workload file that cannot be used.
+
+    ``str(e)`` is one line: ``<file>: <where>: expected <what>, got <what>``,
+    where ``<where>`` is a key (``key 'hidden_size'``) or a row (``row 7,
+    column 'Input Shapes'``).
+    """
+
+    def __init__(self, source: str, where: str, expected: str, got: str = "") -> None:
+        self.source = source
+        self.where = where
+        self.expected = expected
+        self.got = got
+        text = f"{source}: {where}: expected {expected}" + (f", got {got}" if got else "")
+        super().__init__(" ".join(text.split()))
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A short one-line rendering of a value from a file, for error messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of ``path`` (a ``what``: "a Hugging Face config.json", ...)."""
+    path = Path(path)
+    if not path.is_file():
+        raise WorkloadFileError(str(path), "file", f"{what} (an existing file)", "no such file")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise WorkloadFileError(str(path), "file", f"{what} under {MAX_FILE_BYTES >> 20} MiB",
+                                f"{size} bytes")
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise WorkloadFileError(str(path), "file", "UTF-8 text",
+                                f"a byte that is not ({exc.reason})") from None

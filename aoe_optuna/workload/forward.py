@@ -1,0 +1,175 @@
+"""Every GEMM of one forward step of an :class:`Architecture` on one card of a ``tp`` group,
+and the time of what the tiling does not change.
+
+Tensor parallelism (Megatron style): column-parallel GEMMs (QKV, gate+up,
+lm_head, the experts' gate+up) split N by ``tp``; row-parallel ones (O, down)
+split K and are followed by an all-reduce of the activations, two per layer.
+Experts are tensor-parallel too (each card holds 1/tp of every expert), so
+there is no all-to-all. Attention, norms and activations are charged as HBM
+traffic; attention in prefill also as cube work.
+"""
+
+from __future__ import annotations
+
+import math
+
+from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
+from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
+from aoe_optuna.workload.gemm import Gemm, Workload
+
+PHASES = ("decode", "prefill")
+
+
+def routed_rows(tokens: int, per_token: int, experts: int) -> tuple[int, int]:
+    """(active experts, rows per active expert) that a uniform router gives on average.
+
+    Each of ``tokens`` tokens picks ``per_token`` of ``experts`` experts; an
+    expert is left idle with probability (1 - k/E)^T, so E(1 - (1 - k/E)^T)
+    experts are active and each gets T*k / active rows (rounded up).
+    """
+    active = experts * (1.0 - (1.0 - per_token / experts) ** tokens)
+    rows = math.ceil(tokens * per_token / active - 1e-9)
+    return max(1, min(experts, round(active))), max(1, rows)
+
+
+def check_tp(arch: Architecture, tp: int) -> None:
+    """Refuse a ``tp`` that does not divide the widths it splits."""
+    widths = [arch.q_heads * arch.head_dim, arch.kv_heads * arch.head_dim, arch.vocab]
+    if arch.dense_layers:
+        widths.append(arch.intermediate)
+    if arch.experts is not None:
+        widths += [arch.experts.intermediate, arch.experts.shared_intermediate]
+    if arch.mla is not None:
+        widths.append(arch.q_heads)
+    if tp < 1 or any(w % tp for w in widths):
+        raise ValueError(f"tp: {tp} does not divide the model's heads and widths")
+
+
+def forward_workload(
+    profile: SocProfile,
+    arch: Architecture,
+    phase: str = "decode",
+    batch: int = 1,
+    seq_len: int = 1024,
+    tp: int = 1,
+    dtype: str = "fp16",
+) -> Workload:
+    """The forward step of ``arch``: decode (one new token per sequence) or prefill."""
+    if phase not in PHASES:
+        raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"dtype: expected one of {list(DTYPE_BYTES)}, got {dtype!r}")
+    check_tp(arch, tp)
+    m = batch if phase == "decode" else batch * seq_len
+    h, layers = arch.hidden, arch.layers
+    details: dict[str, float] = {}
+    gemms = _attention_gemms(arch, m, batch, phase, tp, dtype)
+    if arch.dense_layers:
+        inter = arch.intermediate
+        gemms += [Gemm(m, h, 2 * inter // tp, dtype, "gate_up_proj", arch.dense_layers),
+                  Gemm(m, inter // tp, h, dtype, "down_proj", arch.dense_layers)]
+    if arch.experts is not None:
+        gemms += _expert_gemms(arch.experts, h, m, tp, dtype, details)
+    gemms.append(Gemm(m, h, arch.vocab // tp, dtype, "lm_head", 1))
+
+    b = DTYPE_BYTES[dtype]
+    bw = profile.hbm_bandwidth()
+    attention_s = _attention_s(profile, arch, phase, batch, seq_len, tp, dtype)
+    # RMSNorm x2, SwiGLU, residual adds: a few reads and writes of the activations.
+    act_bytes = arch.dense_layers * m * b * (4 * h + 3 * arch.intermediate // tp) * 2
+    if arch.experts is not None:
+        e = arch.experts
+        width = e.per_token * e.intermediate + e.shared_intermediate
+        act_bytes += arch.moe_layers * m * b * (4 * h + 3 * width // tp) * 2
+    elementwise_s = act_bytes / bw
+    comm_s = 0.0
+    if tp > 1:
+        per_allreduce = 2 * (tp - 1) / tp * m * h * b / (profile.interconnect_gbs * 1e9)
+        comm_s = 2 * layers * (per_allreduce + profile.interconnect_latency_us * 1e-6)
+    tokens = batch if phase == "decode" else batch * seq_len
+    return Workload(
+        name=f"{arch.name} {phase} batch={batch} seq_len={seq_len} tp={tp} {dtype}",
+        gemms=tuple(gemms),
+        tokens_per_step=tokens,
+        fixed_s=attention_s + elementwise_s + comm_s,
+        details={"attention_s": attention_s, "elementwise_s": elementwise_s, "comm_s": comm_s,
+                 **details},
+    )
+
+
+def _attention_gemms(arch: Architecture, m: int, batch: int, phase: str, tp: int,
+                     dtype: str) -> list[Gemm]:
+    h, layers = arch.hidden, arch.layers
+    if arch.mla is None:
+        qd, kvd = arch.q_heads * arch.head_dim, arch.kv_heads * arch.head_dim
+        return [Gemm(m, h, (qd + 2 * kvd) // tp, dtype, "qkv_proj", layers),
+                Gemm(m, qd // tp, h, dtype, "o_proj", layers)]
+    return _latent_attention_gemms(arch.mla, arch, m, batch, phase, tp, dtype)
+
+
+def _latent_attention_gemms(mla: LatentAttention, arch: Architecture, m: int, batch: int,
+                            phase: str, tp: int, dtype: str) -> list[Gemm]:
+    """MLA's projections. The down-projections (q_a, kv_a) are replicated on every card.
+
+    Prefill expands the latent KV with ``kv_b_proj``; decode absorbs it into Q
+    and O instead (per-head batched GEMMs, one per local head and layer), as
+    inference engines do to keep the cache compressed.
+    """
+    h, layers, heads = arch.hidden, arch.layers, arch.q_heads // tp
+    out: list[Gemm] = []
+    if mla.q_lora_rank:
+        out += [Gemm(m, h, mla.q_lora_rank, dtype, "q_a_proj", layers),
+                Gemm(m, mla.q_lora_rank, heads * mla.qk_head_dim, dtype, "q_b_proj", layers)]
+    else:
+        out.append(Gemm(m, h, heads * mla.qk_head_dim, dtype, "q_proj", layers))
+    out.append(Gemm(m, h, mla.kv_lora_rank + mla.qk_rope_head_dim, dtype, "kv_a_proj", layers))
+    if phase == "prefill":
+        n = heads * (mla.qk_nope_head_dim + mla.v_head_dim)
+        out.append(Gemm(m, mla.kv_lora_rank, n, dtype, "kv_b_proj", layers))
+    else:
+        out += [Gemm(batch, mla.qk_nope_head_dim, mla.kv_lora_rank, dtype, "q_absorb",
+                     layers * heads),
+                Gemm(batch, mla.kv_lora_rank, mla.v_head_dim, dtype, "o_absorb",
+                     layers * heads)]
+    out.append(Gemm(m, heads * mla.v_head_dim, h, dtype, "o_proj", layers))
+    return out
+
+
+def _expert_gemms(e: Experts, h: int, m: int, tp: int, dtype: str,
+                  details: dict[str, float]) -> list[Gemm]:
+    """Router, routed experts as grouped GEMMs of the average rows, shared experts."""
+    n_layers = len(e.layers)
+    active, rows = routed_rows(m, e.per_token, e.routed)
+    details.update(active_experts=float(active), rows_per_expert=float(rows))
+    out = [Gemm(m, h, e.routed, dtype, "router", n_layers),
+           Gemm(rows, h, 2 * e.intermediate // tp, dtype, "experts_gate_up_proj",
+                active * n_layers),
+           Gemm(rows, e.intermediate // tp, h, dtype, "experts_down_proj", active * n_layers)]
+    if e.shared_intermediate:
+        s = e.shared_intermediate
+        out += [Gemm(m, h, 2 * s // tp, dtype, "shared_gate_up_proj", n_layers),
+                Gemm(m, s // tp, h, dtype, "shared_down_proj", n_layers)]
+        if e.shared_gate:
+            out.append(Gemm(m, h, 1, dtype, "shared_expert_gate", n_layers))
+    return out
+
+
+def _attention_s(profile: SocProfile, arch: Architecture, phase: str, batch: int,
+                 seq_len: int, tp: int, dtype: str) -> float:
+    """Attention proper: read the KV cache (decode) or Q/K/V and write O (prefill)."""
+    b = DTYPE_BYTES[dtype]
+    bw = profile.hbm_bandwidth()
+    kv_len = seq_len
+    layers = arch.layers
+    causal = 1 if phase == "decode" else seq_len / 2
+    if arch.mla is None:
+        kvd = arch.kv_heads * arch.head_dim
+        kv_bytes = 2 * batch * kv_len * (kvd // tp) * b * layers
+        attn_flops = 4.0 * batch * arch.q_heads // tp * arch.head_dim * kv_len * causal * layers
+    else:
+        mla = arch.mla
+        # The compressed cache (latent + rope key) is replicated on every card.
+        kv_bytes = batch * kv_len * (mla.kv_lora_rank + mla.qk_rope_head_dim) * b * layers
+        attn_flops = (2.0 * batch * (arch.q_heads // tp) * (mla.qk_head_dim + mla.v_head_dim)
+                      * kv_len * causal * layers)
+    return max(kv_bytes / bw, attn_flops / profile.peak_flops(dtype))

@@ -1,0 +1,174 @@
+"""A Hugging Face ``config.json`` (read from a local path) as an :class:`Architecture`.
+
+Reads the keys of the dense Llama/Qwen family (``hidden_size``,
+``intermediate_size``, ``num_attention_heads``, ``num_key_value_heads``,
+``head_dim``, ``vocab_size``, ``num_hidden_layers``) and of three
+mixture-of-experts layouts:
+
+* Qwen2-MoE / Qwen3-MoE: ``num_experts``, ``num_experts_per_tok``,
+  ``moe_intermediate_size``, ``shared_expert_intermediate_size``,
+  ``decoder_sparse_step``, ``mlp_only_layers``;
+* Mixtral: ``num_local_experts``, ``num_experts_per_tok`` (experts of
+  ``intermediate_size``, every layer);
+* DeepSeek-V2/V3: ``n_routed_experts``, ``n_shared_experts``,
+  ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``, and
+  latent attention (``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``,
+  ``qk_rope_head_dim``, ``v_head_dim``).
+
+A multimodal config whose decoder sits under ``text_config`` is read from
+there. Nothing is downloaded and no model code runs: the file is data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
+from aoe_optuna.workload.files import WorkloadFileError, read_text, shown
+from aoe_optuna.workload.gemm import MAX_DIM
+
+# Every key the reader looks at; the canonical form of a study keeps these and only these.
+HF_KEYS = (
+    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "vocab_size",
+    "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+    "moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts",
+    "decoder_sparse_step", "mlp_only_layers", "first_k_dense_replace", "moe_layer_freq",
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+)
+WHAT = "a Hugging Face config.json"
+
+
+def read_hf_config(path: str | Path, name: str | None = None) -> tuple[Architecture, dict]:
+    """(architecture, the keys it was read from) of the config file at ``path``.
+
+    ``name`` defaults to the file's stem, or its folder's name for a file
+    called ``config.json``.
+    """
+    path = Path(path)
+    text = read_text(path, WHAT)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkloadFileError(str(path), f"line {exc.lineno}", "valid JSON", exc.msg) from None
+    if name is None:
+        name = path.parent.resolve().name if path.stem == "config" else path.stem
+    used = used_keys(data, str(path))
+    return architecture_from_hf(used, name, str(path)), used
+
+
+def used_keys(config: Any, source: str) -> dict[str, Any]:
+    """The keys of ``config`` that the reader uses (from ``text_config`` when it holds them)."""
+    if not isinstance(config, Mapping):
+        raise WorkloadFileError(source, "document", f"{WHAT} (a JSON object)", shown(config))
+    if "hidden_size" not in config and isinstance(config.get("text_config"), Mapping):
+        config = config["text_config"]
+    return {k: config[k] for k in HF_KEYS if k in config}
+
+
+def architecture_from_hf(config: Mapping[str, Any], name: str, source: str) -> Architecture:
+    """The :class:`Architecture` that ``config`` (a parsed config.json) describes."""
+    cfg = _Keys(config, source)
+    hidden = cfg.integer("hidden_size")
+    layers = cfg.integer("num_hidden_layers")
+    heads = cfg.integer("num_attention_heads")
+    kv_heads = cfg.integer("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise cfg.error("num_key_value_heads", f"a divisor of num_attention_heads ({heads})",
+                        kv_heads)
+    head_dim = cfg.integer("head_dim", hidden // heads if hidden >= heads else None)
+    vocab = cfg.integer("vocab_size")
+    experts = _experts(cfg, layers)
+    mla = _latent_attention(cfg)
+    dense = layers - (0 if experts is None else len(experts.layers))
+    intermediate = cfg.integer("intermediate_size") if dense else cfg.integer(
+        "intermediate_size", 0, low=0)
+    return Architecture(name=name, hidden=hidden, intermediate=intermediate, layers=layers,
+                        q_heads=heads, kv_heads=kv_heads, head_dim=head_dim, vocab=vocab,
+                        experts=experts, mla=mla)
+
+
+def _experts(cfg: _Keys, layers: int) -> Experts | None:
+    if cfg.present("n_routed_experts"):  # DeepSeek-V2/V3
+        routed = cfg.integer("n_routed_experts")
+        width = cfg.integer("moe_intermediate_size")
+        first = cfg.integer("first_k_dense_replace", 0, low=0)
+        freq = cfg.integer("moe_layer_freq", 1)
+        moe = tuple(i for i in range(layers) if i >= first and i % freq == 0)
+        shared = cfg.integer("n_shared_experts", 0, low=0) * width
+        return _checked(cfg, Experts(routed, cfg.integer("num_experts_per_tok"), width, moe,
+                                     shared), "n_routed_experts")
+    if cfg.present("num_local_experts"):  # Mixtral
+        routed = cfg.integer("num_local_experts")
+        return _checked(cfg, Experts(routed, cfg.integer("num_experts_per_tok"),
+                                     cfg.integer("intermediate_size"), tuple(range(layers))),
+                        "num_local_experts")
+    if cfg.present("num_experts") and cfg.integer("num_experts", low=0) > 0:  # Qwen-MoE
+        routed = cfg.integer("num_experts")
+        step = cfg.integer("decoder_sparse_step", 1)
+        dense_only = set(cfg.index_list("mlp_only_layers", layers))
+        moe = tuple(i for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+        shared = cfg.integer("shared_expert_intermediate_size", 0, low=0)
+        return _checked(cfg, Experts(routed, cfg.integer("num_experts_per_tok"),
+                                     cfg.integer("moe_intermediate_size"), moe, shared,
+                                     shared_gate=shared > 0), "num_experts")
+    return None
+
+
+def _checked(cfg: _Keys, experts: Experts, key: str) -> Experts | None:
+    if experts.per_token > experts.routed:
+        raise cfg.error("num_experts_per_tok", f"at most {key} ({experts.routed})",
+                        experts.per_token)
+    return experts if experts.layers else None
+
+
+def _latent_attention(cfg: _Keys) -> LatentAttention | None:
+    if not cfg.present("kv_lora_rank"):
+        return None
+    return LatentAttention(
+        q_lora_rank=cfg.integer("q_lora_rank", 0, low=0),
+        kv_lora_rank=cfg.integer("kv_lora_rank"),
+        qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=cfg.integer("qk_rope_head_dim"),
+        v_head_dim=cfg.integer("v_head_dim"),
+    )
+
+
+class _Keys:
+    """Typed reads of a config's keys; each failure is one line naming the key."""
+
+    def __init__(self, data: Mapping[str, Any], source: str) -> None:
+        self.data = data
+        self.source = source
+
+    def error(self, key: str, expected: str, value: Any = None) -> WorkloadFileError:
+        got = "nothing" if value is None else shown(value)
+        return WorkloadFileError(self.source, f"key '{key}'", expected, got)
+
+    def present(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def integer(self, key: str, default: int | None = None, low: int = 1) -> int:
+        value = self.data.get(key)
+        if value is None:  # absent or null: HF's "use the default"
+            if default is None:
+                raise self.error(key, f"an integer from {low} to {MAX_DIM:,} ({WHAT} key)")
+            return default
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_DIM:
+            raise self.error(key, f"an integer from {low} to {MAX_DIM:,}", value)
+        return value
+
+    def index_list(self, key: str, layers: int) -> list[int]:
+        value = self.data.get(key)
+        if value is None:
+            return []
+        ok = isinstance(value, list) and all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in value)
+        if not ok:
+            raise self.error(key, f"a list of layer indices from 0 to {layers - 1}", value)
+        return list(value)
