@@ -92,7 +92,7 @@ def convergence_figure(
         ))
     for level, name, dash in ((roofline, "roofline", "dash"), (baseline, "baseline", "dot")):
         if level:
-            fig.add_hline(y=level, line_dash=dash, line_color="#555555",
+            fig.add_hline(y=level, line_dash=dash, line_color="#555555", layer="below",
                           annotation_text=f"{name} {level:,.4g}",
                           annotation_position="top left")
     fig.update_layout(
