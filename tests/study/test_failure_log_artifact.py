@@ -7,7 +7,11 @@ rejects the C kernel (``restrict`` is not a C++ keyword).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import json5
@@ -18,9 +22,11 @@ from optuna.trial import TrialState
 
 from aoe_optuna.attrs import ATTR_FAILURE, ATTR_FAILURE_KIND, ATTR_MEASURED
 from aoe_optuna.cli.main import main
+from aoe_optuna.study.objective import count_measured, is_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_SPEC = ROOT / "studies" / "cpu_gemm.json"
+AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ on PATH")
 
@@ -78,3 +84,30 @@ def test_no_log_artifact_without_a_file_store(tmp_path: Path) -> None:
     assert "build" in {t.user_attrs[ATTR_FAILURE_KIND] for t in study.trials}
     assert all(get_all_artifact_meta(t, storage=study._storage) == [] for t in study.trials)
     assert not list(tmp_path.glob("*.artifacts"))
+
+
+@pytest.mark.slow  # two aoe-tune processes
+def test_a_kill_after_the_log_keeps_no_result_and_the_config_is_measured_again(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'aoe.db'}"
+    spec = _spec_with_compiler(tmp_path, "g++")
+    argv = [str(AOE_TUNE), "--config", str(spec), "--storage", url, "--study-name", "gxx",
+            "--n-trials", "2", "--sampler", "random", "--seed", "0", "--no-progress"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AOE_FAULT")}
+    killed = subprocess.run(argv, env={**env, "AOE_FAULT_AT": "log"}, capture_output=True,
+                            text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    study = optuna.load_study(study_name="gxx", storage=url)
+    trials = study.get_trials()
+    first = trials[0]  # killed between its log and its result
+    assert not is_measured(first) and ATTR_FAILURE_KIND not in first.user_attrs
+    again = [t for t in trials[1:] if t.params == first.params and is_measured(t)]
+    assert len(again) == 1  # measured again, its own log and a whole result
+    log_name = f"{again[0].user_attrs[ATTR_FAILURE_KIND]}.log"
+    for t in (first, again[0]):  # the killed trial keeps the log it wrote
+        assert [m.filename for m in get_all_artifact_meta(t, storage=study._storage)] == [
+            log_name]
+    assert count_measured(trials) == 2
