@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from aoe_optuna.workload.models import Workload
 
 FailureKind = Literal["infeasible", "build", "runtime", "timeout", "accuracy", "unsupported"]
+# ``Measurement.extra`` key of a failure's full log (a compiler's whole output, a crashed
+# run's stderr): the study keeps it as an artifact of the failed trial.
+FAILURE_LOG = "log"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,12 @@ a SQLite storage (``aoe.db`` -> ``aoe.db.artifacts/``); the dashboard finds the
 files with ``optuna-dashboard sqlite:///aoe.db --artifact-dir aoe.db.artifacts``.
 A storage that is not a local file (PostgreSQL, journal over the network) gets
 no store: there is no one directory every host would agree on.
+
+Study artifacts: the spec, and after an export the kernel and the knowledge
+base. Trial artifacts: the full log of a failed measurement (a compiler's
+whole output), written by the objective (:func:`upload_trial_text`), which
+finds the store from the trial's own storage so every worker process writes
+beside the same SQLite file.
 """
 
 from __future__ import annotations
@@ -29,6 +35,27 @@ def artifact_dir(storage_url: str) -> Path | None:
     if not db or db == ":memory:":
         return None
     return Path(db + ".artifacts")
+
+
+def storage_url_of(storage: optuna.storages.BaseStorage) -> str | None:
+    """The URL of an RDB storage (Optuna's cache wrapper looked through), else None."""
+    backend = getattr(storage, "_backend", storage)
+    url = getattr(backend, "url", None)
+    return url if isinstance(url, str) else None
+
+
+def upload_trial_text(trial: optuna.Trial, filename: str, text: str) -> str | None:
+    """``text`` as the trial's artifact ``filename``; its id, or None without a store."""
+    url = storage_url_of(trial.storage)
+    where = None if url is None else artifact_dir(url)
+    if where is None:
+        return None
+    where.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / filename
+        path.write_text(text)
+        return upload_artifact(artifact_store=FileSystemArtifactStore(str(where)),
+                               file_path=str(path), study_or_trial=trial)
 
 
 def upload_files(

@@ -13,11 +13,15 @@ Three outcomes per trial, so every sampler gets honest information:
 A result is written attribute by attribute (Optuna's storage API has no
 batch write), ``measured`` last: a trial carries ``measured`` only if its
 whole result reached storage, so a worker killed anywhere in between leaves
-either a kept result or none (see :mod:`aoe_optuna.study.recovery`).
+either a kept result or none (see :mod:`aoe_optuna.study.recovery`). A failed
+measurement's full log (a compiler's whole output) is kept before the result
+attributes, as the trial's artifact ``<kind>.log`` (beside a SQLite storage,
+see :mod:`aoe_optuna.study.artifacts`): a worker killed after it leaves a log
+on a trial whose result is not kept, and the config is measured again.
 Fault points (:mod:`aoe_optuna.study.faults`) mark each write of a trial's
 life for the crash tests: ``ask``, ``param``, ``constraints``, ``measure``,
-``result`` (after each result attribute), ``tell`` (just before Optuna's
-tell; ``told`` after it is in the runner).
+``log`` (after a failure's log), ``result`` (after each result attribute),
+``tell`` (just before Optuna's tell; ``told`` after it is in the runner).
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ from aoe_optuna.attrs import (
     ATTR_REPEAT_OF,
     ATTR_SURPLUS,
 )
-from aoe_optuna.backends.base import Backend
+from aoe_optuna.backends.base import FAILURE_LOG, Backend
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
+from aoe_optuna.study.artifacts import upload_trial_text
 from aoe_optuna.study.faults import fault_point
 from aoe_optuna.workload.models import Workload
 
@@ -67,6 +72,7 @@ class Evaluation:
     tflops: float = float("nan")
     roofline_fraction: float = float("nan")
     accuracy_loss: float | None = None
+    log: str = ""  # a failure's full log, when the backend gave one
 
     def user_attrs(self) -> dict[str, Any]:
         """The result's attributes in write order; ``measured`` last marks it whole."""
@@ -113,6 +119,7 @@ class Evaluator:
                 return Evaluation(
                     ok=False, cost_s=cost, failure_kind=m.failure_kind,
                     reason=f"{gemm.name} {gemm.M}x{gemm.K}x{gemm.N}: {m.reason}",
+                    log=str(m.extra.get(FAILURE_LOG, "")) if m.extra else "",
                 )
             assert m.latency_s is not None
             latencies[gemm.name] = m.latency_s
@@ -228,6 +235,9 @@ class TuningObjective:
             raise optuna.TrialPruned("the measurement budget is taken by earlier trials")
         fault_point("measure")
         result = self.evaluator.evaluate(self.space.full_config(config))
+        if not result.ok and result.log:
+            _keep_log(trial, result)
+            fault_point("log")
         for key, value in result.user_attrs().items():
             trial.set_user_attr(key, value)
             fault_point("result")
@@ -235,6 +245,15 @@ class TuningObjective:
         if not result.ok:
             raise MeasurementFailed(f"{result.failure_kind}: {result.reason}")
         return result.tokens_per_s
+
+
+def _keep_log(trial: optuna.Trial, result: Evaluation) -> None:
+    """The failure's full log as the trial's artifact; a store that cannot be written
+    costs the log only (the reason says so), never the result."""
+    try:
+        upload_trial_text(trial, f"{result.failure_kind}.log", result.log)
+    except OSError as exc:
+        result.reason += f" (log not kept: {exc})"
 
 
 def _earlier_measurement(trial: optuna.Trial, config: Mapping[str, Any]) -> FrozenTrial | None:

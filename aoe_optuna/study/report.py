@@ -1,4 +1,4 @@
-"""The end-of-run summary: a table on the terminal and the same as a dashboard note."""
+"""The end-of-run summary: a table on the terminal, the same as a dashboard note."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rich.table import Table
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR
 from aoe_optuna.study.create import baseline_trial, best_trial
+from aoe_optuna.study.dashboard_plot import save_convergence_plot
 from aoe_optuna.study.runner import RunResult
 
 
@@ -137,9 +138,11 @@ def summary_markdown(s: Summary) -> str:
 
 
 def save_dashboard_note(study: optuna.Study, s: Summary) -> None:
-    """The summary as the study's dashboard note; skipped without the `dashboard` extra."""
+    """The summary as the study's dashboard note, and beside it the convergence plot
+    (:mod:`aoe_optuna.study.dashboard_plot`); both skipped without the `dashboard` extra."""
     try:
         from optuna_dashboard import save_note
     except ImportError:
         return
     save_note(study, summary_markdown(s))
+    save_convergence_plot(study, s.roofline, s.baseline)

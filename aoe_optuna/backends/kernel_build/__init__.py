@@ -18,6 +18,7 @@ from aoe_optuna.backends.kernel_build.process import (
     failure_from_run,
     first_lines,
     run_limited,
+    run_log,
 )
 from aoe_optuna.backends.kernel_build.toolchain import toolchain_id
 
@@ -31,5 +32,6 @@ __all__ = [
     "failure_from_run",
     "first_lines",
     "run_limited",
+    "run_log",
     "toolchain_id",
 ]

@@ -12,13 +12,16 @@ group (a compiler's children, a driver's threads) is killed, never the caller.
   e.g. ``build`` for a compiler)
 
 The reason keeps the first lines of the process's stderr (or stdout), which is
-where compilers and crashing programs say what happened.
+where compilers and crashing programs say what happened; the whole output
+(:func:`run_log`) travels in ``extra[FAILURE_LOG]``, for the failed trial's
+artifact.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -26,11 +29,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aoe_optuna.backends.base import FailureKind, Measurement
+from aoe_optuna.backends.base import FAILURE_LOG, FailureKind, Measurement
 
 EXIT_WRONG_RESULT = 3  # a driver's convention: "ran, but the result is wrong"
 REASON_LINES = 6
 REASON_CHARS = 800
+LOG_CHARS = 256_000  # a log longer than this keeps its head and its tail
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,27 @@ def first_lines(text: str, lines: int = REASON_LINES, chars: int = REASON_CHARS)
     return joined if len(joined) <= chars else joined[: chars - 3] + "..."
 
 
+def run_log(result: RunResult, chars: int = LOG_CHARS) -> str:
+    """The run's command line, outcome, stderr and stdout as one text (head and tail if long)."""
+    if result.timed_out:
+        outcome = f"killed after its {result.timeout_s:g} s limit"
+    elif result.signal_name is not None:
+        outcome = f"killed by {result.signal_name}"
+    else:
+        outcome = f"exit status {result.returncode}"
+    text = "\n".join([
+        "$ " + shlex.join(result.argv),
+        f"{outcome} after {result.elapsed_s:.2f} s",
+        "--- stderr ---", result.stderr.rstrip(),
+        "--- stdout ---", result.stdout.rstrip(), "",
+    ])
+    if len(text) <= chars:
+        return text
+    half = chars // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters left out ...]\n{text[-half:]}"
+
+
 def failure_from_run(
     result: RunResult,
     what: str,
@@ -124,17 +149,19 @@ def failure_from_run(
     if result.ok:
         return None
     cost = result.elapsed_s if cost_s is None else cost_s
+    log = {FAILURE_LOG: run_log(result)}
     message = first_lines(result.stderr) or first_lines(result.stdout)
     if result.timed_out:
         return Measurement.failure(
-            "timeout", f"{what} exceeded its {result.timeout_s:g} s limit and was killed", cost
+            "timeout", f"{what} exceeded its {result.timeout_s:g} s limit and was killed", cost,
+            extra=log,
         )
     sig = result.signal_name
     if sig is not None:
         reason = f"{what} crashed ({sig})" + (f": {message}" if message else "")
-        return Measurement.failure("runtime", reason, cost)
+        return Measurement.failure("runtime", reason, cost, extra=log)
     kind: FailureKind = "accuracy" if result.returncode == EXIT_WRONG_RESULT else nonzero_kind
     if kind == "accuracy" and nonzero_kind == "build":
         kind = "build"  # a compiler's exit 3 means nothing special
     reason = f"{what} failed (exit {result.returncode})" + (f": {message}" if message else "")
-    return Measurement.failure(kind, reason, cost)
+    return Measurement.failure(kind, reason, cost, extra=log)

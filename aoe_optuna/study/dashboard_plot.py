@@ -1,0 +1,119 @@
+"""The study's convergence against the roofline, as a plot on its dashboard page.
+
+Optuna's own history plot puts every trial on the x axis: the infeasible
+proposals and the repeats answered from storage, which cost nothing, stretch
+it. This one counts measurements only (what the budget counts) and draws the
+best tokens/s so far beside the roofline and the baseline, so how far a run
+got and how much room is left read off one picture. It is stored in the
+study (``optuna_dashboard.save_plotly_graph_object``, under one id, so a
+resumed run replaces it) and needs the ``dashboard`` extra (optuna-dashboard
+and plotly); without it nothing is saved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from aoe_optuna.attrs import ATTR_FAILURE_KIND
+from aoe_optuna.study.objective import is_measured
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+GRAPH_ID = "convergence"  # the plot's id in the study: a later save replaces it
+TITLE = "Convergence against the roofline"
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """Per measurement, in trial order: its trial, its tokens/s (None: failed), best so far."""
+
+    trials: list[int]
+    values: list[float | None]
+    best: list[float | None]
+    failure_kinds: list[str | None]
+
+
+def convergence(trials: Sequence[FrozenTrial]) -> Convergence:
+    """The measured trials in the order they were asked, with the running best."""
+    numbers: list[int] = []
+    values: list[float | None] = []
+    best: list[float | None] = []
+    kinds: list[str | None] = []
+    top: float | None = None
+    for t in sorted(trials, key=lambda t: t.number):
+        if not is_measured(t):
+            continue
+        value = float(t.value) if t.state == TrialState.COMPLETE and t.value is not None else None
+        if value is not None and math.isfinite(value):
+            top = value if top is None else max(top, value)
+        numbers.append(t.number)
+        values.append(value)
+        best.append(top)
+        kinds.append(None if value is not None else t.user_attrs.get(ATTR_FAILURE_KIND))
+    return Convergence(numbers, values, best, kinds)
+
+
+def convergence_figure(
+    trials: Sequence[FrozenTrial], roofline: float | None, baseline: float | None
+) -> go.Figure:
+    """Best tokens/s so far against measurements, with the roofline and the baseline."""
+    import plotly.graph_objects as go
+
+    c = convergence(trials)
+    x = list(range(1, len(c.trials) + 1))
+    fig = go.Figure()
+    ok = [i for i, v in enumerate(c.values) if v is not None]
+    fig.add_trace(go.Scatter(
+        x=[x[i] for i in ok], y=[c.values[i] for i in ok], mode="markers", name="measurement",
+        marker={"size": 5, "opacity": 0.45},
+        customdata=[c.trials[i] for i in ok],
+        hovertemplate="measurement %{x} (trial %{customdata}): %{y:,.4g} tokens/s<extra></extra>",
+    ))
+    fig.add_trace(go.Scatter(
+        x=x, y=c.best, mode="lines", name="best so far", line={"shape": "hv", "width": 2.5},
+        hovertemplate="after %{x} measurements: best %{y:,.4g} tokens/s<extra></extra>",
+    ))
+    failed = [i for i, v in enumerate(c.values) if v is None]
+    if failed:
+        floor = min((v for v in c.values if v is not None), default=0.0)
+        fig.add_trace(go.Scatter(
+            x=[x[i] for i in failed], y=[floor] * len(failed), mode="markers",
+            name="failed", marker={"symbol": "x", "size": 7, "color": "#d62728"},
+            customdata=[[c.trials[i], c.failure_kinds[i] or "failed"] for i in failed],
+            hovertemplate="measurement %{x} (trial %{customdata[0]}): "
+                          "%{customdata[1]}<extra></extra>",
+        ))
+    for level, name, dash in ((roofline, "roofline", "dash"), (baseline, "baseline", "dot")):
+        if level:
+            fig.add_hline(y=level, line_dash=dash, line_color="#555555", layer="below",
+                          annotation_text=f"{name} {level:,.4g}",
+                          annotation_position="top left")
+    fig.update_layout(
+        title=TITLE, xaxis_title="measurements", yaxis_title="tokens/s",
+        legend={"orientation": "h", "y": -0.2},
+    )
+    if roofline:
+        top = max([roofline, *(v for v in c.values if v is not None)])
+        fig.update_yaxes(range=[0, top * 1.08])
+    return fig
+
+
+def save_convergence_plot(
+    study: optuna.Study, roofline: float | None, baseline: float | None
+) -> bool:
+    """Store the plot in the study for the dashboard; False without the ``dashboard`` extra."""
+    try:
+        import plotly  # noqa: F401
+        from optuna_dashboard import save_plotly_graph_object
+    except ImportError:
+        return False
+    figure = convergence_figure(study.get_trials(deepcopy=False), roofline, baseline)
+    save_plotly_graph_object(study, figure, graph_object_id=GRAPH_ID)
+    return True
