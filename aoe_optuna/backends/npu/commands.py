@@ -127,8 +127,10 @@ def build_env(toolkit: CannToolkit, base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def library_dirs(toolkit: CannToolkit, soc: str, run_mode: str, artifact: Path) -> list[str]:
-    """LD_LIBRARY_PATH entries of a run, most specific first."""
+def library_dirs(toolkit: CannToolkit, soc: str, run_mode: str, artifact: Path,
+                 keep_missing: bool = False) -> list[str]:
+    """LD_LIBRARY_PATH entries of a run, most specific first (those that exist, unless
+    ``keep_missing``: a dry run without a toolkit shows them all)."""
     paths: list[Path] = []
     if run_mode == "sim":
         paths.append(toolkit.simulator_lib_dir(soc))
@@ -137,22 +139,23 @@ def library_dirs(toolkit: CannToolkit, soc: str, run_mode: str, artifact: Path) 
     paths += [artifact / "lib", toolkit.lib_dir, toolkit.home / "runtime" / "lib64"]
     if run_mode == "npu":
         paths += [Path(d) for d in DRIVER_LIB_DIRS]
-    return [str(p) for p in paths if p == artifact / "lib" or p.is_dir()]
+    return [str(p) for p in paths if keep_missing or p == artifact / "lib" or p.is_dir()]
 
 
 def run_env(toolkit: CannToolkit, soc: str, run_mode: str, artifact: Path,
-            base: Mapping[str, str], under_msprof: bool = False) -> dict[str, str]:
+            base: Mapping[str, str], under_msprof: bool = False,
+            keep_missing: bool = False) -> dict[str, str]:
     """The environment of a run: the mode's libraries, no visible-device list; in sim mode
     without msprof, the simulator's runtime and driver models preloaded."""
     env = build_env(toolkit, base)
     env.pop(VISIBLE_DEVICES, None)
-    paths = library_dirs(toolkit, soc, run_mode, artifact)
+    paths = library_dirs(toolkit, soc, run_mode, artifact, keep_missing)
     if env.get("LD_LIBRARY_PATH"):
         paths.append(env["LD_LIBRARY_PATH"])
     env["LD_LIBRARY_PATH"] = ":".join(paths)
     if run_mode == "sim" and not under_msprof:
         preload = [toolkit.simulator_lib_dir(soc) / name for name in SIMULATOR_PRELOAD]
-        present = [str(p) for p in preload if p.is_file()]
+        present = [str(p) for p in preload if keep_missing or p.is_file()]
         if present:
             env["LD_PRELOAD"] = ":".join(present + ([env["LD_PRELOAD"]]
                                                     if env.get("LD_PRELOAD") else []))
