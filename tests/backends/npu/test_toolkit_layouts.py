@@ -3,6 +3,7 @@ configured for real against each (toolkit_trees.py builds the trees)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -12,10 +13,12 @@ import pytest
 
 from aoe_optuna.backends.npu import toolkit_layout as layout
 from aoe_optuna.backends.npu.cann import at_least, find_cann, version_key
+from aoe_optuna.backends.npu.catlass_args import catlass_args
+from aoe_optuna.backends.npu.catlass_build import render_catlass_project
 from aoe_optuna.backends.npu.render import render_project
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
-from tests.backends.npu.toolkit_trees import SOC, make_toolkit
+from tests.backends.npu.toolkit_trees import SOC, make_catlass, make_toolkit
 
 PROFILE = load_profile(SOC)
 VERSIONS = ("8.0.RC3", "8.1.RC1", "8.5.0")
@@ -92,3 +95,24 @@ def test_generated_cmake_cpu_twin_takes_no_llvm_flags_and_no_acl(tmp_path):
     assert "-O2" in flags and "-mllvm" not in flags and "ASCENDC_CPU_DEBUG" in flags
     link = (build / "CMakeFiles" / "gemm_bench.dir" / "link.txt").read_text()
     assert "-lascendcl" not in link and "dlog" not in link
+
+
+@needs_cmake
+def test_catlass_project_finds_the_asc_package_of_8_5(tmp_path):
+    """The ASC package is found where 8.5 puts it; the stand-in defines no ASC language, so
+    configuring stops right after (a real toolkit's package goes on to the compiler)."""
+    home = make_toolkit(tmp_path, "8.5.0")
+    catlass = make_catlass(tmp_path / "catlass", legacy=False)
+    cfg = default_config()
+    args = catlass_args(cfg, PROFILE, "fp16")
+    src = tmp_path / "catlass-project"
+    src.mkdir()
+    for name, text in render_catlass_project(args, cfg, PROFILE, "npu", "asc").items():
+        (src / name).write_text(text)
+    env = {**os.environ, "ASCEND_HOME_PATH": str(home)}
+    done = subprocess.run(["cmake", "-S", str(src), "-B", str(src / "build"),
+                           f"-DCATLASS_HOME={catlass}"], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    log = done.stdout + done.stderr
+    found = re.search(r"AOE-PROBE ASC (\S+)", log)
+    assert found and found.group(1).endswith("lib64/cmake/asc-config.cmake"), log

@@ -32,6 +32,10 @@ function(ascendc_compile_options name scope)
     target_compile_options(${name} ${scope} ${ARGN})
 endfunction()
 """
+ASC_CONFIG = """\
+# Stand-in for CANN's ASC package config: says it was found (it defines no language).
+message(STATUS "AOE-PROBE ASC ${CMAKE_CURRENT_LIST_FILE}")
+"""
 TIKICPULIB_CONFIG = """\
 # Stand-in for the CPU twin's package config: its per-SoC target.
 message(STATUS "AOE-PROBE tikicpulib ${CMAKE_CURRENT_LIST_DIR}")
@@ -56,7 +60,7 @@ def make_toolkit(root: Path, version: str, soc: str = SOC, simulator: bool = Tru
         home = root / "cann"
         _touch(versioned / "set_env.sh", f"export ASCEND_HOME_PATH={home}\n")
         kernel_cmake = versioned / f"{arch}-linux" / "tikcpp" / "ascendc_kernel_cmake"
-        _touch(versioned / "lib64" / "cmake" / "asc-config.cmake", "# ASC package\n")
+        _touch(versioned / "lib64" / "cmake" / "asc-config.cmake", ASC_CONFIG)
         _touch(versioned / f"{arch}-linux" / "ccec_compiler" / "bin" / "bisheng")
         logs = ("libascendalog.so",)
     else:
