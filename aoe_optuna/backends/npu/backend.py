@@ -71,7 +71,7 @@ from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.models import Gemm
 
 OPTIONS: dict[str, Any] = {
-    "cann": None,  # toolkit directory; None: $ASCEND_HOME_PATH / $ASCEND_TOOLKIT_HOME
+    "cann": None,  # toolkit; None: $ASCEND_HOME_PATH, $ASCEND_TOOLKIT_HOME, default places
     "kernel": "auto",  # "simple", "catlass", or "auto": catlass where the toolkit builds it
     "catlass": None,  # catlass checkout for kernel=catlass; None: $CATLASS_HOME
     "run_mode": "npu",
@@ -133,6 +133,7 @@ class NpuBackend(BackendBase):
         opts = parse_options(options)
         if opts["kernel"] == "catlass":
             find_catlass(opts["catlass"])  # its own one-line error before the toolkit's
+        physical_device(opts["device"], opts["run_mode"], os.environ)  # "device: ..." if bad
         toolkit = find_cann(opts["cann"])
         kernel, home = choose_kernel(opts["kernel"], opts["catlass"], toolkit, opts["run_mode"])
         return cls(
