@@ -82,6 +82,7 @@ def _report(args: argparse.Namespace) -> int:
     from aoe_optuna.backends.npu.requirements import (
         catlass_findings,
         device_findings,
+        host_tool_findings,
         locate_toolkit,
         mode_findings,
         msprof_finding,
@@ -94,7 +95,9 @@ def _report(args: argparse.Namespace) -> int:
     devices = device_findings()
     findings += devices
     soc = args.soc or _first_soc(devices[0].text) or "Ascend910B3"
-    needed_ok = toolkit is not None
+    tools = host_tool_findings()
+    findings += tools
+    needed_ok = toolkit is not None and all(f.ok for f in tools)
     if toolkit is not None:
         findings.append(version_finding(toolkit))
         for mode in MODES:

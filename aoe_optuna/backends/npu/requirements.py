@@ -139,8 +139,7 @@ def _tool(topic: str, name: str, remedy: str) -> Finding:
 def mode_findings(tk: CannToolkit, soc: str, mode: str) -> list[Finding]:
     """What building and running the simple kernel in ``mode`` needs, found or missing."""
     topic = f"mode {mode}"
-    out = [_tool(topic, "cmake", "install CMake 3.16 or newer (e.g. pip install cmake)"),
-           _tool(topic, "g++", "install the host C++ compiler (g++ 7.3 or newer)")]
+    out: list[Finding] = []
     if mode == "cpu":
         out += [_probe(topic, layout.CPU_TWIN_CMAKE, tk.home, soc),
                 _probe(topic, layout.CPU_TWIN_LIBS, tk.home, soc)]
@@ -162,6 +161,12 @@ def mode_findings(tk: CannToolkit, soc: str, mode: str) -> list[Finding]:
         out.append(Finding(topic, hal is not None, f"NPU driver libascend_hal.so: {where}",
                            layout.DRIVER_REMEDY))
     return out
+
+
+def host_tool_findings() -> list[Finding]:
+    """The host's build tools, which every run mode needs."""
+    return [_tool("host tools", "cmake", "install CMake 3.16 or newer (e.g. pip install cmake)"),
+            _tool("host tools", "g++", "install the host C++ compiler (g++ 7.3 or newer)")]
 
 
 def msprof_finding(tk: CannToolkit) -> Finding:

@@ -116,3 +116,28 @@ def test_catlass_project_finds_the_asc_package_of_8_5(tmp_path):
     log = done.stdout + done.stderr
     found = re.search(r"AOE-PROBE ASC (\S+)", log)
     assert found and found.group(1).endswith("lib64/cmake/asc-config.cmake"), log
+
+
+@needs_cmake
+def test_legacy_catlass_project_hands_the_simulator_and_bisheng_to_its_modules(tmp_path):
+    """catlass <= v1.5.0 on CANN 8.2.RC1: the checkout's ASCEND modules see the simulator's
+    SoC (sim mode) and bisheng on PATH, as the backend's build environment sets it."""
+    from aoe_optuna.backends.npu.cann import CannToolkit
+    from aoe_optuna.backends.npu.commands import build_env
+
+    home = make_toolkit(tmp_path, "8.2.RC1")
+    catlass = make_catlass(tmp_path / "catlass", legacy=True)
+    cfg = default_config()
+    src = tmp_path / "legacy-project"
+    src.mkdir()
+    files = render_catlass_project(catlass_args(cfg, PROFILE, "fp16"), cfg, PROFILE, "sim",
+                                   "legacy")
+    for name, text in files.items():
+        (src / name).write_text(text)
+    env = build_env(CannToolkit(home, "8.2.RC1"), dict(os.environ))
+    done = subprocess.run(["cmake", "-S", str(src), "-B", str(src / "build"),
+                           f"-DCATLASS_HOME={catlass}"], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    log = " ".join((done.stdout + done.stderr).split())
+    assert f"AOE-PROBE legacy simulator=ON model={SOC} bisheng={home}/" in log, log
+    assert "ccec_compiler/bin/bisheng" in log

@@ -61,14 +61,14 @@ def make_toolkit(root: Path, version: str, soc: str = SOC, simulator: bool = Tru
         _touch(versioned / "set_env.sh", f"export ASCEND_HOME_PATH={home}\n")
         kernel_cmake = versioned / f"{arch}-linux" / "tikcpp" / "ascendc_kernel_cmake"
         _touch(versioned / "lib64" / "cmake" / "asc-config.cmake", ASC_CONFIG)
-        _touch(versioned / f"{arch}-linux" / "ccec_compiler" / "bin" / "bisheng")
+        _touch(versioned / f"{arch}-linux" / "ccec_compiler" / "bin" / "bisheng").chmod(0o755)
         logs = ("libascendalog.so",)
     else:
         versioned = root / "ascend-toolkit" / version
         home = root / "ascend-toolkit" / "latest"
         _touch(root / "ascend-toolkit" / "set_env.sh", f"export ASCEND_HOME_PATH={home}\n")
         kernel_cmake = versioned / "compiler" / "tikcpp" / "ascendc_kernel_cmake"
-        _touch(versioned / "compiler" / "ccec_compiler" / "bin" / "bisheng")
+        _touch(versioned / "compiler" / "ccec_compiler" / "bin" / "bisheng").chmod(0o755)
         _touch(versioned / "compiler" / "version.info", f"Version={version}\n")
         logs = ("libunified_dlog.so",) if version.startswith("8.0") else ("libascendalog.so",)
     _touch(kernel_cmake / "ascendc.cmake", ASCENDC_CMAKE)
@@ -87,14 +87,24 @@ def make_toolkit(root: Path, version: str, soc: str = SOC, simulator: bool = Tru
         for lib in ("libruntime_camodel.so", "libnpu_drv_camodel.so"):
             _touch(versioned / "tools" / "simulator" / soc / "lib" / lib)
     if msprof:
-        _touch(versioned / "tools" / "profiler" / "bin" / "msprof")
+        _touch(versioned / "tools" / "profiler" / "bin" / "msprof").chmod(0o755)
     home.symlink_to(versioned.name)  # latest -> 8.1.RC1, cann -> cann-8.5.0
     return home
+
+
+LEGACY_DETERMINE = """\
+# Stand-in for catlass's CMakeDetermineASCENDCompiler.cmake (v1.5.0): reports what the
+# project handed it, then stops (the real module finds bisheng on PATH and goes on).
+find_program(AOE_BISHENG NAMES bisheng PATHS "$ENV{PATH}")
+message(FATAL_ERROR "AOE-PROBE legacy simulator=${ENABLE_SIMULATOR} "
+                    "model=${SIMULATOR_NPU_MODEL} bisheng=${AOE_BISHENG}")
+"""
 
 
 def make_catlass(root: Path, legacy: bool) -> Path:
     """A catlass checkout: legacy (<= v1.5.0, own ASCEND modules) or on find_package(ASC)."""
     _touch(root / "include" / "catlass" / "catlass.hpp", "#pragma once\n")
     if legacy:
-        _touch(root / "cmake" / "modules" / "CMakeDetermineASCENDCompiler.cmake", "# legacy\n")
+        _touch(root / "cmake" / "modules" / "CMakeDetermineASCENDCompiler.cmake",
+               LEGACY_DETERMINE)
     return root
