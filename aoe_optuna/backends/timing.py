@@ -1,8 +1,13 @@
 """How a kernel is timed: warm-up, then repeats until the median is known well enough.
 
-Policy (used by the cpu driver; the npu host program follows the same rules):
+Policy (used by the cpu driver; the npu host programs follow the same rules in C++,
+``backends/npu/templates/main.cpp`` and ``catlass_bench.cpp``):
 
-1. ``warmup`` untimed calls (caches, page faults, frequency ramp-up).
+1. ``warmup`` untimed calls (caches, page faults, frequency ramp-up). The npu
+   host programs then go on warming up in batches until two consecutive
+   batches are :func:`settled` (agree to ``rel_precision``), at most
+   :data:`MAX_WARMUP_BATCHES` batches: a device's clocks may take longer to
+   settle than a fixed count allows.
 2. Timed calls, one sample each, at least ``min_repeats`` of them.
 3. Stop as soon as the median is known to ``rel_precision``: the half-width
    of its 95% confidence interval, estimated as
@@ -29,6 +34,18 @@ import numpy as np
 Z95 = 1.96
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)  # std error of median / std error of mean
 MAD_TO_SIGMA = 1.4826
+MAX_WARMUP_BATCHES = 20  # the npu host programs' cap on warm-up batches
+
+
+def relative_gap(a: float, b: float) -> float:
+    """``|a - b|`` over the smaller of the two (inf unless both are positive)."""
+    lo = min(a, b)
+    return abs(a - b) / lo if lo > 0 else math.inf
+
+
+def settled(previous: float, current: float, rel_precision: float) -> bool:
+    """Whether two consecutive warm-up batches agree: warm-up is over."""
+    return relative_gap(previous, current) <= rel_precision
 
 
 @dataclass(frozen=True)

@@ -37,14 +37,17 @@ examples:
       --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp
   # what a spec's space looks like (size, feasible configs, optimum on the simulator)
   aoe-tune describe studies/qwen25_7b_decode_910b2.json
+  # is this machine ready for the npu backend (CANN, devices, catlass, msprof)?
+  aoe-tune doctor
 
 other commands: operators (one study per GEMM shape of a model, one shared budget),
-export, describe, bench (sampler benchmark; its analyses of the
+export, describe, doctor, bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
 pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 """
 
-SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators")
+SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
+               "doctor")
 DEFAULT_SAMPLER = "gp-ucb"
 DEFAULT_STALE_AFTER_S = 3600.0
 
@@ -131,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _export_command(argv)
         if command == "describe":
             return _describe_command(argv)
+        if command == "doctor":
+            from aoe_optuna.cli.doctor import main as doctor_main
+
+            return doctor_main(argv)
         return _tune_command(argv)
     except UsageError as exc:
         return _fail(str(exc))

@@ -1,17 +1,20 @@
 """The npu backend: build the Ascend C GEMM with the CANN toolkit and time it on an NPU.
 
-One measurement = render the candidate's CMake project (:mod:`.npu_render`),
+One measurement = render the candidate's CMake project (:mod:`.render`),
 build it through the shared build cache (a repeated config is not rebuilt;
 a GEMM's shape is a run-time argument, so one build serves every GEMM of a
-workload), run the host program under a time limit with one visible device
-(:mod:`.npu_commands`), and read its result line or msprof's CSV
-(:mod:`.npu_results`). A compiler error, an ACL error, a crash, a hang or a
+workload), run the host program under a time limit on one device
+(:mod:`.commands`), and read its result line or what msprof wrote
+(:mod:`.results`). A compiler error, an ACL error, a crash, a hang or a
 wrong result is a failed Measurement with its kind; the study goes on.
 
-Two kernels: ``kernel: simple`` (default) is the shipped Ascend C kernel above;
-``kernel: catlass`` renders the config as a catlass instantiation
-(:mod:`.catlass_args`, :mod:`.catlass_render`) and builds it against a catlass
-checkout (``catlass`` option or ``$CATLASS_HOME``) with :mod:`.catlass_build`.
+Kernels: ``kernel: simple`` is the shipped Ascend C kernel above; ``kernel:
+catlass`` renders the config as a catlass instantiation (:mod:`.catlass_args`,
+:mod:`.catlass_render`) and builds it against a catlass checkout (``catlass``
+option or ``$CATLASS_HOME``) with :mod:`.catlass_build`; ``kernel: auto`` (the
+default) takes catlass when a checkout is found and the toolkit can build it
+(CANN >= 8.2.RC1, or 8.5.0 for checkouts on find_package(ASC)), the simple
+kernel otherwise.
 
 Nothing here has run on an NPU: see docs/NPU.md.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +34,14 @@ from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args, shape_reason
 from aoe_optuna.backends.npu.catlass_build import (
     CATLASS_RUN_MODES,
+    CatlassNotFound,
     catlass_build_commands,
+    catlass_build_system,
     catlass_revision,
     compile_option_reason,
     find_catlass,
     render_catlass_project,
+    toolkit_reason,
 )
 from aoe_optuna.backends.npu.commands import (
     ARTIFACT,
@@ -43,8 +50,11 @@ from aoe_optuna.backends.npu.commands import (
     build_commands,
     build_env,
     msprof_command,
+    physical_device,
     run_env,
 )
+from aoe_optuna.backends.npu.limits import copy_plan
+from aoe_optuna.backends.npu.limits import shape_reason as simple_shape_reason
 from aoe_optuna.backends.npu.render import (
     RUN_MODES,
     RenderError,
@@ -61,18 +71,19 @@ from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.models import Gemm
 
 OPTIONS: dict[str, Any] = {
-    "cann": None,  # toolkit directory; None: $ASCEND_HOME_PATH / $ASCEND_TOOLKIT_HOME
-    "kernel": "simple",  # or "catlass"
+    "cann": None,  # toolkit; None: $ASCEND_HOME_PATH, $ASCEND_TOOLKIT_HOME, default places
+    "kernel": "auto",  # "simple", "catlass", or "auto": catlass where the toolkit builds it
     "catlass": None,  # catlass checkout for kernel=catlass; None: $CATLASS_HOME
     "run_mode": "npu",
     "device": 0,
     "timing": "events",
-    "warmup": 5,
+    "warmup": 5,  # fixed warm-up launches; then warm-up batches until two agree
     "iterations": 10,  # kernel launches between two events (one timed sample)
     "timeout_s": 600.0,  # per build and per run
 }
 TIMINGS = ("events", "msprof")
 KERNELS = ("simple", "catlass")
+KERNEL_CHOICES = ("auto", *KERNELS)
 
 
 def default_cache_root() -> Path:
@@ -117,10 +128,14 @@ class NpuBackend(BackendBase):
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], profile: SocProfile) -> NpuBackend:
-        """Check the options, then find the toolkit (CannNotFound, a ValueError, if absent)."""
+        """Check the options, then find the toolkit (CannNotFound, a ValueError, if absent)
+        and, for catlass, a checkout this toolkit can build."""
         opts = parse_options(options)
-        home = find_catlass(opts["catlass"]) if opts["kernel"] == "catlass" else None
+        if opts["kernel"] == "catlass":
+            find_catlass(opts["catlass"])  # its own one-line error before the toolkit's
+        physical_device(opts["device"], opts["run_mode"], os.environ)  # "device: ..." if bad
         toolkit = find_cann(opts["cann"])
+        kernel, home = choose_kernel(opts["kernel"], opts["catlass"], toolkit, opts["run_mode"])
         return cls(
             toolkit,
             profile,
@@ -129,7 +144,7 @@ class NpuBackend(BackendBase):
             timing=opts["timing"],
             timing_args=TimingArgs(warmup=opts["warmup"], launches=opts["iterations"]),
             timeout_s=opts["timeout_s"],
-            kernel=opts["kernel"],
+            kernel=kernel,
             catlass_home=home,
         )
 
@@ -140,13 +155,19 @@ class NpuBackend(BackendBase):
             return Measurement.failure("infeasible", str(exc))
         if self.kernel == "catlass":
             return self._measure_catlass(cfg, gemm)
-        why = unsupported_reason(cfg, gemm.dtype, gemm.K)
+        why = (unsupported_reason(cfg, gemm.dtype, gemm.K)
+               or simple_shape_reason(gemm.M, gemm.K, gemm.N))
         if why is not None:
             return Measurement.failure("unsupported", why)
         files = render_project(cfg, gemm.dtype, self.profile, self.run_mode)
-        return self._build_and_run(
+        measured = self._build_and_run(
             files, build_commands(self.toolkit, self.profile.soc, self.run_mode),
             self.toolkit.toolchain_id, gemm)
+        plan = copy_plan(cfg, gemm.M, gemm.K, gemm.N)
+        if any(v != "one" for v in plan.values()):
+            # Correct but slower: strides past 16 bits are copied row by row (limits.py).
+            return replace(measured, extra={**measured.extra, "copy_plan": plan})
+        return measured
 
     def _measure_catlass(self, cfg: Mapping[str, Any], gemm: Gemm) -> Measurement:
         """The config as a catlass instantiation; what catlass lacks is ``unsupported``."""
@@ -161,7 +182,8 @@ class NpuBackend(BackendBase):
         why = compile_option_reason(cfg) or shape_reason(args, gemm.M, gemm.K, gemm.N)
         if why is not None:
             return Measurement.failure("unsupported", why)
-        files = render_catlass_project(args, cfg, self.profile, self.run_mode)
+        build_system = catlass_build_system(self.catlass_home)
+        files = render_catlass_project(args, cfg, self.profile, self.run_mode, build_system)
         commands = catlass_build_commands(self.catlass_home, args, self.run_mode)
         toolchain = (f"{self.toolkit.toolchain_id}|catlass|{self.catlass_home.resolve()}|"
                      f"{catlass_revision(self.catlass_home)}")
@@ -185,10 +207,15 @@ class NpuBackend(BackendBase):
         return self._run(built.artifact, gemm, built.seconds)
 
     def _run(self, artifact: Path, gemm: Gemm, build_s: float) -> Measurement:
-        bench = bench_command(artifact, gemm, self.timing_args)
-        env = run_env(self.toolkit, self.profile.soc, self.run_mode, self.device, artifact,
-                      os.environ)
-        if self.timing == "events":
+        try:
+            device = physical_device(self.device, self.run_mode, os.environ)
+        except ValueError as exc:
+            return Measurement.failure("runtime", str(exc), build_s)
+        bench = bench_command(artifact, gemm, self.timing_args, device)
+        under_msprof = self.timing == "msprof"
+        env = run_env(self.toolkit, self.profile.soc, self.run_mode, artifact, os.environ,
+                      under_msprof=under_msprof)
+        if not under_msprof:
             run = run_limited(bench, self.timeout_s, env=env)
             cost = build_s + run.elapsed_s
             return _crash(run, cost) or measurement_from_events(run.stdout, cost)
@@ -197,11 +224,12 @@ class NpuBackend(BackendBase):
             return Measurement.failure("runtime", "timing=msprof but no msprof under "
                                        f"{self.toolkit.home}/tools/profiler/bin or on PATH")
         with tempfile.TemporaryDirectory(prefix="aoe-msprof-") as out:
-            argv = msprof_command(msprof, bench, Path(out), self.run_mode,
-                                  self.timing_args.warmup, self.timing_args.launches)
+            argv = msprof_command(msprof, bench, Path(out), self.run_mode, self.profile.soc,
+                                  self.timing_args)
             run = run_limited(argv, self.timeout_s, env=env)
             cost = build_s + run.elapsed_s
-            return _crash(run, cost) or measurement_from_msprof(Path(out), run.stdout, cost)
+            return _crash(run, cost) or measurement_from_msprof(Path(out), run.stdout, cost,
+                                                                self.run_mode)
 
 
 def _crash(run: Any, cost: float) -> Measurement | None:
@@ -209,6 +237,32 @@ def _crash(run: Any, cost: float) -> Measurement | None:
     if run.timed_out or run.signal_name is not None:
         return failure_from_run(run, "run", cost_s=cost)
     return None
+
+
+def choose_kernel(kernel: str, catlass: str | None, toolkit: CannToolkit,
+                  run_mode: str) -> tuple[str, Path | None]:
+    """The kernel to measure and the catlass checkout for it.
+
+    ``catlass``: the checkout must exist and the toolkit build it (else a one-line
+    ValueError). ``auto``: catlass when both hold and the run mode has it, else simple.
+    """
+    if kernel == "simple":
+        return "simple", None
+    if kernel == "catlass":
+        home = find_catlass(catlass)
+        why = toolkit_reason(toolkit, home)
+        if why is not None:
+            raise ValueError(f"kernel: {why}")
+        return "catlass", home
+    if run_mode not in CATLASS_RUN_MODES:
+        return "simple", None
+    try:
+        home = find_catlass(catlass)
+    except CatlassNotFound:
+        if catlass is not None:
+            raise
+        return "simple", None
+    return ("simple", None) if toolkit_reason(toolkit, home) else ("catlass", home)
 
 
 def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,8 +274,9 @@ def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
     opts = {**OPTIONS, **options}
     if opts["cann"] is not None and not isinstance(opts["cann"], str):
         raise ValueError(f"cann: expected the toolkit directory as a string, got {opts['cann']!r}")
-    if opts["kernel"] not in KERNELS:
-        raise ValueError(f"kernel: expected one of {list(KERNELS)}, got {opts['kernel']!r}")
+    if opts["kernel"] not in KERNEL_CHOICES:
+        raise ValueError(f"kernel: expected one of {list(KERNEL_CHOICES)}, "
+                         f"got {opts['kernel']!r}")
     if opts["catlass"] is not None and not isinstance(opts["catlass"], str):
         raise ValueError(f"catlass: expected the catlass checkout as a string, "
                          f"got {opts['catlass']!r}")

@@ -1,9 +1,19 @@
 """Where catlass is, and the project and command lines that build a catlass candidate.
 
 catlass is header-only: a build needs its ``include/`` directory (``backend.catlass``
-in a spec, else ``$CATLASS_HOME``) and the CANN toolkit whose bisheng compiles the
-ASC language (CANN's CMake package ``ASC``; catlass@0dfcf9df304f297361edab86448ac5ea6aed1647
-CMakeLists.txt: ``find_package(ASC REQUIRED)``, ``project(... LANGUAGES ASC CXX)``).
+in a spec, else ``$CATLASS_HOME``) and a CANN toolkit of :data:`CATLASS_MIN_CANN` or
+newer (catlass README, "minimum CANN version" table). catlass has built two ways:
+
+* up to v1.5.0, with the checkout's own ASCEND language modules
+  (``cmake/modules/CMakeDetermineASCENDCompiler.cmake``; bisheng from PATH), on
+  CANN >= 8.2.RC1: template ``catlass_legacy_CMakeLists.txt``;
+* since catlass commit 987e9e9f (2026-04-09, "minimum CANN 8.5.0; AscendC CMake
+  build system"), with CANN's ASC package (``find_package(ASC REQUIRED)``,
+  ``project(... LANGUAGES ASC CXX)``; catlass@0dfcf9df304f297361edab86448ac5ea6aed1647)
+  on CANN >= 8.5.0: template ``catlass_CMakeLists.txt``.
+
+:func:`catlass_build_system` tells them apart by the checkout's files and
+:func:`toolkit_reason` says, in one line, when the toolkit cannot build the checkout.
 Build::
 
     cmake -S . -B build -DCATLASS_HOME=<catlass> -DCATLASS_ARCH=2201 -DRUN_MODE=<mode>
@@ -25,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.backends.npu.cann import CannToolkit
 from aoe_optuna.backends.npu.catlass_args import CatlassArgs
 from aoe_optuna.backends.npu.catlass_render import HEADER_FILE, render_header
 from aoe_optuna.backends.npu.render import (
@@ -43,6 +54,13 @@ BENCH_HEADER = "aoe_catlass_bench.h"
 CATLASS_RUN_MODES = ("npu", "sim")
 # Simple-kernel knobs with no catlass meaning, and the only value the catlass build takes.
 NO_CATLASS_MEANING = {"unroll_factor": 0, "output_align": 1}
+CATLASS_MIN_CANN = "8.2.RC1"  # catlass README: every release since v1.0 (8.2.RC1.alpha002)
+ASC_MIN_CANN = "8.5.0"  # catlass 987e9e9f: find_package(ASC) needs CANN 8.5.0
+LEGACY_MODULE = Path("cmake") / "modules" / "CMakeDetermineASCENDCompiler.cmake"
+BUILD_SYSTEMS = {"asc": "catlass_CMakeLists.txt", "legacy": "catlass_legacy_CMakeLists.txt"}
+# Variants with vector-core work (padding, the split-K reduce, the quant epilogue) compile
+# for the whole AI core ("mix"); the others for the cube only (catlass v1.5.0 examples).
+MIX_VARIANTS = ("padding", "splitk", "quant")
 
 NOT_FOUND = ("catlass not found: clone github.com/hicann/catlass and set CATLASS_HOME to it "
              "(or pass backend.catlass)")
@@ -80,6 +98,23 @@ def catlass_revision(home: Path) -> str:
         return "unknown"
 
 
+def catlass_build_system(home: Path) -> str:
+    """``"legacy"`` for a checkout with its own ASCEND language modules, else ``"asc"``."""
+    return "legacy" if (home / LEGACY_MODULE).is_file() else "asc"
+
+
+def toolkit_reason(toolkit: CannToolkit, home: Path) -> str | None:
+    """Why this toolkit cannot build this catlass checkout (one line), or None."""
+    if not toolkit.at_least(CATLASS_MIN_CANN):
+        return (f"catlass needs CANN >= {CATLASS_MIN_CANN}; the toolkit at {toolkit.home} is "
+                f"{toolkit.version} (kernel: simple runs on it)")
+    if catlass_build_system(home) == "asc" and not toolkit.at_least(ASC_MIN_CANN):
+        return (f"the catlass checkout {home} builds with find_package(ASC), which needs CANN "
+                f">= {ASC_MIN_CANN}; the toolkit is {toolkit.version}: check out catlass v1.5.0 "
+                "or install CANN 8.5")
+    return None
+
+
 def compile_option_reason(config: Mapping[str, Any]) -> str | None:
     """Why the catlass build cannot honour the config's simple-kernel options, or None."""
     for name, only in NO_CATLASS_MEANING.items():
@@ -107,12 +142,18 @@ def render_bench_header(args: CatlassArgs, profile: SocProfile, run_mode: str) -
     ])
 
 
-def render_cmake(args: CatlassArgs, run_mode: str, options: Sequence[str]) -> str:
-    template = template_text("catlass_CMakeLists.txt")
+def render_cmake(args: CatlassArgs, run_mode: str, options: Sequence[str],
+                 build_system: str = "asc", soc: str = "") -> str:
+    template = template_text(BUILD_SYSTEMS[build_system])
+    language = "ASC" if build_system == "asc" else "ASCEND"
     # One SHELL: entry keeps flag pairs such as "-mllvm -misched=..." from being de-duplicated.
-    flags = f'"SHELL:$<$<COMPILE_LANGUAGE:ASC>:{" ".join(options)}>"' if options else ""
+    flags = (f'"SHELL:$<$<COMPILE_LANGUAGE:{language}>:{" ".join(options)}>"'
+             if options else "")
     fills = {"@RUN_MODE@": run_mode, "@CATLASS_ARCH@": args.arch.npu_arch,
              "@KERNEL_OPTIONS@": flags}
+    if build_system == "legacy":
+        fills["@SOC_VERSION@"] = soc
+        fills["@AICORE_ARCH@"] = "dav-c220" if args.variant in MIX_VARIANTS else "dav-c220-cube"
     for key, value in fills.items():
         if key not in template:
             raise RenderError(f"catlass CMakeLists template lacks {key}")
@@ -121,13 +162,14 @@ def render_cmake(args: CatlassArgs, run_mode: str, options: Sequence[str]) -> st
 
 
 def render_catlass_project(args: CatlassArgs, config: Mapping[str, Any], profile: SocProfile,
-                           run_mode: str) -> dict[str, str]:
+                           run_mode: str, build_system: str = "asc") -> dict[str, str]:
     """File name -> text of the CMake project that builds and times one instantiation."""
     return {
         HEADER_FILE: render_header(args),
         BENCH_HEADER: render_bench_header(args, profile, run_mode),
         BENCH_FILE: template_text(BENCH_FILE),
-        "CMakeLists.txt": render_cmake(args, run_mode, kernel_options(config)),
+        "CMakeLists.txt": render_cmake(args, run_mode, kernel_options(config), build_system,
+                                       check_soc(profile)),
     }
 
 

@@ -66,7 +66,7 @@ class RenderError(ValueError):
 
 
 def template_text(name: str) -> str:
-    """A file of ``npu_templates/`` (the package data of this backend)."""
+    """A file of ``templates/`` (the package data of this backend)."""
     return (resources.files("aoe_optuna.backends.npu") / "templates" / name).read_text()
 
 
@@ -205,12 +205,20 @@ def render_config_header(
     return "\n".join(lines)
 
 
-def render_cmake(template: str, soc: str, run_mode: str, options: Sequence[str]) -> str:
+def cpu_kernel_options(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the host compiler of the CPU twin takes: the optimisation level, never the
+    bisheng scheduler flags (``-mllvm -misched=...`` is an LLVM option g++ rejects)."""
+    return OPT_FLAGS[config["opt_level"]]
+
+
+def render_cmake(template: str, soc: str, run_mode: str, options: Sequence[str],
+                 cpu_options: Sequence[str] = ()) -> str:
     fills = {
         "@RUN_MODE@": run_mode,
         "@SOC_VERSION@": soc,
         "@KERNEL_NAME@": KERNEL_NAME,
         "@KERNEL_OPTIONS@": " ".join(options),
+        "@CPU_KERNEL_OPTIONS@": " ".join(cpu_options),
     }
     for key, value in fills.items():
         if key not in template:
@@ -236,5 +244,5 @@ def render_project(
         "main.cpp": template_text("main.cpp"),
         CONFIG_HEADER: render_config_header(cfg, profile, dtype, run_mode),
         "CMakeLists.txt": render_cmake(template_text("CMakeLists.txt"), soc, run_mode,
-                                       kernel_options(cfg)),
+                                       kernel_options(cfg), cpu_kernel_options(cfg)),
     }

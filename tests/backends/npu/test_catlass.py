@@ -235,7 +235,7 @@ def test_build_command_line_and_project(tmp_path):
     assert set(files) == {HEADER_FILE, BENCH_HEADER, BENCH_FILE, "CMakeLists.txt"}
     cmake = files["CMakeLists.txt"]
     assert not re.search(r"@[A-Z_]+@", cmake)
-    assert "find_package(ASC REQUIRED)" in cmake and "LANGUAGES ASC CXX" in cmake
+    assert "find_package(ASC REQUIRED HINTS" in cmake and "LANGUAGES ASC CXX" in cmake
     assert "--npu-arch=dav-${CATLASS_ARCH}" in cmake
     assert "add_compile_definitions(CATLASS_ARCH=${CATLASS_ARCH}" in cmake
     assert "${CATLASS_HOME}/include" in cmake
@@ -262,7 +262,7 @@ def test_simple_kernel_options_without_a_catlass_meaning():
 
 
 def test_options_name_the_kernel(monkeypatch, tmp_path):
-    assert parse_options({})["kernel"] == "simple"
+    assert parse_options({})["kernel"] == "auto"
     with pytest.raises(ValueError, match="^kernel: "):
         parse_options({"kernel": "cutlass"})
     with pytest.raises(ValueError, match="^catlass: "):

@@ -19,7 +19,9 @@ from aoe_optuna.backends.npu.commands import (
     TimingArgs,
     bench_command,
     build_commands,
+    build_env,
     msprof_command,
+    physical_device,
     run_env,
 )
 from aoe_optuna.backends.npu.render import (
@@ -40,6 +42,7 @@ from aoe_optuna.backends.npu.results import (
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from aoe_optuna.workload.models import Gemm
+from tests.backends.npu.toolkit_trees import make_toolkit
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "npu"
@@ -57,7 +60,8 @@ def declared(source: str, name: str) -> str:
 
 
 def fake_toolkit(tmp_path: Path, version: str = "8.0.RC3") -> Path:
-    """A directory laid out like a toolkit (for discovery only; it cannot build)."""
+    """A directory shaped like a broken toolkit: the kernel CMake directory without
+    ascendc.cmake (discovery refuses it; a build through it fails in CMake)."""
     home = tmp_path / "ascend-toolkit" / "latest"
     (home / "compiler" / "tikcpp" / "ascendc_kernel_cmake").mkdir(parents=True)
     (home / "compiler" / "version.info").write_text(f"Version={version}\n")
@@ -102,13 +106,18 @@ def test_rendered_project_carries_the_config():
     assert 'set(RUN_MODE "sim"' in cmake and 'set(SOC_VERSION "Ascend910B3"' in cmake
     assert 'set(KERNEL_NAME "gemm_kernel")' in cmake
     assert "set(AOE_KERNEL_OPTIONS -O3 -mllvm -misched=ilpmax)" in cmake
+    assert "set(AOE_CPU_KERNEL_OPTIONS -O3)" in cmake  # g++ rejects -mllvm
     assert "ascendc_library(${KERNEL_NAME}_${RUN_MODE} SHARED ${KERNEL_FILES})" in cmake
     assert "ascendc_kernel_cmake/ascendc.cmake" not in cmake or "include(" in cmake
     assert "@" not in cmake.replace("$<", "")  # every placeholder filled
     main = files["main.cpp"]
-    for call in ("aclInit", "aclrtSetDevice", "aclrtCreateStream", "aclrtMalloc", "aclrtMemcpy",
-                 "aclrtRecordEvent", "aclrtEventElapsedTime", "ACLRT_LAUNCH_KERNEL(gemm_kernel)"):
+    for call in ("aclInit", "aclrtSetDevice(device)", "aclrtCreateStream", "aclrtMalloc",
+                 "aclrtMemcpy", "aclrtRecordEvent", "aclrtEventElapsedTime",
+                 "aoe_launch_gemm_kernel(blockDim, stream"):
         assert call in main
+    # No launch through the generated stub: it allocates inside the timed window.
+    assert "ACLRT_LAUNCH_KERNEL" not in main.split("*/", 1)[1]
+    assert "gemm_kernel<<<blockDim, nullptr, stream>>>" in kernel
 
 
 def test_rendering_refuses_values_outside_the_choices():
@@ -140,7 +149,7 @@ def test_configs_the_kernel_does_not_implement_are_named():
 
 
 def test_command_lines_for_each_run_mode(tmp_path):
-    tk = CannToolkit(fake_toolkit(tmp_path), "8.0.RC3")
+    tk = CannToolkit(make_toolkit(tmp_path, "8.0.RC3"), "8.0.RC3")
     for mode in ("npu", "sim", "cpu"):
         configure, build, install = build_commands(tk, "Ascend910B3", mode)
         assert configure[:5] == ["cmake", "-S", ".", "-B", "build"]
@@ -149,20 +158,52 @@ def test_command_lines_for_each_run_mode(tmp_path):
         assert build[:3] == ["cmake", "--build", "build"]
         assert install == ["cmake", "--install", "build", "--prefix", "out"]
     art = tmp_path / "out"
-    bench = bench_command(art, Gemm(256, 512, 128), TimingArgs(warmup=2, launches=7))
+    timing = TimingArgs(warmup=2, launches=7)
+    bench = bench_command(art, Gemm(256, 512, 128), timing, device=5)
     assert bench[:6] == [str(art / "bin" / "gemm_bench"), "256", "512", "128", "2", "7"]
-    env = run_env(tk, "Ascend910B3", "sim", 5, art, {"LD_LIBRARY_PATH": "/x"})
-    assert env["ASCEND_RT_VISIBLE_DEVICES"] == "5"
-    assert env["LD_LIBRARY_PATH"].split(":")[0] == str(
-        tk.home / "tools" / "simulator" / "Ascend910B3" / "lib")
-    assert env["LD_LIBRARY_PATH"].endswith(":/x")
-    assert "simulator" not in run_env(tk, "Ascend910B3", "npu", 0, art, {})["LD_LIBRARY_PATH"]
-    npu = msprof_command(Path("/m/msprof"), bench, tmp_path, "npu", 3, 9)
-    assert npu[:2] == ["/m/msprof", "op"] and "--warm-up=3" in npu and "--launch-count=9" in npu
-    assert f"--application={bench[0]} 256 512 128" in " ".join(npu)
-    assert msprof_command(Path("msprof"), bench, tmp_path, "sim", 3, 9)[1:3] == ["op", "simulator"]
+    assert bench[-1] == "5" and len(bench) == 11
+    npu = msprof_command(Path("/m/msprof"), bench, tmp_path, "npu", "Ascend910B3", timing)
+    assert npu[:3] == ["/m/msprof", "op", f"--output={tmp_path}"]
+    assert "--launch-skip-before-match=2" in npu and "--launch-count=7" in npu
+    assert npu[-len(bench):] == bench  # the program last, with its arguments
+    sim = msprof_command(Path("msprof"), bench, tmp_path, "sim", "Ascend910B3", timing)
+    assert sim[1:4] == ["op", "simulator", "--soc-version=Ascend910B3"]
     with pytest.raises(ValueError):
-        msprof_command(Path("msprof"), bench, tmp_path, "cpu", 3, 9)
+        msprof_command(Path("msprof"), bench, tmp_path, "cpu", "Ascend910B3", timing)
+
+
+def test_run_environments_name_the_libraries_of_each_mode(tmp_path):
+    home = make_toolkit(tmp_path, "8.1.RC1")
+    tk = CannToolkit(home, "8.1.RC1")
+    art = tmp_path / "out"
+    (art / "lib").mkdir(parents=True)
+    sim_lib = home / "tools" / "simulator" / "Ascend910B3" / "lib"
+    sim = run_env(tk, "Ascend910B3", "sim", art, {"LD_LIBRARY_PATH": "/x",
+                                                   "ASCEND_RT_VISIBLE_DEVICES": "3"})
+    assert sim["LD_LIBRARY_PATH"].split(":")[:3] == [str(sim_lib), str(art / "lib"),
+                                                     str(home / "lib64")]
+    assert sim["LD_LIBRARY_PATH"].endswith(":/x")
+    assert sim["LD_PRELOAD"] == (f"{sim_lib / 'libruntime_camodel.so'}:"
+                                 f"{sim_lib / 'libnpu_drv_camodel.so'}")
+    assert "ASCEND_RT_VISIBLE_DEVICES" not in sim  # msprof does not support it
+    under = run_env(tk, "Ascend910B3", "sim", art, {}, under_msprof=True)
+    assert "LD_PRELOAD" not in under  # msprof op simulator loads the model itself
+    twin = home / "tools" / "tikicpulib" / "lib"
+    cpu = run_env(tk, "Ascend910B3", "cpu", art, {})["LD_LIBRARY_PATH"].split(":")
+    assert cpu[:3] == [str(twin), str(twin / "Ascend910B3"), str(sim_lib)]
+    npu = run_env(tk, "Ascend910B3", "npu", art, {})
+    assert "simulator" not in npu["LD_LIBRARY_PATH"] and "LD_PRELOAD" not in npu
+    assert build_env(tk, {"PATH": "/usr/bin"})["PATH"].split(":")[0] == str(
+        home / "compiler" / "ccec_compiler" / "bin")
+
+
+def test_the_device_is_an_argument_not_a_visible_list():
+    assert physical_device(1, "npu", {}) == 1
+    assert physical_device(0, "npu", {"ASCEND_RT_VISIBLE_DEVICES": "6,7"}) == 6
+    assert physical_device(1, "npu", {"ASCEND_RT_VISIBLE_DEVICES": "6, 7"}) == 7
+    assert physical_device(3, "sim", {"ASCEND_RT_VISIBLE_DEVICES": "6"}) == 0  # card 0 only
+    with pytest.raises(ValueError, match="^device: expected an index below 1"):
+        physical_device(1, "npu", {"ASCEND_RT_VISIBLE_DEVICES": "6"})
 
 
 # ---- parsing recorded outputs --------------------------------------------------------------
@@ -207,7 +248,7 @@ def test_compiler_errors_are_build_failures():
     assert "gemm_kernel.cpp:68:15: error: static assertion failed" in m.reason
     assert len(m.reason.splitlines()) <= 6
     link = measurement_from_build_output((FIXTURES / "build_link_error.txt").read_text(), 1.0)
-    assert link.failure_kind == "build" and "aclrtlaunch_gemm_kernel" in link.reason
+    assert link.failure_kind == "build" and "undefined reference" in link.reason
 
 
 def test_kernel_static_asserts_match_the_parser():
@@ -233,14 +274,14 @@ def test_toolkit_absent_is_one_clear_line(tmp_path):
 
 
 def test_toolkit_found_with_its_version(tmp_path):
-    home = fake_toolkit(tmp_path)
+    home = make_toolkit(tmp_path, "8.0.RC3")
     tk = find_cann(env={"ASCEND_TOOLKIT_HOME": str(home)})
-    assert tk.home == home and tk.version == "8.0.RC3"
+    assert tk.home == home and tk.version == "8.0.RC3" and tk.found_by == "$ASCEND_TOOLKIT_HOME"
     assert find_cann(str(home), env={"ASCEND_HOME_PATH": "/elsewhere"}).home == home
 
 
 def test_options_are_checked_by_name():
-    assert parse_options({})["run_mode"] == "npu"
+    assert parse_options({})["run_mode"] == "npu" and parse_options({})["kernel"] == "auto"
     for bad, key in (({"devices": 1}, "devices"), ({"run_mode": "gpu"}, "run_mode"),
                      ({"timing": "clock"}, "timing"), ({"warmup": -1}, "warmup"),
                      ({"iterations": 0}, "iterations"), ({"timeout_s": 0}, "timeout_s"),
@@ -289,11 +330,6 @@ def test_host_program_compiles_against_the_acl_headers(tmp_path):
     files = render_project(default_config(), "fp16", PROFILE, "npu")
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    # The launch header is generated by ascendc_library; declare what it declares.
-    (tmp_path / "aclrtlaunch_gemm_kernel.h").write_text(
-        "#pragma once\n#include <cstdint>\n#include \"acl/acl.h\"\n"
-        "extern \"C\" uint32_t aclrtlaunch_gemm_kernel(uint32_t, aclrtStream, void*, void*, "
-        "void*, void*, void*);\n#define ACLRT_LAUNCH_KERNEL(k) aclrtlaunch_##k\n")
     subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only",
                     f"-I{TOOLKIT.include_dir}", f"-I{tmp_path}", str(tmp_path / "main.cpp")],
                    check=True)

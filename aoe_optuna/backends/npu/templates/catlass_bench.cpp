@@ -8,6 +8,12 @@
  *
  * NOT COMPILED HERE: no machine of this repository has CANN or catlass; docs/NPU.md.
  * usage: gemm_bench M K N warmup launches min_samples max_samples rel_precision max_seconds
+ *                   device
+ * `device` is the physical device id (msprof does not support ASCEND_RT_VISIBLE_DEVICES).
+ * Timing follows aoe_optuna/backends/timing.py as main.cpp does: `warmup` launches, then
+ * warm-up batches until two agree to rel_precision (at most MAX_WARMUP_BATCHES), then
+ * samples until the median is known to rel_precision. Workspace and arguments are set up
+ * once, before any timed launch.
  *
  * C is checked against a host reference for fp16/bf16 row/column-major operands
  * (inputs are multiples of 1/64, exact in both types; split-K sums fp32 partials, so
@@ -32,6 +38,7 @@ namespace {
 constexpr int EXIT_USAGE = 2;
 constexpr int EXIT_WRONG_RESULT = 3;
 constexpr int EXIT_RUNTIME = 4;
+constexpr int MAX_WARMUP_BATCHES = 20;  // timing.py MAX_WARMUP_BATCHES
 
 #define CHECK_ACL(call)                                                                      \
     do {                                                                                     \
@@ -106,6 +113,12 @@ bool PreciseEnough(const std::vector<double> &s, double relPrecision)
     return med > 0 && halfWidth / med <= relPrecision;
 }
 
+bool Settled(double previous, double current, double relPrecision)
+{
+    const double lo = std::min(previous, current);
+    return lo > 0 && std::fabs(current - previous) / lo <= relPrecision;
+}
+
 int Usage(const char *why)
 {
     std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"%s\"}\n", why);
@@ -123,16 +136,17 @@ void *DeviceBuffer(size_t bytes)
 
 int main(int argc, char **argv)
 {
-    if (argc != 10) return Usage("expected 9 arguments");
+    if (argc != 11) return Usage("expected 10 arguments");
     const long long mArg = std::atoll(argv[1]), kArg = std::atoll(argv[2]),
                     nArg = std::atoll(argv[3]);
     const int warmup = std::atoi(argv[4]), launches = std::atoi(argv[5]);
     const int minSamples = std::atoi(argv[6]), maxSamples = std::atoi(argv[7]);
     const double relPrecision = std::atof(argv[8]), maxSeconds = std::atof(argv[9]);
+    const int device = std::atoi(argv[10]);
     if (mArg < 1 || kArg < 1 || nArg < 1 || mArg > (1 << 24) || kArg > (1 << 24) ||
         nArg > (1 << 24))
         return Usage("M, K, N must be 1..2^24");
-    if (warmup < 0 || launches < 1 || minSamples < 1 || maxSamples < minSamples)
+    if (warmup < 0 || launches < 1 || minSamples < 1 || maxSamples < minSamples || device < 0)
         return Usage("bad timing arguments");
     const uint32_t m = uint32_t(mArg), k = uint32_t(kArg), n = uint32_t(nArg);
     const Catlass::GemmCoord shape{m, n, k};
@@ -163,7 +177,7 @@ int main(int argc, char **argv)
     }
 
     CHECK_ACL(aclInit(nullptr));
-    CHECK_ACL(aclrtSetDevice(0));  // the backend makes one device visible
+    CHECK_ACL(aclrtSetDevice(device));
     aclrtStream stream = nullptr;
     CHECK_ACL(aclrtCreateStream(&stream));
     uint64_t hardwareSyncAddr = 0;
@@ -203,17 +217,27 @@ int main(int argc, char **argv)
     aclrtEvent start = nullptr, end = nullptr;
     CHECK_ACL(aclrtCreateEvent(&start));
     CHECK_ACL(aclrtCreateEvent(&end));
-    std::vector<double> samples;
-    double spent = 0.0;
-    while (int(samples.size()) < maxSamples) {
+    auto batch = [&]() {  // seconds of `launches` launches between two events
         CHECK_ACL(aclrtRecordEvent(start, stream));
         for (int i = 0; i < launches; ++i) launch();
         CHECK_ACL(aclrtRecordEvent(end, stream));
         CHECK_ACL(aclrtSynchronizeEvent(end));
         float ms = 0.0f;
         CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        samples.push_back(ms * 1e-3 / launches);
-        spent += ms * 1e-3;
+        return ms * 1e-3;
+    };
+    int warmupBatches = 0;
+    for (double previous = -1.0; warmupBatches < MAX_WARMUP_BATCHES; ++warmupBatches) {
+        const double s = batch();
+        if (previous > 0 && Settled(previous, s, relPrecision)) break;
+        previous = s;
+    }
+    std::vector<double> samples;
+    double spent = 0.0;
+    while (int(samples.size()) < maxSamples) {
+        const double s = batch();
+        samples.push_back(s / launches);
+        spent += s;
         if (int(samples.size()) >= minSamples &&
             (spent >= maxSeconds || PreciseEnough(samples, relPrecision)))
             break;
@@ -235,14 +259,14 @@ int main(int argc, char **argv)
     const bool ok = bad == 0;
     std::printf("AOE_RESULT {\"status\": \"%s\", \"mode\": \"%s\", \"soc\": \"%s\", \"kernel\": "
                 "\"catlass-%s\", \"m\": %u, \"k\": %u, \"n\": %u, \"block_dim\": %u, "
-                "\"launches\": %d, \"samples_s\": [",
+                "\"launches\": %d, \"warmup_batches\": %d, \"device\": %d, \"samples_s\": [",
                 ok ? "ok" : "accuracy", AOE_RUN_MODE, AOE_SOC_VERSION, AOE_CATLASS_VARIANT, m, k,
-                n, aicCoreNum, launches);
+                n, aicCoreNum, launches, warmupBatches, device);
     for (size_t i = 0; i < samples.size(); ++i) std::printf("%s%.9e", i ? ", " : "", samples[i]);
     std::printf("], \"checked\": %llu, \"bad\": %llu, \"max_abs_err\": %.6e}\n", checked, bad,
                 maxAbsErr);
     CHECK_ACL(aclrtDestroyStream(stream));
-    CHECK_ACL(aclrtResetDevice(0));
+    CHECK_ACL(aclrtResetDevice(device));
     CHECK_ACL(aclFinalize());
     return ok ? 0 : EXIT_WRONG_RESULT;
 }

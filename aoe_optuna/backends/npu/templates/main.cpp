@@ -1,17 +1,26 @@
 /*
- * main.cpp: host program of the npu backend. Allocates A, B, C on the device through
- * ACL, launches gemm_kernel N times between two aclrtRecordEvent calls per timed
- * sample, reads aclrtEventElapsedTime, copies C back, checks it against a host
- * reference and prints one machine-readable line:
+ * main.cpp: host program of the npu backend. Allocates A, B, C and the workspace on the
+ * device through ACL once, warms up until two batches agree, launches gemm_kernel N
+ * times between two aclrtRecordEvent calls per timed sample (through the kernel file's
+ * aoe_launch_gemm_kernel: the <<<>>> launch, no allocation per launch), reads
+ * aclrtEventElapsedTime, copies C back, checks it against a host reference and prints
+ * one machine-readable line:
  *
  *   AOE_RESULT {"status": "ok", "samples_s": [...], ...}
  *
  * status: ok | accuracy (exit 3) | runtime (exit 4, an ACL call failed) | usage (exit 2).
- * The kernel's constants and this program's are rendered by aoe_optuna/backends/npu.py
+ * The kernel's constants and this program's are rendered by aoe_optuna/backends/npu/render.py
  * into aoe_gemm_config.h. Built with ASCENDC_CPU_DEBUG (RUN_MODE=cpu) it runs the CPU
  * twin through tikicpulib instead, timed with the host clock (functional only).
  *
  * usage: gemm_bench M K N warmup launches min_samples max_samples rel_precision max_seconds
+ *                   device
+ * `device` is the physical device id (aclrtSetDevice): msprof does not support
+ * ASCEND_RT_VISIBLE_DEVICES, so the backend names the device here instead.
+ *
+ * Timing rules (aoe_optuna/backends/timing.py): `warmup` launches, then warm-up batches
+ * of `launches` launches until two consecutive batches agree to rel_precision (at most
+ * MAX_WARMUP_BATCHES); then samples until the median is known to rel_precision.
  *
  * Inputs are multiples of 1/64 in [-1, 1]: exact in fp16 and bf16, so every product and
  * partial sum is exact in the fp32 accumulator and the only error left is the rounding
@@ -30,7 +39,9 @@
 
 #ifndef ASCENDC_CPU_DEBUG
 #include "acl/acl.h"
-#include "aclrtlaunch_gemm_kernel.h"
+// Defined at the bottom of gemm_kernel.cpp (compiled by bisheng with the kernel).
+extern "C" void aoe_launch_gemm_kernel(uint32_t blockDim, void *stream, uint8_t *a, uint8_t *b,
+                                       uint8_t *c, uint8_t *workspace, uint8_t *tiling);
 #else
 #include "tikicpulib.h"
 extern "C" void gemm_kernel(uint8_t *a, uint8_t *b, uint8_t *c, uint8_t *workspace,
@@ -44,6 +55,7 @@ constexpr int EXIT_WRONG_RESULT = 3;
 constexpr int EXIT_RUNTIME = 4;
 constexpr uint32_t FRACTAL = 16;
 constexpr size_t WORKSPACE_BYTES = 512;  // unused by the kernel; never a null pointer
+constexpr int MAX_WARMUP_BATCHES = 20;   // timing.py MAX_WARMUP_BATCHES
 
 #ifndef ASCENDC_CPU_DEBUG
 #define CHECK_ACL(call)                                                                      \
@@ -245,13 +257,22 @@ bool PreciseEnough(const std::vector<double> &s, double relPrecision)
     return med > 0 && halfWidth / med <= relPrecision;
 }
 
+// Two warm-up batches agree (timing.py settled()): the clocks and caches have settled.
+bool Settled(double previous, double current, double relPrecision)
+{
+    const double lo = std::min(previous, current);
+    return lo > 0 && std::fabs(current - previous) / lo <= relPrecision;
+}
+
 void PrintResult(const char *status, const Problem &p, uint32_t blockDim,
-                 const std::vector<double> &samples, uint32_t launches, const Check &chk)
+                 const std::vector<double> &samples, uint32_t launches, int warmupBatches,
+                 int device, const Check &chk)
 {
     std::printf("AOE_RESULT {\"status\": \"%s\", \"mode\": \"%s\", \"soc\": \"%s\", "
                 "\"m\": %u, \"k\": %u, \"n\": %u, \"block_dim\": %u, \"launches\": %u, "
-                "\"samples_s\": [",
-                status, AOE_RUN_MODE, AOE_SOC_VERSION, p.m, p.k, p.n, blockDim, launches);
+                "\"warmup_batches\": %d, \"device\": %d, \"samples_s\": [",
+                status, AOE_RUN_MODE, AOE_SOC_VERSION, p.m, p.k, p.n, blockDim, launches,
+                warmupBatches, device);
     for (size_t i = 0; i < samples.size(); ++i)
         std::printf("%s%.9e", i ? ", " : "", samples[i]);
     std::printf("], \"checked\": %llu, \"bad\": %llu, \"max_abs_err\": %.6e",
@@ -267,7 +288,7 @@ int Usage(const char *why)
 {
     std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"%s\"}\n", why);
     std::fprintf(stderr, "usage: gemm_bench M K N warmup launches min_samples max_samples "
-                         "rel_precision max_seconds (%s)\n", why);
+                         "rel_precision max_seconds device (%s)\n", why);
     return EXIT_USAGE;
 }
 
@@ -275,17 +296,18 @@ int Usage(const char *why)
 
 int main(int argc, char **argv)
 {
-    if (argc != 10) return Usage("expected 9 arguments");
+    if (argc != 11) return Usage("expected 10 arguments");
     const long long mArg = std::atoll(argv[1]), kArg = std::atoll(argv[2]),
                     nArg = std::atoll(argv[3]);
     const int warmup = std::atoi(argv[4]), launches = std::atoi(argv[5]);
     const int minSamples = std::atoi(argv[6]), maxSamples = std::atoi(argv[7]);
     const double relPrecision = std::atof(argv[8]), maxSeconds = std::atof(argv[9]);
+    const int device = std::atoi(argv[10]);
     if (mArg < 1 || kArg < 1 || nArg < 1 || mArg > (1 << 24) || kArg > (1 << 24) ||
         nArg > (1 << 24))
         return Usage("M, K, N must be 1..2^24");
     if (kArg % FRACTAL) return Usage("K must be a multiple of 16 for this kernel");
-    if (warmup < 0 || launches < 1 || minSamples < 1 || maxSamples < minSamples)
+    if (warmup < 0 || launches < 1 || minSamples < 1 || maxSamples < minSamples || device < 0)
         return Usage("bad timing arguments");
 
     Problem p = MakeProblem(static_cast<uint32_t>(mArg), static_cast<uint32_t>(kArg),
@@ -298,6 +320,7 @@ int main(int argc, char **argv)
     const size_t cBytes = static_cast<size_t>(p.m) * p.ldc * 2;
     std::vector<uint16_t> cHost(static_cast<size_t>(p.m) * p.ldc, 0);
     std::vector<double> samples;
+    int warmupBatches = 0;
 
 #ifdef ASCENDC_CPU_DEBUG
     uint8_t *a = static_cast<uint8_t *>(AscendC::GmAlloc(aBytes));
@@ -311,13 +334,20 @@ int main(int argc, char **argv)
     std::memcpy(tiling, shape, sizeof(shape));
     AscendC::SetKernelMode(KernelMode::AIC_MODE);
     for (int i = 0; i < warmup; ++i) ICPU_RUN_KF(gemm_kernel, blockDim, a, b, c, ws, tiling);
-    double spent = 0.0;
-    while (static_cast<int>(samples.size()) < maxSamples) {
+    auto batch = [&]() {
         const auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < launches; ++i)
             ICPU_RUN_KF(gemm_kernel, blockDim, a, b, c, ws, tiling);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                             .count();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    for (double previous = -1.0; warmupBatches < MAX_WARMUP_BATCHES; ++warmupBatches) {
+        const double s = batch();
+        if (previous > 0 && Settled(previous, s, relPrecision)) break;
+        previous = s;
+    }
+    double spent = 0.0;
+    while (static_cast<int>(samples.size()) < maxSamples) {
+        const double s = batch();
         samples.push_back(s / launches);
         spent += s;
         if (static_cast<int>(samples.size()) >= minSamples &&
@@ -331,8 +361,6 @@ int main(int argc, char **argv)
     AscendC::GmFree(ws);
     AscendC::GmFree(tiling);
 #else
-    // One visible device: the backend sets ASCEND_RT_VISIBLE_DEVICES, so it is device 0.
-    const int32_t device = 0;
     CHECK_ACL(aclInit(nullptr));
     CHECK_ACL(aclrtSetDevice(device));
     aclrtStream stream = nullptr;
@@ -349,24 +377,34 @@ int main(int argc, char **argv)
     CHECK_ACL(aclrtMemcpy(tiling, sizeof(shape), shape, sizeof(shape),
                           ACL_MEMCPY_HOST_TO_DEVICE));
     auto launch = [&]() {
-        CHECK_ACL(static_cast<aclError>(
-            ACLRT_LAUNCH_KERNEL(gemm_kernel)(blockDim, stream, a, b, c, ws, tiling)));
+        aoe_launch_gemm_kernel(blockDim, stream, static_cast<uint8_t *>(a),
+                               static_cast<uint8_t *>(b), static_cast<uint8_t *>(c),
+                               static_cast<uint8_t *>(ws), static_cast<uint8_t *>(tiling));
     };
     for (int i = 0; i < warmup; ++i) launch();
     CHECK_ACL(aclrtSynchronizeStream(stream));
     aclrtEvent start = nullptr, end = nullptr;
     CHECK_ACL(aclrtCreateEvent(&start));
     CHECK_ACL(aclrtCreateEvent(&end));
-    double spent = 0.0;
-    while (static_cast<int>(samples.size()) < maxSamples) {
+    auto batch = [&]() {  // seconds of `launches` launches between two events
         CHECK_ACL(aclrtRecordEvent(start, stream));
         for (int i = 0; i < launches; ++i) launch();
         CHECK_ACL(aclrtRecordEvent(end, stream));
         CHECK_ACL(aclrtSynchronizeEvent(end));
         float ms = 0.0f;
         CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        samples.push_back(ms * 1e-3 / launches);
-        spent += ms * 1e-3;
+        return ms * 1e-3;
+    };
+    for (double previous = -1.0; warmupBatches < MAX_WARMUP_BATCHES; ++warmupBatches) {
+        const double s = batch();
+        if (previous > 0 && Settled(previous, s, relPrecision)) break;
+        previous = s;
+    }
+    double spent = 0.0;
+    while (static_cast<int>(samples.size()) < maxSamples) {
+        const double s = batch();
+        samples.push_back(s / launches);
+        spent += s;
         if (static_cast<int>(samples.size()) >= minSamples &&
             (spent >= maxSeconds || PreciseEnough(samples, relPrecision)))
             break;
@@ -388,6 +426,6 @@ int main(int argc, char **argv)
     const Check chk = CheckResult(p, cHost);
     const bool ok = chk.bad == 0;
     PrintResult(ok ? "ok" : "accuracy", p, blockDim, samples, static_cast<uint32_t>(launches),
-                chk);
+                warmupBatches, device, chk);
     return ok ? 0 : EXIT_WRONG_RESULT;
 }
