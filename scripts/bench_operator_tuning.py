@@ -14,9 +14,10 @@ Every figure is the *true* (noise-free) end-to-end tokens/s of the configs a
 run would ship: per shape, its best measured config (after re-timing at the
 end of a run); so a lucky noisy measurement earns nothing. One run per
 variant goes to the largest budget; smaller budgets are read from its trace
-(the schedulers do not look at the total budget above 10 measurements per
-shape), except that re-timing happens only at the end: the last budget's
-figure includes it, the others pick by first timings.
+at the last chunk whose measurements plus the re-timing held back for the
+contenders fit the budget (the schedulers do not look at the total budget
+above 16 measurements per shape), but there the configs are picked by first
+timings: only the last budget's figure includes the re-timing.
 
     .venv/bin/python scripts/bench_operator_tuning.py --seeds 3 --budgets 200,400,800 \\
         --jobs 2 --out /tmp/opbench.json
@@ -44,7 +45,8 @@ from aoe_optuna.backends.simulator.backend import AscendSimulator
 from aoe_optuna.bench.exhaustive import best_per_gemm
 from aoe_optuna.operators.scheduler import make_scheduler
 from aoe_optuna.operators.shapes import operator_shapes
-from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions, best_measured
+from aoe_optuna.operators.state import best_measured
+from aoe_optuna.operators.tuner import OperatorTuner, Snapshot, TunerOptions
 from aoe_optuna.samplers.registry import make_sampler
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.format import read_document
@@ -109,31 +111,25 @@ def limit_tokens_per_s(spec: StudySpec) -> float:
 
 def run_operator(spec: StudySpec, variant: str, budget: int, seed: int,
                  truth: TrueLatency) -> tuple[list[tuple[int, float]], float]:
-    """Trace of (measurements, true tokens/s) after each chunk, and the final figure."""
+    """Trace of (measurements committed, true tokens/s) after each chunk, and the final
+    figure. A chunk's point counts the re-timing the run holds back for its contenders:
+    what a run of that budget would have spent by then."""
     scheduler = variant.removesuffix("-cold")
     options = TunerOptions(budget=budget, scheduler=make_scheduler(scheduler), seed=seed,
                            warm_start=not variant.endswith("-cold"))
-    storage = optuna.storages.InMemoryStorage()
     trace: list[tuple[int, float]] = []
-    tuner: OperatorTuner | None = None
 
-    def current(gemm: Any) -> dict[str, Any] | None:
-        assert tuner is not None
-        for shape, study in zip(tuner.shapes, tuner.studies, strict=True):
-            if shape.key == gemm.key:
-                best = best_measured(study)
-                return None if best is None else dict(best.params)
-        return None
+    def on_chunk(tuner: OperatorTuner, snap: Snapshot) -> None:
+        best = {s.key: best_measured(ts) for s, ts in zip(tuner.shapes, snap.trials,
+                                                           strict=True)}
+        trace.append((snap.used + snap.reserve, true_tokens_per_s(
+            spec, truth, lambda g: None if best[g.key] is None else dict(best[g.key].params))))
 
-    def on_event(line: str) -> None:
-        if tuner is not None and line.startswith("["):
-            trace.append((tuner.used(), true_tokens_per_s(spec, truth, current)))
-
-    tuner = OperatorTuner(storage, "memory", "bench", spec, options, on_event=on_event)
+    tuner = OperatorTuner(optuna.storages.InMemoryStorage(), "memory", "bench", spec, options,
+                          on_chunk=on_chunk)
     result = tuner.run()
     final = {r.shape.key: r.params for r in result.shapes}
-    figure = true_tokens_per_s(spec, truth, lambda g: final.get(g.key))
-    return trace, figure
+    return trace, true_tokens_per_s(spec, truth, lambda g: final.get(g.key))
 
 
 def run_one_config(spec: StudySpec, budget: int, seed: int,

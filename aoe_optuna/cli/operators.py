@@ -53,9 +53,9 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     p.add_argument("--scheduler", choices=sorted(SCHEDULERS), default=None,
                    help="how the budget is spread: gradient (expected end-to-end gain, "
                    "the default) or round-robin")
-    p.add_argument("--no-warm-start", action="store_true",
-                   help="start each shape from its own sampler only, not from the winners of "
-                   "the other shapes and of the knowledge base")
+    p.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=None,
+                   help="start each shape from the winners of the other shapes and of the "
+                   "knowledge base (default on; a resume keeps the run's setting)")
     p.add_argument("--kb", default=None,
                    help="knowledge base JSON: read for warm starts, each shape's winner merged in")
     p.add_argument("--export-dir", default=None,
@@ -75,6 +75,9 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     p.add_argument("--follow", action="store_true",
                    help="join a running operator study from another host: measure the shapes "
                    "its tuner allocates until it is done")
+    p.add_argument("--stale-after", type=float, default=3600.0, metavar="SECONDS",
+                   help="fail a RUNNING trial nothing watches once it is this old (a dead "
+                   "follower on a journal file) and retry its config (default 3600)")
     p.add_argument("--no-progress", action="store_true", help="no line per chunk")
     return p
 
@@ -90,24 +93,31 @@ def load_spec_for(path: str, num_devices: int | None) -> Any:
         raise OperatorUsageError("--num-devices: expected a positive number of devices")
     doc = read_document(path)
     workload = doc.get("workload") or {}
-    if not isinstance(workload, dict) or "gemm" in workload:
+    per_card = [k for k in ("gemm", "shapes", "msprof") if isinstance(workload, dict)
+                and k in workload]
+    if not isinstance(workload, dict) or per_card:
+        what = per_card[0] if per_card else "workload"
         raise OperatorUsageError(
-            f"--num-devices: {path}: the workload is one GEMM, not a model served over devices")
+            f"--num-devices: {path}: a '{what}' workload gives per-card shapes already; "
+            "--num-devices splits a model (model or hf_config) over devices")
     doc["workload"] = {**workload, "tp": num_devices}
     return spec_from_dict(doc, source=str(path))
 
 
 def main(argv: list[str]) -> int:
+    """Bad input before the first measurement: one line, exit 2, the storage file this run
+    created removed. Past that point the measurements are kept whatever fails."""
     from aoe_optuna.cli.common import remove_storage_files, sqlite_file, user_errors
     from aoe_optuna.export.kb import KBError
 
     args = parser().parse_args(argv)
     db_file = sqlite_file(args.storage)
     created = db_file is not None and not db_file.exists()
+    state = {"measuring": False}
     try:
-        return _run(args)
+        return _run(args, state)
     except (*user_errors(), KBError, OperatorUsageError, ValueError) as exc:
-        if created and db_file is not None:
+        if created and db_file is not None and not state["measuring"]:
             remove_storage_files(None, db_file)
         print(f"aoe-tune operators: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
@@ -118,8 +128,8 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
     from aoe_optuna.operators.tuner import TunerOptions
 
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else []
-    if devices and not all(d.isdigit() for d in devices):
-        raise OperatorUsageError(f"--devices: expected device ids such as 0,1,2,3, "
+    if devices and (not all(d.isdigit() for d in devices) or len(set(devices)) != len(devices)):
+        raise OperatorUsageError(f"--devices: expected distinct device ids such as 0,1,2,3, "
                                  f"got {args.devices!r}")
     n_workers = args.n_workers if args.n_workers is not None else max(len(devices), 1)
     if n_workers < 1 or (devices and len(devices) != n_workers):
@@ -130,29 +140,45 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
         raise OperatorUsageError("--n-trials: expected a positive number of measurements")
     kwargs: dict[str, Any] = {}
     if args.sampler_kwargs is not None:
-        kwargs = json.loads(args.sampler_kwargs)
+        try:
+            kwargs = json.loads(args.sampler_kwargs)
+        except json.JSONDecodeError as exc:
+            raise OperatorUsageError(f"--sampler-kwargs: expected a JSON object ({exc.msg})") \
+                from None
         if not isinstance(kwargs, dict):
             raise OperatorUsageError("--sampler-kwargs: expected a JSON object")
+    if not args.stale_after > 0:
+        raise OperatorUsageError("--stale-after: expected a positive number of seconds")
+    warm = args.warm_start if args.warm_start is not None else parent_attrs.get(
+        "warm_start", True)
     name = args.scheduler or parent_attrs.get("scheduler", "gradient")
-    return TunerOptions(budget=budget, scheduler=make_scheduler(name), sampler=args.sampler
-                        or "gp-ucb", sampler_kwargs=kwargs, seed=args.seed,
-                        warm_start=not args.no_warm_start, n_workers=n_workers,
-                        devices=devices)
+    return TunerOptions(budget=budget, scheduler=make_scheduler(name),
+                        sampler=args.sampler or "gp-ucb", sampler_kwargs=kwargs, seed=args.seed,
+                        warm_start=bool(warm), n_workers=n_workers, devices=devices,
+                        stale_after_s=args.stale_after)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     import optuna
 
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import report
-    from aoe_optuna.operators.tuner import OperatorTuner, stored_spec_of
+    from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
+    from aoe_optuna.spec.stored import stored_spec
     from aoe_optuna.study.storage import open_storage
 
     if args.config is None and args.study_name is None:
         raise OperatorUsageError("pass --config SPEC (new run) or --study-name NAME (resume)")
+    if args.op_source is not None and args.export_dir is None:
+        raise OperatorUsageError("--op-source: give --export-dir too (where each shape's "
+                                 "kernel goes)")
     if args.op_source is not None and not Path(args.op_source).is_file():
         raise OperatorUsageError(f"--op-source: {args.op_source} is not a file")
+    if args.export_dir is not None and Path(args.export_dir).exists() \
+            and not Path(args.export_dir).is_dir():
+        raise OperatorUsageError(f"--export-dir: {args.export_dir} is not a folder")
+    kb = KnowledgeBase.load(args.kb) if args.kb else None  # a bad file fails before tuning
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_storage(args.storage)
@@ -163,24 +189,28 @@ def _run(args: argparse.Namespace) -> int:
                                    sampler=optuna.samplers.RandomSampler())
         parent_attrs = dict(parent.user_attrs)
         if spec is None:
-            spec = stored_spec_of(parent)
+            spec = stored_spec(parent)
     except KeyError:
-        if spec is None:
-            raise OperatorUsageError(f"study {parent_name!r} does not exist in "
-                                     f"{args.storage}; pass --config to create it") from None
+        pass
+    if spec is None:
+        raise OperatorUsageError(f"study {parent_name!r} is not an operator study in "
+                                 f"{args.storage}; pass --config to create it")
     options = _options(args, parent_attrs)
     say = (lambda line: None) if args.no_progress else (
         lambda line: print(line, file=sys.stderr, flush=True))
     if args.follow:
+        if not parent_attrs:
+            raise OperatorUsageError(f"--follow: study {parent_name!r} has not started")
+        state["measuring"] = True
         return _follow(storage, parent_name, say)
     donors = []
-    if args.kb and options.warm_start and Path(args.kb).exists():
-        donors = kb_donors(KnowledgeBase.load(args.kb).entries(), spec.profile.soc,
-                           spec.op_name, spec.workload.dtype)
+    if kb is not None and options.warm_start:
+        donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
     tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say)
     say(f"operator study {parent_name} in {args.storage}: {len(tuner.shapes)} shapes, "
         f"budget {options.budget} measurements, scheduler {options.scheduler.name}, "
         f"warm start {'on' if options.warm_start else 'off'}")
+    state["measuring"] = True
     try:
         result = tuner.run()
     except KeyboardInterrupt:
@@ -204,19 +234,22 @@ def _follow(storage: Any, parent_name: str, say: Any) -> int:
     """Measure the chunks the tuner allocates, with each shape study's stored spec."""
     import optuna
 
-    from aoe_optuna.operators.tuner import follow_allocation, stored_spec_of
+    from aoe_optuna.operators.tuner import MAX_IDLE
+    from aoe_optuna.operators.workers import follow_allocation
     from aoe_optuna.samplers.registry import make_sampler
-    from aoe_optuna.spec.stored import stored_sampler
+    from aoe_optuna.spec.stored import stored_sampler, stored_spec
     from aoe_optuna.study.objective import TuningObjective
     from aoe_optuna.study.runner import Budget, run_study
 
     def measure(study_name: str, target: int) -> None:
         study = optuna.load_study(study_name=study_name, storage=storage)
-        spec = stored_spec_of(study)
+        spec = stored_spec(study)
+        assert spec is not None
         name, kwargs, _ = stored_sampler(study) or ("gp-ucb", {}, None)
         study.sampler = make_sampler(name, space=spec.space, seed=None, **kwargs)
         say(f"joining {study_name} up to {target} measurements")
-        run_study(study, TuningObjective.from_spec(spec), Budget(n_measurements=target))
+        run_study(study, TuningObjective.from_spec(spec), Budget(n_measurements=target),
+                  max_idle=MAX_IDLE)
 
     os.environ.setdefault("AOE_WORKER_INDEX", "0")
     joined = follow_allocation(storage, parent_name, measure)

@@ -31,7 +31,7 @@ def rows(result: OperatorResult) -> list[list[str]]:
         speedup = "-" if r.baseline_s is None or r.params is None else (
             f"{r.baseline_s / r.latency_s:.3f}")
         out.append([
-            r.shape.label, f"{r.shape.M}x{r.shape.N}x{r.shape.K}", str(r.shape.weight),
+            r.shape.label, r.shape.dims, str(r.shape.weight),
             f"{r.measured}+{r.retimed}",
             _us(r.latency_s), "-" if lo == hi else f"{lo * 1e6:,.2f}-{hi * 1e6:,.2f}",
             f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}", _us(r.baseline_s), speedup,

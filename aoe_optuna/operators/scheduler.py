@@ -5,12 +5,16 @@ The end-to-end objective is the step time ``fixed + sum_i w_i g_i`` where
 the tokens/s that a chunk of measurements on shape i buys is proportional to
 ``w_i`` times the latency drop it brings. Following Ansor's task scheduler
 (Zheng et al., OSDI 2020, section 6), the expected drop blends what the last
-chunk gave (the backward difference) with an optimistic forward guess: the
-drop if the curve kept its average rate ``g_i / t_i`` so far, but never below
-the latency that the best shape's fraction of its roofline would give this
-shape (the "similar tasks" bound; our roofline is known per shape, so it
-stands in for Ansor's throughput of similar tasks). Each shape first gets a
-warm-up of its own (the sampler's start-up design), fewest-first.
+chunk gave (the backward difference, weight alpha) with a forward guess: the
+larger of the drop if the curve kept its average rate ``g_i / t_i``, and the
+drop to the latency at which the shape would reach 1/beta of the best
+roofline fraction that similar shapes reached (Ansor compares throughput with
+similar tasks; our per-shape roofline makes the fraction of it the
+comparison, and "similar" is the same dtype and the same side of the ridge
+point, since memory-bound and compute-bound GEMMs reach different fractions).
+Unlike Ansor's, the forward guess never goes below the roofline. Each shape
+first gets a warm-up of its own (the sampler's start-up design),
+fewest-measured first.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 ALPHA = 0.2  # weight of the backward difference (Ansor's alpha)
-BETA = 1.2  # optimism: a shape may get this much closer to its roofline than the best one did
+BETA = 2.0  # a shape under 1/beta of its group's best roofline fraction lags (Ansor's beta)
+WARMUP = 8  # measurements each shape gets first: the GP-UCB sampler's start-up design
+CHUNK = 4  # measurements per allocation (per worker)
 
 
 @dataclass
@@ -30,6 +36,7 @@ class ShapeHistory:
 
     weight: float  # runs per step
     roofline_s: float  # the latency no tiling can beat
+    group: str = ""  # shapes of one group are "similar" (dtype, memory- or compute-bound)
     best_s: list[float] = field(default_factory=list)  # best latency after each measurement
     exhausted: bool = False  # every feasible config measured
 
@@ -48,6 +55,8 @@ class ShapeHistory:
 
 class Scheduler(Protocol):
     name: str
+    warmup: int  # measurements a shape gets before the rule applies
+    chunk: int  # measurements per allocation
 
     def next_shape(self, shapes: Sequence[ShapeHistory]) -> int | None:
         """Index of the shape to measure next; None when no shape can take more."""
@@ -58,6 +67,8 @@ class Scheduler(Protocol):
 class RoundRobin:
     """Every shape in turn: the baseline a scheduler has to beat."""
 
+    warmup: int = WARMUP
+    chunk: int = CHUNK
     name: str = "round-robin"
 
     def next_shape(self, shapes: Sequence[ShapeHistory]) -> int | None:
@@ -69,8 +80,8 @@ class RoundRobin:
 class GradientScheduler:
     """Ansor's rule: the shape whose next ``chunk`` measurements should cut the step most."""
 
-    warmup: int = 8  # measurements each shape gets before the rule applies
-    chunk: int = 4  # measurements per allocation
+    warmup: int = WARMUP
+    chunk: int = CHUNK
     alpha: float = ALPHA
     beta: float = BETA
     name: str = "gradient"
@@ -83,34 +94,40 @@ class GradientScheduler:
                 or not math.isfinite(shapes[i].best)]
         if cold:
             return min(cold, key=lambda i: (shapes[i].measured, i))
-        target = self.target_fraction(shapes)
-        return max(open_, key=lambda i: (self.expected_gain(shapes[i], target), -i))
+        best = self.best_fractions(shapes)
+        return max(open_, key=lambda i: (self.expected_gain(shapes[i], best[shapes[i].group]),
+                                         -i))
 
-    def target_fraction(self, shapes: Sequence[ShapeHistory]) -> float:
-        """The fraction of roofline every shape is hoped to reach."""
-        best = max((s.roofline_fraction for s in shapes), default=0.0)
-        return min(1.0, self.beta * best)
+    @staticmethod
+    def best_fractions(shapes: Sequence[ShapeHistory]) -> dict[str, float]:
+        """Per group: the best fraction of roofline any of its shapes has reached."""
+        out: dict[str, float] = {}
+        for s in shapes:
+            out[s.group] = max(out.get(s.group, 0.0), s.roofline_fraction)
+        return out
 
-    def expected_gain(self, shape: ShapeHistory, target_fraction: float) -> float:
+    def expected_gain(self, shape: ShapeHistory, best_fraction: float) -> float:
         """Seconds per step the next chunk is expected to save on this shape."""
-        return shape.weight * self.expected_drop(shape, target_fraction)
+        return shape.weight * self.expected_drop(shape, best_fraction)
 
-    def expected_drop(self, shape: ShapeHistory, target_fraction: float) -> float:
+    def expected_drop(self, shape: ShapeHistory, best_fraction: float) -> float:
         """Latency drop (s) the next ``chunk`` measurements should bring to ``shape``."""
         t, g = shape.measured, shape.best
         before = shape.best_s[max(t - 1 - self.chunk, 0)]
         backward = (before - g) if math.isfinite(before) else 0.0
-        floor = shape.roofline_s / target_fraction if target_fraction > 0 else 0.0
-        forward = min(g * self.chunk / t, max(g - floor, 0.0))
+        rate = g * self.chunk / t
+        lagging = g - self.beta * shape.roofline_s / best_fraction if best_fraction > 0 else 0.0
+        forward = min(max(rate, lagging), max(g - shape.roofline_s, 0.0))
         return self.alpha * backward + (1.0 - self.alpha) * forward
 
 
 SCHEDULERS = {"gradient": GradientScheduler, "round-robin": RoundRobin}
 
 
-def make_scheduler(name: str, chunk: int = 4, warmup: int = 8) -> Scheduler:
+def make_scheduler(name: str, chunk: int = CHUNK, warmup: int = WARMUP) -> Scheduler:
+    """The scheduler called ``name`` (``--scheduler``)."""
     if name == "round-robin":
-        return RoundRobin()
+        return RoundRobin(warmup=warmup, chunk=chunk)
     if name == "gradient":
         return GradientScheduler(warmup=warmup, chunk=chunk)
     raise ValueError(f"scheduler: expected one of {list(SCHEDULERS)}, got {name!r}")

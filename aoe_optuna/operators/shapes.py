@@ -11,7 +11,6 @@ shapes together.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +51,6 @@ class OperatorShape:
 
     def study_name(self, parent: str) -> str:
         return f"{parent}/{self.label}/{self.dims}"
-
-    def log_distance(self, other: OperatorShape) -> float:
-        """Euclidean distance in (log2 M, log2 K, log2 N): the knowledge base's nearness."""
-        return math.sqrt(sum((math.log2(a) - math.log2(b)) ** 2
-                             for a, b in zip(self.key[:3], other.key[:3], strict=True)))
 
 
 def operator_shapes(workload: Workload) -> list[OperatorShape]:

@@ -27,6 +27,7 @@ class Donor:
     dims: tuple[int, int, int]  # (M, K, N) of the shape it won on
     params: dict[str, Any]
     source: str  # "shape <dims>" or "kb <study>"
+    dtype: str = "fp16"
 
     def distance(self, shape: OperatorShape) -> float:
         return math.sqrt(sum((math.log2(a) - math.log2(b)) ** 2
@@ -34,10 +35,12 @@ class Donor:
 
 
 def kb_donors(entries: Iterable[Mapping[str, Any]], soc: str, op: str,
-              dtype: str) -> list[Donor]:
-    """The knowledge base's entries of the same SoC, op and dtype as donors."""
-    return [Donor((e["M"], e["K"], e["N"]), dict(e["config"]), f"kb {e['study']}")
-            for e in entries if (e["soc"], e["op"], e["dtype"]) == (soc, op, dtype)]
+              dtype: str | None = None) -> list[Donor]:
+    """The knowledge base's entries of the same SoC and op (and ``dtype``, if given) as
+    donors; the tuner gives each shape only donors of its own dtype."""
+    return [Donor((e["M"], e["K"], e["N"]), dict(e["config"]), f"kb {e['study']}", e["dtype"])
+            for e in entries if (e["soc"], e["op"]) == (soc, op)
+            and (dtype is None or e["dtype"] == dtype)]
 
 
 def seeds_for(shape: OperatorShape, donors: Sequence[Donor], space: SearchSpace,
@@ -53,7 +56,7 @@ def seeds_for(shape: OperatorShape, donors: Sequence[Donor], space: SearchSpace,
         if params is None or params in seen:
             continue
         seen.append(params)
-        out.append(Donor(donor.dims, params, donor.source))
+        out.append(Donor(donor.dims, params, donor.source, donor.dtype))
     return out
 
 

@@ -114,7 +114,9 @@ def enqueue_baseline(study: optuna.Study, spec: StudySpec) -> bool:
     if spec.baseline is None:
         return False
     for t in study.get_trials(deepcopy=False):
-        if t.user_attrs.get(ATTR_BASELINE) or _same_params(t, spec.baseline):
+        if t.user_attrs.get(ATTR_BASELINE) or _same_params(t, spec.baseline) or (
+                t.state == TrialState.WAITING
+                and t.system_attrs.get("fixed_params") == dict(spec.baseline)):
             return False
     study.enqueue_trial(dict(spec.baseline), user_attrs={ATTR_BASELINE: True})
     return True

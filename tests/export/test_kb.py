@@ -389,3 +389,16 @@ def test_c_header_carries_the_catlass_arguments():
     fields = dict(zip(kbmod.C_FIELDS, values[4:], strict=False))
     assert fields["split_k"] == "4" and fields["layout_b"] == "2"
     assert fields["swizzle_direction"] == "1" and fields["swizzle_offset"] == "3"
+
+
+def test_an_operator_entry_keeps_its_latency_and_interval_and_rejects_bad_ones():
+    e = make_entry(SOC, "gemm", "fp16", 16, 3584, 4608, "row_major", {"tile_m": 16}, 3.5, None,
+                   "run/qkv_proj/16x4608x3584", None, objective="TFLOPS", latency_us=150.0,
+                   latency_interval_us=(148.0, 152.5))
+    assert (e["latency_us"], e["latency_interval_us"]) == (150.0, [148.0, 152.5])
+    assert kbmod.validate_entry(json.loads(json.dumps(e))) == e
+    for bad in ([152.0, 148.0], [0, 1.0], [1.0], "1-2"):
+        with pytest.raises(KBError, match="latency_interval_us: expected"):
+            kbmod.validate_entry({**e, "latency_interval_us": bad})
+    with pytest.raises(KBError, match="latency_us: expected a positive number"):
+        kbmod.validate_entry({**e, "latency_us": -1.0})

@@ -17,6 +17,7 @@ def h(weight: float, curve: list[float], roofline: float = 1.0, exhausted: bool 
 
 
 def test_round_robin_takes_the_least_measured_open_shape():
+    assert RoundRobin().warmup == GradientScheduler().warmup
     shapes = [h(1, [5.0] * 8), h(1, [5.0] * 4), h(1, [5.0] * 2, exhausted=True)]
     assert RoundRobin().next_shape(shapes) == 1
     assert RoundRobin().next_shape([h(1, [], exhausted=True)]) is None
@@ -41,21 +42,29 @@ def test_gradient_prefers_the_shape_that_saves_most_step_time():
     assert s.next_shape([light, improving]) == 1
 
 
-def test_expected_drop_blends_backward_difference_and_bounded_forward_guess():
-    s = GradientScheduler(warmup=1, chunk=2, alpha=0.2)
+def test_expected_drop_blends_backward_difference_and_forward_guess():
+    s = GradientScheduler(warmup=1, chunk=2, alpha=0.2, beta=2.0)
     shape = h(1, [10.0, 10.0, 9.0, 8.0], roofline=4.0)
     # backward: best 2 measurements earlier (index 1) = 10, now 8 -> 2
-    # forward: min(8 * 2 / 4 = 4, 8 - 4 / 0.8 = 3) = 3
-    assert s.expected_drop(shape, target_fraction=0.8) == pytest.approx(0.2 * 2 + 0.8 * 3)
-    # at the target fraction nothing is expected forward
-    assert s.expected_drop(h(1, [5.0] * 4, roofline=4.0), target_fraction=0.8) == 0.0
+    # forward: the rate 8 * 2 / 4 = 4; not lagging (8 - 2 * 4 / 0.8 < 0); at most 8 - 4
+    assert s.expected_drop(shape, best_fraction=0.8) == pytest.approx(0.2 * 2 + 0.8 * 4)
+    # a shape far below its group's best fraction expects to catch up, never past the roofline
+    lagging = h(1, [100.0] * 4, roofline=4.0)  # 4% of roofline; the group reached 80%
+    assert s.expected_drop(lagging, best_fraction=0.8) == pytest.approx(0.8 * (100 - 10))
+    assert s.expected_drop(h(1, [4.0] * 4, roofline=4.0), best_fraction=1.0) == 0.0
 
 
-def test_target_fraction_is_the_best_shapes_fraction_with_optimism_capped_at_one():
-    s = GradientScheduler(beta=1.2)
+def test_a_lagging_shape_gets_the_chunk_over_a_heavier_one_that_is_near_its_best():
+    s = GradientScheduler(warmup=2, chunk=2)
+    near = h(10, [1.25] * 40, roofline=1.0)  # 80% of roofline, no progress for long
+    behind = h(1, [20.0] * 10, roofline=1.0)  # 5%: what the others reached says it can do better
+    assert s.next_shape([near, behind]) == 1
+
+
+def test_best_fraction_is_taken_per_group():
     shapes = [h(1, [2.0], roofline=1.0), h(1, [1.25], roofline=1.0)]
-    assert s.target_fraction(shapes) == pytest.approx(0.96)
-    assert s.target_fraction([h(1, [1.0], roofline=1.0)]) == 1.0
+    shapes[1].group = "fp16/compute"
+    assert GradientScheduler.best_fractions(shapes) == {"": 0.5, "fp16/compute": 0.8}
 
 
 def test_make_scheduler_names():

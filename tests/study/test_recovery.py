@@ -97,3 +97,17 @@ def test_a_sampler_stuck_on_one_infeasible_config_is_stopped_with_a_line(capsys)
         f"the sampler proposed the same infeasible config {MAX_SAME_INFEASIBLE} times in a row")
     assert f"aoe-tune: stopping: {result.stop_reason}" in capsys.readouterr().err
     assert len(study.trials) == MAX_SAME_INFEASIBLE
+
+
+def test_a_sampler_with_nothing_new_to_measure_is_stopped_after_max_idle() -> None:
+    """A space measured out: TPE mixes repeats (served from storage) and infeasible configs."""
+    from aoe_optuna.spec.loader import spec_from_dict
+
+    spec = spec_from_dict({"search_space": {"tile_m": [16, 32], "tile_n": [64, 128],
+                                            "tile_k": [64]}})
+    study = optuna.create_study(direction="maximize",
+                                sampler=optuna.samplers.TPESampler(seed=0))
+    result = run_study(study, TuningObjective.from_spec(spec), Budget(n_measurements=10),
+                       max_idle=30)
+    assert "nothing new to measure" in result.stop_reason
+    assert result.progress.measured == spec.space.n_feasible

@@ -341,3 +341,22 @@ def test_missing_columns_take_their_defaults(sim):
     full = [sim.latency(one({"tile_m": tm}), gemm)[0] for tm in (64, 128)]
     assert set(one({})) == set(KNOWN_PARAMS)
     assert lat.tolist() == pytest.approx(full)
+
+
+def test_remeasure_draws_fresh_noise_and_draw_zero_is_the_first_timing() -> None:
+    from aoe_optuna.backends.simulator.backend import AscendSimulator
+    from aoe_optuna.hardware.profile import load_profile
+    from aoe_optuna.space.params import default_config
+    from aoe_optuna.workload.models import Gemm
+
+    profile = load_profile("Ascend910B2")
+    gemm = Gemm(16, 3584, 4608)
+    config = default_config()
+    noisy = AscendSimulator.from_options({"noise": 0.02, "seed": 5}, profile)
+    first = noisy.measure(config, gemm).latency_s
+    assert noisy.remeasure(config, gemm, 0).latency_s == first
+    again = [noisy.remeasure(config, gemm, d).latency_s for d in (1, 2, 3)]
+    assert len({first, *again}) == 4
+    assert again == [noisy.remeasure(config, gemm, d).latency_s for d in (1, 2, 3)]
+    clean = AscendSimulator.from_options({}, profile)
+    assert clean.remeasure(config, gemm, 7).latency_s == clean.measure(config, gemm).latency_s

@@ -1,0 +1,153 @@
+"""What a shape's study holds, read back from storage: the tuner keeps no state of its own.
+
+Everything the scheduler and the results need (the best-so-far curve, the
+candidates for re-timing, the re-timing already done, the winner) is
+recomputed from the trials and the study's attributes, so a resumed run, a
+second host or the dashboard sees the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from aoe_optuna.operators.retime import Candidate, Retimed, candidates_to_retime
+from aoe_optuna.operators.shapes import OperatorShape
+from aoe_optuna.spec.loader import StudySpec
+from aoe_optuna.study.create import baseline_trial
+from aoe_optuna.study.objective import is_measured
+
+RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
+REAL_TIMING_NOISE = 0.02  # a CPU/NPU timing's relative precision target (backends/timing.py)
+
+
+def trial_latency(trial: FrozenTrial) -> float:
+    """A measured single-GEMM trial's latency (s); inf for a failed one."""
+    lat = trial.user_attrs.get("latency_us") or {}
+    return sum(lat.values()) * 1e-6 if lat else math.inf
+
+
+def best_curve(trials: Sequence[FrozenTrial]) -> list[float]:
+    """Best latency after each measurement, in trial order (inf before the first success)."""
+    out: list[float] = []
+    best = math.inf
+    for t in sorted(trials, key=lambda t: t.number):
+        if not is_measured(t):
+            continue
+        if t.state == TrialState.COMPLETE:
+            best = min(best, trial_latency(t))
+        out.append(best)
+    return out
+
+
+def best_measured(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
+    """The measured trial with the lowest first timing (lowest number among equals)."""
+    done = [t for t in trials if t.state == TrialState.COMPLETE and is_measured(t)]
+    return min(done, key=lambda t: (trial_latency(t), t.number)) if done else None
+
+
+def timing_noise(spec: StudySpec) -> float | None:
+    """Relative noise of one timing: the simulator's ``noise`` option, none for a replayed
+    recording (nothing to re-time), the timing policy's precision target on hardware."""
+    name = spec.backend.get("name")
+    if name == "simulator":
+        return float(spec.backend.get("noise", 0.0)) or None
+    if name == "replay":
+        return None
+    return REAL_TIMING_NOISE
+
+
+def measured_candidates(trials: Sequence[FrozenTrial], noise: float | None) -> list[Candidate]:
+    """Every successful measurement as a re-timing candidate."""
+    return [Candidate(t.number, dict(t.params), trial_latency(t), noise)
+            for t in trials if t.state == TrialState.COMPLETE and is_measured(t)]
+
+
+@dataclass
+class RetimeRecord:
+    """The re-timings a shape's study holds: which trials, how many rounds, what they cost."""
+
+    cost: int = 0
+    rounds: int = 0  # noise draws used so far (the next re-timing starts after them)
+    candidates: list[int] = field(default_factory=list)  # the set last re-timed
+    latencies_s: dict[int, list[float]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, study: optuna.Study) -> RetimeRecord | None:
+        raw: Any = study.user_attrs.get(RETIME_ATTR)
+        if not isinstance(raw, dict):
+            return None
+        return cls(int(raw.get("cost", 0)), int(raw.get("rounds", 0)),
+                   [int(x) for x in raw.get("candidates", [])],
+                   {int(k): [x * 1e-6 for x in v]
+                    for k, v in raw.get("latencies_us", {}).items()})
+
+    def as_attr(self) -> dict[str, Any]:
+        return {"cost": self.cost, "rounds": self.rounds, "candidates": self.candidates,
+                "latencies_us": {str(k): [round(x * 1e6, 4) for x in v]
+                                 for k, v in self.latencies_s.items()}}
+
+    def covers(self, candidates: Sequence[Candidate]) -> bool:
+        """Whether this record already re-timed exactly these contenders."""
+        return sorted(c.trial for c in candidates) == sorted(self.candidates)
+
+    def ranked(self, candidates: Sequence[Candidate]) -> list[Retimed]:
+        """The recorded contenders with all their re-timings, best (lowest mean) first."""
+        out = [Retimed(c.trial, dict(c.params), c.latency_s,
+                       tuple(self.latencies_s.get(c.trial, ())), c.spread)
+               for c in candidates if c.trial in self.candidates
+               and self.latencies_s.get(c.trial)]
+        return sorted(out, key=lambda r: (r.mean_s, r.trial))
+
+
+@dataclass
+class ShapeResult:
+    """One shape's outcome: its winner, what the winner runs at, and what it cost."""
+
+    shape: OperatorShape
+    study_name: str
+    measured: int
+    retimed: int
+    params: dict[str, Any] | None
+    trial: int | None  # the winner's trial in the shape's study
+    latency_s: float  # the re-timed mean where re-timed, else the winner's first timing
+    interval_s: tuple[float, float]
+    first_s: float  # the winner's first timing
+    baseline_s: float | None  # the baseline config's timing (one unselected timing)
+    roofline_s: float
+
+    @property
+    def tflops(self) -> float:
+        return 2.0 * self.shape.M * self.shape.K * self.shape.N / self.latency_s / 1e12
+
+    @property
+    def roofline_fraction(self) -> float:
+        return self.roofline_s / self.latency_s
+
+
+def shape_result(shape: OperatorShape, spec: StudySpec, study: optuna.Study) -> ShapeResult:
+    """The winner of a shape's study: the best re-timed contender when the re-timing
+    covers the present contenders, else the best first timing."""
+    trials = study.get_trials(deepcopy=False)
+    measured = sum(1 for t in trials if is_measured(t))
+    base = baseline_trial(study, spec)
+    record = RetimeRecord.of(study) or RetimeRecord()
+    roofline = shape.gemm.roofline_s(spec.profile)
+    baseline_s = None if base is None else trial_latency(base)
+    best = best_measured(trials)
+    if best is None:
+        return ShapeResult(shape, study.study_name, measured, record.cost, None, None,
+                           math.inf, (math.inf, math.inf), math.inf, baseline_s, roofline)
+    candidates = measured_candidates(trials, timing_noise(spec))
+    ranked = record.ranked(candidates)
+    if ranked and record.covers(candidates_to_retime(candidates)):
+        won = ranked[0]
+    else:  # not re-timed, or new contenders since: the best first timing, as measured
+        won = Retimed(best.number, dict(best.params), trial_latency(best), ())
+    return ShapeResult(shape, study.study_name, measured, record.cost, won.params, won.trial,
+                       won.mean_s, won.interval_s(), won.first_s, baseline_s, roofline)

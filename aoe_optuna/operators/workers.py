@@ -1,0 +1,73 @@
+"""Workers for an operator run: processes on this host, and followers on other hosts.
+
+The tuner alone decides which shape gets the next chunk. It writes each shape
+study's target (measurements it may hold) into the parent study's
+``allocation`` and, once the chunk is done, lowers it to what was measured.
+Local workers are ``aoe-tune --worker`` processes on the chosen shape's study
+(:func:`aoe_optuna.study.workers.run_workers`); a follower on another host
+polls the allocation and joins whichever study is below its target.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import optuna
+
+from aoe_optuna.study.create import StudyError
+from aoe_optuna.study.objective import is_measured
+from aoe_optuna.study.runner import Budget
+from aoe_optuna.study.workers import run_workers
+
+ALLOCATION_ATTR = "allocation"  # on the parent study: {shape study: measurements it may hold}
+DONE_ATTR = "done"  # on the parent study: the run has spent its budget
+CLOSED_ATTR = "closed"  # on the parent study: shape studies that get no more chunks
+FOLLOW_POLL_S = 1.0
+FOLLOW_IDLE_S = 600.0  # a follower that got no work for this long (a dead tuner) stops
+
+
+def run_shape_workers(study: optuna.Study, target: int, n_workers: int, devices: list[str],
+                      sampler: str, sampler_kwargs: dict, seed: int | None, storage_url: str,
+                      stale_after_s: float | None) -> None:
+    """Measure ``study`` up to ``target`` with ``n_workers`` worker processes."""
+    args = ["--storage", storage_url, "--study-name", study.study_name, "--sampler", sampler,
+            "--sampler-kwargs", json.dumps(sampler_kwargs), "--no-progress", "--worker",
+            "--n-trials", str(target)]
+    if stale_after_s is not None:
+        args += ["--stale-after", str(stale_after_s)]
+    result = run_workers(study, Budget(n_measurements=target), lambda progress: None, args,
+                         n_workers, devices, seed)
+    if "exited with code" in result.stop_reason:
+        raise StudyError(f"{study.study_name}: {result.stop_reason}")
+
+
+def follow_allocation(storage: optuna.storages.BaseStorage, parent: str,
+                      measure: Callable[[str, int], None], poll_s: float = FOLLOW_POLL_S,
+                      max_idle_s: float = FOLLOW_IDLE_S) -> int:
+    """Join the chunks the tuner allocates, until it marks the run done (or nothing came
+    for ``max_idle_s``). ``measure(study_name, target)`` runs one chunk. Returns the
+    number of chunks joined."""
+    joined, idle_since = 0, time.monotonic()
+    while True:
+        attrs = _load(storage, parent).user_attrs
+        if attrs.get(DONE_ATTR):
+            return joined
+        closed = set(attrs.get(CLOSED_ATTR, []))
+        for name, target in attrs.get(ALLOCATION_ATTR, {}).items():
+            if name in closed:
+                continue
+            trials = _load(storage, name).get_trials(deepcopy=False)
+            if sum(1 for t in trials if is_measured(t)) < int(target):
+                measure(name, int(target))
+                joined += 1
+                idle_since = time.monotonic()
+        if time.monotonic() - idle_since > max_idle_s:
+            return joined
+        time.sleep(poll_s)
+
+
+def _load(storage: optuna.storages.BaseStorage, name: str) -> optuna.Study:
+    return optuna.load_study(study_name=name, storage=storage,
+                             sampler=optuna.samplers.RandomSampler())
