@@ -6,6 +6,10 @@ from pathlib import Path
 from typing import Any
 
 
+class NumDevicesError(ValueError):
+    """``--num-devices`` that cannot apply to the spec's workload."""
+
+
 def user_errors() -> tuple[type[BaseException], ...]:
     from aoe_optuna.export.kernel_source import ExportError
     from aoe_optuna.hardware.profile import ProfileError
@@ -16,7 +20,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from aoe_optuna.study.storage import StorageError
 
     return (SpecError, ProfileError, ParamError, StorageError, StudyError,
-            UnknownSamplerError, ExportError)
+            UnknownSamplerError, ExportError, NumDevicesError)
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -35,3 +39,25 @@ def remove_storage_files(storage: Any, db_file: Path) -> None:
         engine.dispose()
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+
+
+def load_spec_for(path: str, num_devices: int | None) -> Any:
+    """The spec of ``path``, with the workload's ``tp`` set to ``num_devices`` if given."""
+    from aoe_optuna.spec.format import read_document
+    from aoe_optuna.spec.loader import load_spec, spec_from_dict
+
+    if num_devices is None:
+        return load_spec(path)
+    if num_devices < 1:
+        raise NumDevicesError("--num-devices: expected a positive number of devices")
+    doc = read_document(path)
+    workload = doc.get("workload") or {}
+    per_card = [k for k in ("gemm", "shapes", "msprof") if isinstance(workload, dict)
+                and k in workload]
+    if not isinstance(workload, dict) or per_card:
+        what = per_card[0] if per_card else "workload"
+        raise NumDevicesError(
+            f"--num-devices: {path}: a '{what}' workload gives per-card shapes already; "
+            "--num-devices splits a model (model or hf_config) over devices")
+    doc["workload"] = {**workload, "tp": num_devices}
+    return spec_from_dict(doc, source=str(path))

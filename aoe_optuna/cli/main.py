@@ -96,6 +96,9 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--op-source", help="kernel source to rewrite with the best config at the end")
     p.add_argument("--output", help="where to write the tuned kernel (with --op-source)")
     p.add_argument("--kb", default=None, help="knowledge base file to merge the result into")
+    p.add_argument("--num-devices", type=int, default=None,
+                   help="tensor-parallel degree the model is served with (AOE's --num-devices):"
+                   " per-card shapes and the all-reduce in the step time; sets workload.tp")
     p.add_argument("--n-workers", type=int, default=None,
                    help="worker processes on this host, all on the one study (default 1, or "
                    "one per --devices entry)")
@@ -190,9 +193,9 @@ def _tune_command(argv: list[str]) -> int:
 def _tune(args: argparse.Namespace) -> int:
     import optuna
 
+    from aoe_optuna.cli.common import load_spec_for
     from aoe_optuna.samplers.registry import SAMPLERS, UnknownSamplerError, make_sampler
     from aoe_optuna.spec.backend import make_backend
-    from aoe_optuna.spec.loader import load_spec
     from aoe_optuna.spec.stored import store_sampler
     from aoe_optuna.study.create import (
         baseline_trial,
@@ -229,7 +232,7 @@ def _tune(args: argparse.Namespace) -> int:
             f"--sampler: unknown sampler {args.sampler!r}: expected one of {', '.join(SAMPLERS)}"
         )
     sampler_kwargs = _sampler_kwargs(args.sampler_kwargs) if args.sampler_kwargs is not None else {}
-    spec = load_spec(args.config) if args.config else None
+    spec = load_spec_for(args.config, args.num_devices) if args.config else None
     if spec is not None and args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
 

@@ -82,28 +82,6 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     return p
 
 
-def load_spec_for(path: str, num_devices: int | None) -> Any:
-    """The spec of ``path``, with the workload's ``tp`` set to ``num_devices`` if given."""
-    from aoe_optuna.spec.format import read_document
-    from aoe_optuna.spec.loader import load_spec, spec_from_dict
-
-    if num_devices is None:
-        return load_spec(path)
-    if num_devices < 1:
-        raise OperatorUsageError("--num-devices: expected a positive number of devices")
-    doc = read_document(path)
-    workload = doc.get("workload") or {}
-    per_card = [k for k in ("gemm", "shapes", "msprof") if isinstance(workload, dict)
-                and k in workload]
-    if not isinstance(workload, dict) or per_card:
-        what = per_card[0] if per_card else "workload"
-        raise OperatorUsageError(
-            f"--num-devices: {path}: a '{what}' workload gives per-card shapes already; "
-            "--num-devices splits a model (model or hf_config) over devices")
-    doc["workload"] = {**workload, "tp": num_devices}
-    return spec_from_dict(doc, source=str(path))
-
-
 def main(argv: list[str]) -> int:
     """Bad input before the first measurement: one line, exit 2, the storage file this run
     created removed. Past that point the measurements are kept whatever fails."""
@@ -161,6 +139,7 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
 def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     import optuna
 
+    from aoe_optuna.cli.common import load_spec_for
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import report
     from aoe_optuna.operators.tuner import OperatorTuner

@@ -182,7 +182,7 @@ def test_num_devices_is_refused_for_a_single_gemm_and_sets_tp_for_a_model(tmp_pa
     assert main(["operators", "--config", str(gemm), "--num-devices", "2",
                  "--storage", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
     assert "a 'gemm' workload gives per-card shapes already" in capsys.readouterr().err
-    from aoe_optuna.cli.operators import load_spec_for
+    from aoe_optuna.cli.common import load_spec_for
 
     model = tmp_path / "m.json"
     model.write_text(json.dumps({"workload": {"model": "qwen2.5-7b", "batch": 8}}))
