@@ -14,13 +14,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import optuna
 import torch
 from optuna.distributions import (
     BaseDistribution,
-    CategoricalDistribution,
     FloatDistribution,
-    IntDistribution,
 )
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import Study
@@ -42,7 +39,6 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 )
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
-from aoe_optuna.samplers.gp_ucb._float_grid import FLOAT_GRID_POINTS, float_grid, snap
 from aoe_optuna.samplers.gp_ucb._history import History, read_history
 from aoe_optuna.samplers.gp_ucb._local import is_local_step, near
 from aoe_optuna.samplers.gp_ucb._model import (
@@ -53,9 +49,10 @@ from aoe_optuna.samplers.gp_ucb._model import (
 )
 from aoe_optuna.samplers.gp_ucb._targets import TRANSFORMS, TargetTransform
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
+from aoe_optuna.samplers.plain_space import PlainSpaces
 from aoe_optuna.samplers.seeding import resolve_seed
 from aoe_optuna.samplers.torch_threads import one_torch_thread
-from aoe_optuna.space.params import Param
+from aoe_optuna.samplers.value_grid import FLOAT_GRID_POINTS, snap
 from aoe_optuna.space.search_space import SearchSpace
 
 if TYPE_CHECKING:
@@ -84,7 +81,7 @@ class GPUCBSampler(BaseSampler):
     Args:
         space: the search space; default: the study's stored spec, else the
             cartesian product of the distributions its trials used, each float
-            one a grid of ``float_grid_points`` values (``_float_grid``).
+            one a grid of ``float_grid_points`` values (``plain_space``).
         seed: makes proposals reproducible for a given history.
         n_startup_trials: configs (baseline, failures and running trials
             included) placed by the space-filling design before the GP takes over.
@@ -173,8 +170,7 @@ class GPUCBSampler(BaseSampler):
         self._independent = RandomSampler(seed=self._seed)
         self._sources: dict[int, CandidateSource] = {}
         self._spaces: dict[Any, SearchSpace] = {}
-        # For an inferred space: the distributions the study's own trials used (log ints stay log).
-        self._study_dists: dict[int, dict[str, BaseDistribution]] = {}
+        self._plain = PlainSpaces(float_grid_points)
 
     # ------------------------------------------------------------------ space
     def _space_for(self, study: Study) -> SearchSpace | None:
@@ -187,27 +183,13 @@ class GPUCBSampler(BaseSampler):
                 self._spaces[key] = stored
         if key in self._spaces:
             return self._spaces[key]
-        return self._inferred_space(study)
+        plain = self._plain(study)
+        return None if plain is None else plain.space
 
-    def _inferred_space(self, study: Study) -> SearchSpace | None:
-        """Cartesian product of the distributions every trial used (floats as grids)."""
-        dists = optuna.search_space.intersection_search_space(
-            study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
-                                                     optuna.trial.TrialState.FAIL,
-                                                     optuna.trial.TrialState.PRUNED)),
-            include_pruned=True,
-        )
-        params = [
-            p for name, d in sorted(dists.items())
-            if (p := _param_of(name, d, self.float_grid_points)) is not None
-        ]
-        if not params:
-            return None
-        key = tuple((p.name, p.choices) for p in params)
-        if key not in self._spaces:
-            self._spaces[key] = SearchSpace(params)
-            self._study_dists[id(self._spaces[key])] = {p.name: dists[p.name] for p in params}
-        return self._spaces[key]
+    def _plain_distributions(self, study: Study, space: SearchSpace) -> dict | None:
+        """The study's own distributions where ``space`` was inferred from them."""
+        plain = self._plain(study)
+        return plain.distributions if plain is not None and plain.space is space else None
 
     def _inputs_for(self, study: Study, space: SearchSpace) -> GPInputs:
         """The GP's input encoding of ``space`` (tiling features when the workload is known)."""
@@ -241,7 +223,7 @@ class GPUCBSampler(BaseSampler):
         space = self._space_for(study)
         if space is None:
             return {}
-        return self._study_dists.get(id(space)) or space.distributions()
+        return self._plain_distributions(study, space) or space.distributions()
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
@@ -360,12 +342,3 @@ def _stored_spec(study: Study) -> Any:
         return None
     return stored_spec(study)
 
-
-def _param_of(name: str, dist: BaseDistribution, float_points: int) -> Param | None:
-    if isinstance(dist, FloatDistribution):
-        return Param(name, float_grid(dist, float_points), "real")
-    if isinstance(dist, IntDistribution):
-        return Param.generic(name, range(dist.low, dist.high + 1, dist.step))
-    if isinstance(dist, CategoricalDistribution):
-        return Param.generic(name, dist.choices)
-    return None
