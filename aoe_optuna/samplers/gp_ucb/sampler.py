@@ -10,7 +10,7 @@ the trial they were fitted for) as the warm start and fallback of the next fit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,8 +20,9 @@ from optuna.distributions import (
     FloatDistribution,
 )
 from optuna.samplers import BaseSampler, RandomSampler
+from optuna.samplers._base import _process_constraints_after_trial
 from optuna.study import Study
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
 from aoe_optuna.samplers.gp_ucb._acquisition import (
@@ -111,6 +112,13 @@ class GPUCBSampler(BaseSampler):
             from the spec stored in the study (a profile only for the simulator and npu
             backends: the CPU kernel does not run on the SoC's cube cores).
         float_grid_points: values standing for each float parameter of a plain study.
+        constraints_func: as Optuna's samplers take it: the constraint values of a
+            finished trial (feasible when all are <= 0), stored with the trial. A
+            completed trial that breaks a constraint, given here or by
+            ``Trial.set_constraint``, still trains the objective's GP, counts as a
+            failure for P(success) (so UCB is weighted by the chance of being
+            feasible, as Optuna's GPSampler weights its acquisition) and is never an
+            incumbent.
     """
 
     def __init__(
@@ -133,6 +141,7 @@ class GPUCBSampler(BaseSampler):
         workload: Workload | None = None,
         profile: SocProfile | None = None,
         float_grid_points: int = FLOAT_GRID_POINTS,
+        constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
     ) -> None:
         if n_startup_trials < 1:
             raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
@@ -166,6 +175,7 @@ class GPUCBSampler(BaseSampler):
         self._workload = workload
         self._profile = profile
         self.float_grid_points = float_grid_points
+        self._constraints_func = constraints_func
         self._inputs: dict[int, GPInputs] = {}
         self._independent = RandomSampler(seed=self._seed)
         self._sources: dict[int, CandidateSource] = {}
@@ -269,6 +279,12 @@ class GPUCBSampler(BaseSampler):
     def reseed_rng(self) -> None:
         self._independent.reseed_rng()
 
+    def after_trial(
+        self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
+    ) -> None:
+        if self._constraints_func is not None:
+            _process_constraints_after_trial(self._constraints_func, study, trial, state)
+
     # ------------------------------------------------------------- the step
     def _refit_period(self, n_completed: int) -> int:
         """Fit on completed counts that are multiples of this (see REFIT_ALWAYS_BELOW)."""
@@ -301,12 +317,12 @@ class GPUCBSampler(BaseSampler):
         beta = beta_at(t, space.n_feasible, self.beta, self.beta_schedule)
         score = ucb(mean, std, beta)
         if self.use_feasibility_model:
-            feas = FeasibilityModel.fit(x, encode(history.failed))
+            feas = FeasibilityModel.fit(encode(history.completed_ok), encode(history.all_failed))
             if feas is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
                 score = weighted_by_success(score, feas.predict(cands.x), floor)
-        targets = history.targets()
-        if is_local_step(targets, self.local_patience):
+        targets = history.feasible_targets()
+        if is_local_step(targets, self.local_patience) and history.feasible_mask.any():
             best_row = history.completed[int(np.argmax(targets))]
             local = near(cands.rows, best_row, self.local_radius)
             if local.any():  # exploit: the best predicted mean among the close configs
