@@ -26,10 +26,35 @@ from optuna.study import Study
 from optuna.trial import TrialState
 
 from aoe_optuna.samplers.value_grid import float_grid, int_grid
-from aoe_optuna.space.params import Param
+from aoe_optuna.space.params import Param, ParamError
 from aoe_optuna.space.search_space import SearchSpace
 
 _FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+
+
+@dataclass(frozen=True)
+class PlainParam(Param):
+    """A parameter of a plain study: its values are taken as they are, whatever its name.
+
+    ``Param`` spells the values of the GEMM tunables it knows canonically
+    ("layout" takes row_major/col_major/z_major, "pipeline" 0/1/2); a plain
+    study's "layout" may be any strings, so here no name is special.
+    """
+
+    def code(self, value: Any) -> int | float:
+        if self.kind in ("int", "real"):
+            return value
+        if self.kind == "bool":
+            return int(bool(value))
+        return self.choices.index(value)
+
+    def index(self, value: Any) -> int:
+        try:
+            return self.choices.index(value)
+        except ValueError:
+            raise ParamError(
+                f"{self.name}={value!r} is not one of its choices {list(self.choices)}"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -49,13 +74,13 @@ def param_of(
     a wider one a grid of that many ints.
     """
     if isinstance(dist, FloatDistribution):
-        return Param(name, float_grid(dist, float_points), "real")
+        return PlainParam(name, float_grid(dist, float_points), "real")
     if isinstance(dist, IntDistribution):
         if int_points is not None:
-            return Param.generic(name, int_grid(dist, int_points))
-        return Param.generic(name, range(dist.low, dist.high + 1, dist.step))
+            return PlainParam.generic(name, int_grid(dist, int_points))
+        return PlainParam.generic(name, range(dist.low, dist.high + 1, dist.step))
     if isinstance(dist, CategoricalDistribution):
-        return Param.generic(name, dist.choices)
+        return PlainParam.generic(name, dist.choices)
     return None
 
 

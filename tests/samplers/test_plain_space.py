@@ -113,3 +113,26 @@ def test_a_reinforce_space_grids_wide_ints_and_keeps_narrow_ones() -> None:
     by_name = {p.name: p.choices for p in plain.space.params}
     assert by_name["m"] == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     assert len(by_name["n"]) == 10 and by_name["n"][0] == 1 and by_name["n"][-1] == 20
+
+
+@pytest.mark.parametrize("sampler", ["gp-ucb", "reinforce"])
+def test_names_of_gemm_tunables_take_any_values_in_a_plain_study(sampler: str) -> None:
+    """"layout" or "pipeline" in a plain study are the user's, not the GEMM kernel's."""
+    from aoe_optuna.samplers.gp_ucb import GPUCBSampler
+    from aoe_optuna.samplers.reinforce import ReinforceSampler
+
+    def objective(trial: optuna.Trial) -> float:
+        layout = trial.suggest_categorical("layout", ["row", "col", "tiled"])
+        pipeline = trial.suggest_categorical("pipeline", ["a", "b"])
+        tile_m = trial.suggest_int("tile_m", 1, 7)
+        return float(tile_m) + (layout == "tiled") + (pipeline == "b")
+
+    made = GPUCBSampler(seed=0, n_startup_trials=3) if sampler == "gp-ucb" else ReinforceSampler(
+        seed=0)
+    study = optuna.create_study(sampler=made)
+    study.optimize(objective, n_trials=12)
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    plain = PlainSpaces(float_points=33)(study)
+    assert plain is not None
+    rows = [plain.space.index(t.params) for t in study.trials]
+    assert len({tuple(r) for r in rows}) == len(rows)  # every trial a distinct config
