@@ -26,7 +26,7 @@ SAMPLERS = {
     "gp-ucb": lambda: GPUCBSampler(n_startup_trials=1),
     "gp-ucb-grid5": lambda: GPUCBSampler(n_startup_trials=1, float_grid_points=5),
     "reinforce": lambda: ReinforceSampler(),
-    "reinforce-grid5": lambda: ReinforceSampler(float_grid_points=5, local=0.5),
+    "reinforce-grid5": lambda: ReinforceSampler(float_grid_points=5, int_grid_points=5, local=0.5),
 }
 
 

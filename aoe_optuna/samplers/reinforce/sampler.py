@@ -63,6 +63,7 @@ LOCAL_SHARE = 0.8
 # draws explore until then). A pretrained policy's first draw is already near the
 # optimum, so with one they start after the first measurement.
 LOCAL_START_UNTRAINED = 10
+INT_GRID_POINTS = 17  # values standing for a wider int parameter of a plain study
 CLAIM_ROUNDS = 8  # proposals tried against other workers' claims before giving up
 _TRIED_STATES = (
     TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING,
@@ -104,8 +105,12 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
             0: policy draws only.
         learner: the online learner's settings: a :class:`LearnerSettings`, or a mapping
             of its fields (``{"batch_size": 4}``, as ``--sampler-kwargs`` gives them).
-        float_grid_points: values standing for each float parameter of a plain study,
-            and for each int one with more values than this.
+        float_grid_points: values standing for each float parameter of a plain study.
+        int_grid_points: values standing for each int parameter of a plain study that
+            has more (geometric on a log-int): a policy head learns a few choices
+            faster than many, and a local move crosses a coarse grid in fewer steps
+            (on a 1..1024 log-int, 17 points found the optimum in 40 trials where 33
+            did not; tests/hub/test_benchmark_problems.py).
         constraints_func: as Optuna's samplers take it: the constraint values of a
             finished trial (feasible when all are <= 0), stored with the trial; a
             completed trial that breaks one is learnt from as a failure.
@@ -123,18 +128,22 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         local: float | None = None,
         learner: LearnerSettings | Mapping[str, Any] | None = None,
         float_grid_points: int = FLOAT_GRID_POINTS,
+        int_grid_points: int = INT_GRID_POINTS,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
     ) -> None:
-        if float_grid_points < 2:
-            raise ValueError(f"float_grid_points: expected >= 2, got {float_grid_points}")
+        for name, points in (("float_grid_points", float_grid_points),
+                             ("int_grid_points", int_grid_points)):
+            if points < 2:
+                raise ValueError(f"{name}: expected >= 2, got {points}")
         self._settings = learner_settings(learner)
         self._local_share = _local_share(local)
         self._local_start = 1 if policy is not None else LOCAL_START_UNTRAINED
         self._seed = resolve_seed(seed, "ReinforceSampler")
         self._space = space
         self._given = space  # a space given or read from the stored spec: never re-inferred
-        self._plain = PlainSpaces(float_grid_points, int_points=float_grid_points)
+        self._plain = PlainSpaces(float_grid_points, int_points=int_grid_points)
         self._float_grid_points = float_grid_points
+        self._int_grid_points = int_grid_points
         self._constraints_func = constraints_func
         self._policy_path = policy
         self._features = None if features is None else np.asarray(features, dtype=np.float32)
@@ -292,7 +301,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         if isinstance(param_distribution, FloatDistribution):
             return snap(param_distribution, value, self._float_grid_points)
         if isinstance(param_distribution, IntDistribution):
-            return snap_int(param_distribution, value, self._float_grid_points)
+            return snap_int(param_distribution, value, self._int_grid_points)
         return value
 
     def reseed_rng(self) -> None:

@@ -96,7 +96,8 @@ def test_an_enqueued_trial_keeps_its_params_and_its_claim() -> None:
     assert "aoe:claim" not in study._storage.get_trial(trial._trial_id).system_attrs
 
 
+@pytest.mark.parametrize("name", ["float_grid_points", "int_grid_points"])
 @pytest.mark.parametrize("points", [1, 0])
-def test_bad_grid_size_is_one_line(points: int) -> None:
-    with pytest.raises(ValueError, match=f"float_grid_points: expected >= 2, got {points}"):
-        ReinforceSampler(float_grid_points=points)
+def test_bad_grid_size_is_one_line(name: str, points: int) -> None:
+    with pytest.raises(ValueError, match=f"{name}: expected >= 2, got {points}"):
+        ReinforceSampler(**{name: points})
