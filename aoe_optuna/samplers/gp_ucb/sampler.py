@@ -29,6 +29,7 @@ from aoe_optuna.samplers.gp_ucb._acquisition import (
     DEFAULT_BETA,
     BetaSchedule,
     beta_at,
+    improvement_if_feasible,
     ucb,
     weighted_by_success,
 )
@@ -255,7 +256,9 @@ class GPUCBSampler(BaseSampler):
             return {}
         with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
-            ranked, hyper = self._choose(inputs, history, cands, rng, _previous_hyper(trials))
+            ranked, hyper = self._choose(
+                inputs, history, cands, rng, _previous_hyper(trials), self._plain.made(space)
+            )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
         # Another worker may be proposing at this very moment from the same history:
@@ -294,9 +297,13 @@ class GPUCBSampler(BaseSampler):
 
     def _choose(
         self, encode: GPInputs, history: History, cands: Candidates,
-        rng: np.random.Generator, previous: Hyper | None,
+        rng: np.random.Generator, previous: Hyper | None, plain: bool = False,
     ) -> tuple[np.ndarray, Hyper | None]:
-        """Indices into ``cands``, best first, and the hyperparameters fitted for them."""
+        """Indices into ``cands``, best first, and the hyperparameters fitted for them.
+
+        ``plain``: the space was inferred from a plain study, whose failures are its
+        constraints; UCB is then weighted by ``improvement_if_feasible``.
+        """
         space = encode.space
         used_x = encode(np.concatenate([history.completed, history.failed, history.pending]))
         n_startup = self.n_startup_trials
@@ -318,7 +325,9 @@ class GPUCBSampler(BaseSampler):
         score = ucb(mean, std, beta)
         if self.use_feasibility_model:
             feas = FeasibilityModel.fit(encode(history.completed_ok), encode(history.all_failed))
-            if feas is not None:
+            if feas is not None and plain:
+                score = improvement_if_feasible(score, feas.predict(cands.x), float(mean.max()))
+            elif feas is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
                 score = weighted_by_success(score, feas.predict(cands.x), floor)
         targets = history.feasible_targets()
