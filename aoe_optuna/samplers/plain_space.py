@@ -112,7 +112,3 @@ class PlainSpaces:
                 SearchSpace(params), {p.name: dists[p.name] for p in params}
             )
         return self._known[key]
-
-    def made(self, space: SearchSpace) -> bool:
-        """Whether ``space`` is one this object inferred (a plain study's)."""
-        return any(known.space is space for known in self._known.values())

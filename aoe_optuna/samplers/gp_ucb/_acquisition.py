@@ -63,10 +63,11 @@ def improvement_if_feasible(
 ) -> np.ndarray:
     """P(success) * max(UCB - best predicted mean, 0): the optimistic gain, if it runs.
 
-    For a plain study, whose failures are its constraints (a config outside the
-    valid set), not the odd failed build. There ``weighted_by_success``'s far
-    floor makes the P(success) factor vary more than the UCB term, so the
-    search settles next to configs that ran instead of where it can improve. As
+    For studies whose failures are dense and cheap (a plain study of a recorded
+    space: a config outside it is told FAIL, nothing is built). There
+    ``weighted_by_success``'s far floor makes the P(success) factor vary more
+    than the UCB term, so the search settles next to configs that ran instead
+    of where it can improve; where a failure costs a build, that is the point. As
     constrained expected improvement (Gardner et al., ICML 2014; Optuna's
     GPSampler) multiplies the improvement over the incumbent by P(feasible),
     this multiplies UCB's optimistic improvement over the best predicted mean.

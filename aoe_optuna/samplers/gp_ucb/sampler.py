@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
+FeasibilityWeighting = Literal["success", "gain"]
 HYPER_ATTR = "gp_ucb:hyper"  # trial system attr: the GP hyperparameters fitted for it
 N_INCUMBENTS = 5
 RANKED = 16  # best candidates kept in order, for when other workers claimed the first
@@ -92,6 +93,14 @@ class GPUCBSampler(BaseSampler):
         beta_schedule: None (constant beta) or "srinivas" (GP-UCB's growing beta, scaled).
         use_feasibility_model: weight the acquisition by P(success) learned from
             FAIL trials; False leaves failures out of the model (only never repeated).
+        feasibility_weighting: how P(success) weights UCB. "success" (default):
+            P * (UCB - a floor below every UCB), which keeps to configs likely to
+            run. "gain": P * max(UCB - best predicted mean, 0), as constrained EI
+            weights its improvement, which searches through configs that fail: for
+            studies where a failed trial costs little (a config rejected before it
+            is built). On plain studies of recorded spaces it is nearer the optimum
+            per valid measurement and proposes about twice the failures
+            (docs/BENCHMARKS.md, "Plain Optuna studies").
         enumerate_limit: feasible-set size above which a sampled pool replaces enumeration.
         pool_size: uniform feasible samples in that pool (plus neighbours of the best).
         refit_every: fit the hyperparameters when the number of completed trials is a
@@ -131,6 +140,7 @@ class GPUCBSampler(BaseSampler):
         beta: float = DEFAULT_BETA,
         beta_schedule: BetaSchedule | None = None,
         use_feasibility_model: bool = True,
+        feasibility_weighting: FeasibilityWeighting = "success",
         enumerate_limit: int = ENUMERATE_LIMIT,
         pool_size: int = POOL_SIZE,
         refit_every: int | None = None,
@@ -152,6 +162,9 @@ class GPUCBSampler(BaseSampler):
             raise ValueError(f"refit_every: expected None or >= 1, got {refit_every}")
         if floor_quantile is not None and not 0.0 <= floor_quantile < 1.0:
             raise ValueError(f"floor_quantile: expected None or in [0, 1), got {floor_quantile}")
+        if feasibility_weighting not in ("success", "gain"):
+            raise ValueError(f"feasibility_weighting: expected 'success' or 'gain', "
+                             f"got {feasibility_weighting!r}")
         if float_grid_points < 2:
             raise ValueError(f"float_grid_points: expected >= 2, got {float_grid_points}")
         beta_at(1, 1, beta, beta_schedule)  # validates the schedule name
@@ -165,6 +178,7 @@ class GPUCBSampler(BaseSampler):
         self.beta = beta
         self.beta_schedule = beta_schedule
         self.use_feasibility_model = use_feasibility_model
+        self.feasibility_weighting = feasibility_weighting
         self._enumerate_limit = enumerate_limit
         self._pool_size = pool_size
         self.refit_every = refit_every
@@ -256,9 +270,7 @@ class GPUCBSampler(BaseSampler):
             return {}
         with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
-            ranked, hyper = self._choose(
-                inputs, history, cands, rng, _previous_hyper(trials), self._plain.made(space)
-            )
+            ranked, hyper = self._choose(inputs, history, cands, rng, _previous_hyper(trials))
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
         # Another worker may be proposing at this very moment from the same history:
@@ -297,13 +309,9 @@ class GPUCBSampler(BaseSampler):
 
     def _choose(
         self, encode: GPInputs, history: History, cands: Candidates,
-        rng: np.random.Generator, previous: Hyper | None, plain: bool = False,
+        rng: np.random.Generator, previous: Hyper | None,
     ) -> tuple[np.ndarray, Hyper | None]:
-        """Indices into ``cands``, best first, and the hyperparameters fitted for them.
-
-        ``plain``: the space was inferred from a plain study, whose failures are its
-        constraints; UCB is then weighted by ``improvement_if_feasible``.
-        """
+        """Indices into ``cands``, best first, and the hyperparameters fitted for them."""
         space = encode.space
         used_x = encode(np.concatenate([history.completed, history.failed, history.pending]))
         n_startup = self.n_startup_trials
@@ -325,7 +333,7 @@ class GPUCBSampler(BaseSampler):
         score = ucb(mean, std, beta)
         if self.use_feasibility_model:
             feas = FeasibilityModel.fit(encode(history.completed_ok), encode(history.all_failed))
-            if feas is not None and plain:
+            if feas is not None and self.feasibility_weighting == "gain":
                 score = improvement_if_feasible(score, feas.predict(cands.x), float(mean.max()))
             elif feas is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))

@@ -50,3 +50,25 @@ def test_floats_are_modelled_not_random() -> None:
 def test_bad_grid_size_is_one_line() -> None:
     with pytest.raises(ValueError, match="float_grid_points: expected >= 2, got 1"):
         GPUCBSampler(float_grid_points=1)
+
+
+def test_bad_feasibility_weighting_is_one_line() -> None:
+    with pytest.raises(ValueError, match="feasibility_weighting: expected 'success' or 'gain'"):
+        GPUCBSampler(feasibility_weighting="ei")  # type: ignore[arg-type]
+
+
+def test_gain_weighting_searches_through_failures_success_avoids_them() -> None:
+    """Half the configs fail (odd x): "success" keeps to configs that run, "gain" less so."""
+    def objective(trial: optuna.Trial) -> float:
+        x, y = trial.suggest_int("x", 0, 15), trial.suggest_int("y", 0, 15)
+        if x % 2:
+            raise RuntimeError("does not build")
+        return -((x - 9) ** 2) - (y - 7) ** 2
+
+    failed = {}
+    for weighting in ("success", "gain"):
+        study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
+            seed=0, feasibility_weighting=weighting))
+        study.optimize(objective, n_trials=30, catch=(RuntimeError,))
+        failed[weighting] = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials[10:])
+    assert failed["success"] < failed["gain"], failed
