@@ -56,3 +56,25 @@ def weighted_by_success(
     if p_success is None:
         return value
     return p_success * (value - floor)
+
+
+def improvement_if_feasible(
+    value: np.ndarray, p_success: np.ndarray, best_mean: float
+) -> np.ndarray:
+    """P(success) * max(UCB - best predicted mean, 0): the optimistic gain, if it runs.
+
+    For studies whose failures are dense and cheap (a plain study of a recorded
+    space: a config outside it is told FAIL, nothing is built). There
+    ``weighted_by_success``'s far floor makes the P(success) factor vary more
+    than the UCB term, so the search settles next to configs that ran instead
+    of where it can improve; where a failure costs a build, that is the point. As
+    constrained expected improvement (Gardner et al., ICML 2014; Optuna's
+    GPSampler) multiplies the improvement over the incumbent by P(feasible),
+    this multiplies UCB's optimistic improvement over the best predicted mean.
+    Where no candidate's UCB exceeds that mean (no std left), it falls back to
+    the UCB order weighted by P(success).
+    """
+    gain = np.maximum(value - best_mean, 0.0)
+    if not (gain > 0).any():
+        return p_success * (value - float(value.min()) + 1.0)
+    return p_success * gain

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.samplers.gp_ucb._targets import targets
+from aoe_optuna.samplers.trial_constraints import breaks_a_constraint
 from aoe_optuna.samplers.trial_rows import trial_row
 from aoe_optuna.space.search_space import SearchSpace
 
@@ -38,6 +38,29 @@ class History:
     pending: np.ndarray  # (p, d) RUNNING/WAITING in other workers
     seen: set[int] = field(default_factory=set)  # flat ids never to propose again
     maximize: bool = True
+    # (n,) per completed row: it broke one of Optuna's constraints (constraints_func,
+    # Trial.set_constraint). Its value still trains the objective's GP; it counts as a
+    # failure for P(success) and is never an incumbent. None: none did.
+    infeasible: np.ndarray | None = None
+
+    @property
+    def feasible_mask(self) -> np.ndarray:
+        """(n,) completed rows that broke no constraint."""
+        if self.infeasible is None:
+            return np.ones(self.completed.shape[0], dtype=bool)
+        return ~self.infeasible
+
+    @property
+    def completed_ok(self) -> np.ndarray:
+        """Completed rows that broke no constraint: the successes P(success) learns from."""
+        return self.completed if self.infeasible is None else self.completed[~self.infeasible]
+
+    @property
+    def all_failed(self) -> np.ndarray:
+        """Failed rows, then completed rows that broke a constraint."""
+        if self.infeasible is None or not self.infeasible.any():
+            return self.failed
+        return np.concatenate([self.failed, self.completed[self.infeasible]])
 
     @property
     def n_used(self) -> int:
@@ -53,20 +76,17 @@ class History:
         """
         return targets(self.values, transform, self.maximize, floor_quantile)
 
+    def feasible_targets(self) -> np.ndarray:
+        """``targets()`` with the rows that broke a constraint at -inf (never the best)."""
+        return np.where(self.feasible_mask, self.targets(), -np.inf)
+
     def incumbents(self, k: int) -> np.ndarray:
-        """The ``k`` best completed configs, best first."""
-        if self.completed.shape[0] == 0:
-            return self.completed
-        order = np.argsort(-self.targets(), kind="stable")
-        return self.completed[order[:k]]
-
-
-def _broke_a_rule(trial: FrozenTrial) -> bool:
-    """PRUNED for breaking a constraint (Optuna 5 ``set_constraint`` or the older list form)."""
-    values: Any = getattr(trial, "constraints", None) or trial.system_attrs.get("constraints")
-    if isinstance(values, dict):
-        values = list(values.values())
-    return bool(values) and any(float(c) > 0 for c in values)
+        """The ``k`` best completed configs that broke no constraint, best first."""
+        feasible = self.feasible_mask
+        if not feasible.any():
+            return self.completed[:0]
+        order = np.argsort(-self.feasible_targets(), kind="stable")
+        return self.completed[order[: min(k, int(feasible.sum()))]]
 
 
 def read_history(
@@ -79,6 +99,7 @@ def read_history(
     d = len(space.names)
     groups: dict[str, list[np.ndarray]] = {"completed": [], "failed": [], "pending": []}
     values: list[float] = []
+    infeasible: list[bool] = []
     seen: set[int] = set()
     for t in trials:
         if t.number == exclude_number:
@@ -90,7 +111,10 @@ def read_history(
         if t.state == TrialState.COMPLETE and t.value is not None and np.isfinite(t.value):
             groups["completed"].append(row)
             values.append(float(t.value))
-        elif t.state == TrialState.FAIL or (t.state == TrialState.PRUNED and _broke_a_rule(t)):
+            infeasible.append(breaks_a_constraint(t))
+        elif t.state == TrialState.FAIL or (
+            t.state == TrialState.PRUNED and breaks_a_constraint(t)
+        ):
             groups["failed"].append(row)
         elif t.state in (TrialState.RUNNING, TrialState.WAITING):
             groups["pending"].append(row)
@@ -106,4 +130,5 @@ def read_history(
         pending=stack(groups["pending"]),
         seen=seen,
         maximize=direction != optuna.study.StudyDirection.MINIMIZE,
+        infeasible=np.array(infeasible, dtype=bool) if any(infeasible) else None,
     )

@@ -10,27 +10,26 @@ the trial they were fitted for) as the warm start and fallback of the next fit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import optuna
 import torch
 from optuna.distributions import (
     BaseDistribution,
-    CategoricalDistribution,
     FloatDistribution,
-    IntDistribution,
 )
 from optuna.samplers import BaseSampler, RandomSampler
+from optuna.samplers._base import _process_constraints_after_trial
 from optuna.study import Study
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
 from aoe_optuna.samplers.gp_ucb._acquisition import (
     DEFAULT_BETA,
     BetaSchedule,
     beta_at,
+    improvement_if_feasible,
     ucb,
     weighted_by_success,
 )
@@ -42,7 +41,6 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 )
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
-from aoe_optuna.samplers.gp_ucb._float_grid import FLOAT_GRID_POINTS, float_grid, snap
 from aoe_optuna.samplers.gp_ucb._history import History, read_history
 from aoe_optuna.samplers.gp_ucb._local import is_local_step, near
 from aoe_optuna.samplers.gp_ucb._model import (
@@ -53,9 +51,10 @@ from aoe_optuna.samplers.gp_ucb._model import (
 )
 from aoe_optuna.samplers.gp_ucb._targets import TRANSFORMS, TargetTransform
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
+from aoe_optuna.samplers.plain_space import PlainSpaces
 from aoe_optuna.samplers.seeding import resolve_seed
 from aoe_optuna.samplers.torch_threads import one_torch_thread
-from aoe_optuna.space.params import Param
+from aoe_optuna.samplers.value_grid import FLOAT_GRID_POINTS, snap
 from aoe_optuna.space.search_space import SearchSpace
 
 if TYPE_CHECKING:
@@ -64,6 +63,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
+FeasibilityWeighting = Literal["success", "gain"]
 HYPER_ATTR = "gp_ucb:hyper"  # trial system attr: the GP hyperparameters fitted for it
 N_INCUMBENTS = 5
 RANKED = 16  # best candidates kept in order, for when other workers claimed the first
@@ -84,7 +84,7 @@ class GPUCBSampler(BaseSampler):
     Args:
         space: the search space; default: the study's stored spec, else the
             cartesian product of the distributions its trials used, each float
-            one a grid of ``float_grid_points`` values (``_float_grid``).
+            one a grid of ``float_grid_points`` values (``plain_space``).
         seed: makes proposals reproducible for a given history.
         n_startup_trials: configs (baseline, failures and running trials
             included) placed by the space-filling design before the GP takes over.
@@ -93,6 +93,14 @@ class GPUCBSampler(BaseSampler):
         beta_schedule: None (constant beta) or "srinivas" (GP-UCB's growing beta, scaled).
         use_feasibility_model: weight the acquisition by P(success) learned from
             FAIL trials; False leaves failures out of the model (only never repeated).
+        feasibility_weighting: how P(success) weights UCB. "success" (default):
+            P * (UCB - a floor below every UCB), which keeps to configs likely to
+            run. "gain": P * max(UCB - best predicted mean, 0), as constrained EI
+            weights its improvement, which searches through configs that fail: for
+            studies where a failed trial costs little (a config rejected before it
+            is built). On plain studies of recorded spaces it is nearer the optimum
+            per valid measurement and proposes about twice the failures
+            (docs/BENCHMARKS.md, "Plain Optuna studies").
         enumerate_limit: feasible-set size above which a sampled pool replaces enumeration.
         pool_size: uniform feasible samples in that pool (plus neighbours of the best).
         refit_every: fit the hyperparameters when the number of completed trials is a
@@ -114,6 +122,13 @@ class GPUCBSampler(BaseSampler):
             from the spec stored in the study (a profile only for the simulator and npu
             backends: the CPU kernel does not run on the SoC's cube cores).
         float_grid_points: values standing for each float parameter of a plain study.
+        constraints_func: as Optuna's samplers take it: the constraint values of a
+            finished trial (feasible when all are <= 0), stored with the trial. A
+            completed trial that breaks a constraint, given here or by
+            ``Trial.set_constraint``, still trains the objective's GP, counts as a
+            failure for P(success) (so UCB is weighted by the chance of being
+            feasible, as Optuna's GPSampler weights its acquisition) and is never an
+            incumbent.
     """
 
     def __init__(
@@ -125,6 +140,7 @@ class GPUCBSampler(BaseSampler):
         beta: float = DEFAULT_BETA,
         beta_schedule: BetaSchedule | None = None,
         use_feasibility_model: bool = True,
+        feasibility_weighting: FeasibilityWeighting = "success",
         enumerate_limit: int = ENUMERATE_LIMIT,
         pool_size: int = POOL_SIZE,
         refit_every: int | None = None,
@@ -136,6 +152,7 @@ class GPUCBSampler(BaseSampler):
         workload: Workload | None = None,
         profile: SocProfile | None = None,
         float_grid_points: int = FLOAT_GRID_POINTS,
+        constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
     ) -> None:
         if n_startup_trials < 1:
             raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
@@ -145,6 +162,9 @@ class GPUCBSampler(BaseSampler):
             raise ValueError(f"refit_every: expected None or >= 1, got {refit_every}")
         if floor_quantile is not None and not 0.0 <= floor_quantile < 1.0:
             raise ValueError(f"floor_quantile: expected None or in [0, 1), got {floor_quantile}")
+        if feasibility_weighting not in ("success", "gain"):
+            raise ValueError(f"feasibility_weighting: expected 'success' or 'gain', "
+                             f"got {feasibility_weighting!r}")
         if float_grid_points < 2:
             raise ValueError(f"float_grid_points: expected >= 2, got {float_grid_points}")
         beta_at(1, 1, beta, beta_schedule)  # validates the schedule name
@@ -158,6 +178,7 @@ class GPUCBSampler(BaseSampler):
         self.beta = beta
         self.beta_schedule = beta_schedule
         self.use_feasibility_model = use_feasibility_model
+        self.feasibility_weighting = feasibility_weighting
         self._enumerate_limit = enumerate_limit
         self._pool_size = pool_size
         self.refit_every = refit_every
@@ -169,12 +190,12 @@ class GPUCBSampler(BaseSampler):
         self._workload = workload
         self._profile = profile
         self.float_grid_points = float_grid_points
+        self._constraints_func = constraints_func
         self._inputs: dict[int, GPInputs] = {}
         self._independent = RandomSampler(seed=self._seed)
         self._sources: dict[int, CandidateSource] = {}
         self._spaces: dict[Any, SearchSpace] = {}
-        # For an inferred space: the distributions the study's own trials used (log ints stay log).
-        self._study_dists: dict[int, dict[str, BaseDistribution]] = {}
+        self._plain = PlainSpaces(float_grid_points)
 
     # ------------------------------------------------------------------ space
     def _space_for(self, study: Study) -> SearchSpace | None:
@@ -187,27 +208,13 @@ class GPUCBSampler(BaseSampler):
                 self._spaces[key] = stored
         if key in self._spaces:
             return self._spaces[key]
-        return self._inferred_space(study)
+        plain = self._plain(study)
+        return None if plain is None else plain.space
 
-    def _inferred_space(self, study: Study) -> SearchSpace | None:
-        """Cartesian product of the distributions every trial used (floats as grids)."""
-        dists = optuna.search_space.intersection_search_space(
-            study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
-                                                     optuna.trial.TrialState.FAIL,
-                                                     optuna.trial.TrialState.PRUNED)),
-            include_pruned=True,
-        )
-        params = [
-            p for name, d in sorted(dists.items())
-            if (p := _param_of(name, d, self.float_grid_points)) is not None
-        ]
-        if not params:
-            return None
-        key = tuple((p.name, p.choices) for p in params)
-        if key not in self._spaces:
-            self._spaces[key] = SearchSpace(params)
-            self._study_dists[id(self._spaces[key])] = {p.name: dists[p.name] for p in params}
-        return self._spaces[key]
+    def _plain_distributions(self, study: Study, space: SearchSpace) -> dict | None:
+        """The study's own distributions where ``space`` was inferred from them."""
+        plain = self._plain(study)
+        return plain.distributions if plain is not None and plain.space is space else None
 
     def _inputs_for(self, study: Study, space: SearchSpace) -> GPInputs:
         """The GP's input encoding of ``space`` (tiling features when the workload is known)."""
@@ -241,7 +248,7 @@ class GPUCBSampler(BaseSampler):
         space = self._space_for(study)
         if space is None:
             return {}
-        return self._study_dists.get(id(space)) or space.distributions()
+        return self._plain_distributions(study, space) or space.distributions()
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
@@ -287,6 +294,12 @@ class GPUCBSampler(BaseSampler):
     def reseed_rng(self) -> None:
         self._independent.reseed_rng()
 
+    def after_trial(
+        self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
+    ) -> None:
+        if self._constraints_func is not None:
+            _process_constraints_after_trial(self._constraints_func, study, trial, state)
+
     # ------------------------------------------------------------- the step
     def _refit_period(self, n_completed: int) -> int:
         """Fit on completed counts that are multiples of this (see REFIT_ALWAYS_BELOW)."""
@@ -319,12 +332,14 @@ class GPUCBSampler(BaseSampler):
         beta = beta_at(t, space.n_feasible, self.beta, self.beta_schedule)
         score = ucb(mean, std, beta)
         if self.use_feasibility_model:
-            feas = FeasibilityModel.fit(x, encode(history.failed))
-            if feas is not None:
+            feas = FeasibilityModel.fit(encode(history.completed_ok), encode(history.all_failed))
+            if feas is not None and self.feasibility_weighting == "gain":
+                score = improvement_if_feasible(score, feas.predict(cands.x), float(mean.max()))
+            elif feas is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
                 score = weighted_by_success(score, feas.predict(cands.x), floor)
-        targets = history.targets()
-        if is_local_step(targets, self.local_patience):
+        targets = history.feasible_targets()
+        if is_local_step(targets, self.local_patience) and history.feasible_mask.any():
             best_row = history.completed[int(np.argmax(targets))]
             local = near(cands.rows, best_row, self.local_radius)
             if local.any():  # exploit: the best predicted mean among the close configs
@@ -360,12 +375,3 @@ def _stored_spec(study: Study) -> Any:
         return None
     return stored_spec(study)
 
-
-def _param_of(name: str, dist: BaseDistribution, float_points: int) -> Param | None:
-    if isinstance(dist, FloatDistribution):
-        return Param(name, float_grid(dist, float_points), "real")
-    if isinstance(dist, IntDistribution):
-        return Param.generic(name, range(dist.low, dist.high + 1, dist.step))
-    if isinstance(dist, CategoricalDistribution):
-        return Param.generic(name, dist.choices)
-    return None

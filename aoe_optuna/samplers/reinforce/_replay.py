@@ -19,6 +19,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import ATTR_MEASURED
 from aoe_optuna.samplers.reinforce._learner import ReinforceLearner
+from aoe_optuna.samplers.reinforce._plain_values import as_throughput
+from aoe_optuna.samplers.trial_constraints import breaks_a_constraint
 from aoe_optuna.samplers.trial_rows import trial_row
 from aoe_optuna.space.search_space import SearchSpace
 
@@ -57,10 +59,20 @@ class ObservationCache:
     suggestion then costs a dictionary lookup per trial instead of reading its
     state, value, attributes and params again
     (docs/decisions/0009-reinforce-claim-index-and-caches.md).
+
+    ``maximize``: None for a study made by aoe-tune, whose values are
+    throughputs and whose failed trials count only once measured (a config
+    that did not build says nothing about its speed); True or False for a
+    plain study of that direction: every value mapped by
+    :func:`._plain_values.as_throughput`, and every failed trial, or completed
+    one that broke a constraint, counted as a failure.
     """
 
-    def __init__(self, row_of: Callable[[FrozenTrial], np.ndarray | None]) -> None:
+    def __init__(
+        self, row_of: Callable[[FrozenTrial], np.ndarray | None], maximize: bool | None = None
+    ) -> None:
         self.row_of = row_of
+        self.maximize = maximize
         self._done: dict[int, tuple[tuple, Observation | None]] = {}
 
     def __call__(self, trials: Sequence[FrozenTrial]) -> list[Observation]:
@@ -78,6 +90,8 @@ class ObservationCache:
         return [o for _, o in entries if o is not None]
 
     def _observation(self, t: FrozenTrial) -> Observation | None:
+        if self.maximize is not None:
+            return self._plain_observation(t, self.maximize)
         if t.state == TrialState.FAIL and not t.user_attrs.get(ATTR_MEASURED):
             return None
         row = self.row_of(t)
@@ -88,6 +102,15 @@ class ObservationCache:
         if t.state == TrialState.FAIL:
             return Observation(t.number, row, float("nan"))
         return None
+
+    def _plain_observation(self, t: FrozenTrial, maximize: bool) -> Observation | None:
+        row = self.row_of(t)
+        if row is None:
+            return None
+        value = t.value if t.state == TrialState.COMPLETE else None
+        if value is None or not np.isfinite(value) or breaks_a_constraint(t):
+            return Observation(t.number, row, float("nan"))
+        return Observation(t.number, row, as_throughput(float(value), maximize))
 
 
 @dataclass

@@ -11,7 +11,12 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState, create_trial
 
 from aoe_optuna.samplers.gp_ucb import _model as model_module
-from aoe_optuna.samplers.gp_ucb._acquisition import beta_at, ucb, weighted_by_success
+from aoe_optuna.samplers.gp_ucb._acquisition import (
+    beta_at,
+    improvement_if_feasible,
+    ucb,
+    weighted_by_success,
+)
 from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
@@ -181,3 +186,20 @@ def test_fit_with_no_iterations_reuses_the_previous_hyperparameters() -> None:
     first = fit_gp(x, _smooth(x))
     again = fit_gp(x, _smooth(x), first.hyper, warm_iter=0)
     assert not again.fitted and again.hyper == first.hyper
+
+
+def test_improvement_if_feasible_ranks_gain_before_safety() -> None:
+    """A likely-feasible config that cannot improve loses to a riskier one that can."""
+    value = np.array([1.0, 2.0, 3.0, 0.5])  # UCB
+    p_ok = np.array([1.0, 0.9, 0.5, 1.0])
+    score = improvement_if_feasible(value, p_ok, best_mean=1.5)
+    assert score.tolist() == pytest.approx([0.0, 0.45, 0.75, 0.0])
+    assert int(np.argmax(score)) == 2
+    # the floor of weighted_by_success ranks the safe config first instead
+    assert int(np.argmax(weighted_by_success(value[[1, 2]], p_ok[[1, 2]], floor=-8.0))) == 0
+
+
+def test_improvement_if_feasible_falls_back_to_weighted_ucb_order() -> None:
+    value = np.array([1.0, 2.0, 3.0])
+    score = improvement_if_feasible(value, np.array([1.0, 1.0, 0.2]), best_mean=5.0)
+    assert np.all(score > 0) and int(np.argmax(score)) == 1  # 2 * 1.0 beats 3 * 0.2

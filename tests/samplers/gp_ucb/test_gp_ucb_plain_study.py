@@ -1,0 +1,74 @@
+"""GPUCBSampler on plain studies: reproducible, and floats come from the GP, not at random."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+from optuna.trial import Trial
+
+from aoe_optuna.samplers.gp_ucb import GPUCBSampler
+
+
+def _mixed(trial: Trial) -> float:
+    a = trial.suggest_float("a", 1, 9)
+    b = trial.suggest_float("b", 1, 9, log=True)
+    c = trial.suggest_float("c", 1, 9, step=1)
+    d = trial.suggest_int("d", 1, 9)
+    e = trial.suggest_int("e", 1, 9, log=True)
+    f = trial.suggest_int("f", 1, 9, step=2)
+    g = trial.suggest_categorical("g", range(1, 10))
+    return a + b + c + d + e + f + g
+
+
+def _run(seed: int, n: int = 15) -> list[dict]:
+    study = optuna.create_study(sampler=GPUCBSampler(seed=seed, n_startup_trials=4))
+    study.optimize(_mixed, n_trials=n)
+    return [t.params for t in study.trials]
+
+
+def test_reproducible_for_a_seed_and_different_across_seeds() -> None:
+    """Optuna's test_reproducible, on the same mixed objective."""
+    first = _run(1)
+    assert first == _run(1)
+    assert first != _run(2)
+
+
+def test_floats_are_modelled_not_random() -> None:
+    """After the start-up design, proposals come from the GP: the grid values, and they improve."""
+    study = optuna.create_study(sampler=GPUCBSampler(seed=0, n_startup_trials=4))
+    study.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1.25) ** 2
+                   + (t.suggest_float("y", 1e-3, 10, log=True) - 1.0) ** 2, n_trials=25)
+    grid_x = {-5 + 10 * i / 32 for i in range(33)}
+    assert all(any(abs(t.params["x"] - g) < 1e-9 for g in grid_x) for t in study.trials)
+    assert study.best_value < 0.05
+    random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    random.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1.25) ** 2
+                    + (t.suggest_float("y", 1e-3, 10, log=True) - 1.0) ** 2, n_trials=25)
+    assert study.best_value < random.best_value
+
+
+def test_bad_grid_size_is_one_line() -> None:
+    with pytest.raises(ValueError, match="float_grid_points: expected >= 2, got 1"):
+        GPUCBSampler(float_grid_points=1)
+
+
+def test_bad_feasibility_weighting_is_one_line() -> None:
+    with pytest.raises(ValueError, match="feasibility_weighting: expected 'success' or 'gain'"):
+        GPUCBSampler(feasibility_weighting="ei")  # type: ignore[arg-type]
+
+
+def test_gain_weighting_searches_through_failures_success_avoids_them() -> None:
+    """Half the configs fail (odd x): "success" keeps to configs that run, "gain" less so."""
+    def objective(trial: optuna.Trial) -> float:
+        x, y = trial.suggest_int("x", 0, 15), trial.suggest_int("y", 0, 15)
+        if x % 2:
+            raise RuntimeError("does not build")
+        return -((x - 9) ** 2) - (y - 7) ** 2
+
+    failed = {}
+    for weighting in ("success", "gain"):
+        study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
+            seed=0, feasibility_weighting=weighting))
+        study.optimize(objective, n_trials=30, catch=(RuntimeError,))
+        failed[weighting] = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials[10:])
+    assert failed["success"] < failed["gain"], failed
