@@ -21,6 +21,7 @@ Nothing here has run on an NPU: see docs/NPU.md.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -28,8 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.base import BackendBase, Measurement
-from aoe_optuna.backends.kernel_build import BuildCache, failure_from_run, run_limited
+from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, Measurement
+from aoe_optuna.backends.kernel_build import BuildCache, failure_from_run, run_limited, run_log
 from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args, shape_reason
 from aoe_optuna.backends.npu.catlass_build import (
@@ -202,7 +203,11 @@ class NpuBackend(BackendBase):
                 failed = failure_from_run(run, "build", "build", cost_s=built.seconds)
                 assert failed is not None
                 return failed
-            return measurement_from_build_output(run.stdout + "\n" + run.stderr, built.seconds)
+            failed = measurement_from_build_output(run.stdout + "\n" + run.stderr,
+                                                   built.seconds)
+            # the whole log, for the failed trial's artifact (study.objective uploads it)
+            return dataclasses.replace(failed, extra={**failed.extra,
+                                                      FAILURE_LOG: run_log(run)})
         assert built.artifact is not None
         return self._run(built.artifact, gemm, built.seconds)
 

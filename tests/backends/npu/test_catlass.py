@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from aoe_optuna.backends.base import FAILURE_LOG
 from aoe_optuna.backends.kernel_build import BuildCache
 from aoe_optuna.backends.npu.backend import NpuBackend, parse_options
 from aoe_optuna.backends.npu.cann import CannToolkit
@@ -297,6 +298,8 @@ def test_backend_builds_with_cmake_and_fails_cleanly_without_cann(tmp_path):
     backend = catlass_backend(tmp_path)
     m = backend.measure(default_config(), Gemm(64, 64, 64))
     assert not m.ok and m.failure_kind == "build", m
+    log = m.extra[FAILURE_LOG]  # cmake's whole output, for the failed trial's artifact
+    assert log.startswith("$ cmake") and "exit status" in log, log[:300]
     again = backend.measure(default_config(), Gemm(128, 256, 64))  # one build per config
     assert again.failure_kind == "build" and backend.cache.builds == 1
 
