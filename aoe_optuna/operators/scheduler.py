@@ -6,8 +6,10 @@ the tokens/s that a chunk of measurements on shape i buys is proportional to
 ``w_i`` times the latency drop it brings. Following Ansor's task scheduler
 (Zheng et al., OSDI 2020, section 6), the expected drop blends what the last
 chunk gave (the backward difference, weight alpha) with a forward guess: the
-larger of the drop if the curve kept its average rate ``g_i / t_i``, and the
-drop to the latency at which the shape would reach 1/beta of the best
+larger of the drop if the curve closed its headroom to the roofline at an
+average rate, ``(g_i - roofline_i) / t_i`` (Ansor's ``g_i / t_i`` counts the
+whole latency as headroom, which pours the budget into the slowest shapes
+even once they sit near their roofline), and the drop to the latency at which the shape would reach 1/beta of the best
 roofline fraction that similar shapes reached (Ansor compares throughput with
 similar tasks; our per-shape roofline makes the fraction of it the
 comparison, and "similar" is the same dtype and the same side of the ridge
@@ -115,9 +117,10 @@ class GradientScheduler:
         t, g = shape.measured, shape.best
         before = shape.best_s[max(t - 1 - self.chunk, 0)]
         backward = (before - g) if math.isfinite(before) else 0.0
-        rate = g * self.chunk / t
+        headroom = max(g - shape.roofline_s, 0.0)
+        rate = headroom * self.chunk / t
         lagging = g - self.beta * shape.roofline_s / best_fraction if best_fraction > 0 else 0.0
-        forward = min(max(rate, lagging), max(g - shape.roofline_s, 0.0))
+        forward = min(max(rate, lagging), headroom)
         return self.alpha * backward + (1.0 - self.alpha) * forward
 
 

@@ -46,8 +46,11 @@ def test_expected_drop_blends_backward_difference_and_forward_guess():
     s = GradientScheduler(warmup=1, chunk=2, alpha=0.2, beta=2.0)
     shape = h(1, [10.0, 10.0, 9.0, 8.0], roofline=4.0)
     # backward: best 2 measurements earlier (index 1) = 10, now 8 -> 2
-    # forward: the rate 8 * 2 / 4 = 4; not lagging (8 - 2 * 4 / 0.8 < 0); at most 8 - 4
-    assert s.expected_drop(shape, best_fraction=0.8) == pytest.approx(0.2 * 2 + 0.8 * 4)
+    # forward: the headroom's rate (8 - 4) * 2 / 4 = 2; not lagging (8 - 2 * 4 / 0.8 < 0)
+    assert s.expected_drop(shape, best_fraction=0.8) == pytest.approx(0.2 * 2 + 0.8 * 2)
+    # as slow, but near its roofline: less to expect
+    near = h(1, [10.0, 10.0, 9.0, 8.0], roofline=7.5)
+    assert s.expected_drop(near, best_fraction=0.8) < s.expected_drop(shape, best_fraction=0.8)
     # a shape far below its group's best fraction expects to catch up, never past the roofline
     lagging = h(1, [100.0] * 4, roofline=4.0)  # 4% of roofline; the group reached 80%
     assert s.expected_drop(lagging, best_fraction=0.8) == pytest.approx(0.8 * (100 - 10))
