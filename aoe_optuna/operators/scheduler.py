@@ -5,15 +5,20 @@ The end-to-end objective is the step time ``fixed + sum_i w_i g_i`` where
 the tokens/s that a chunk of measurements on shape i buys is proportional to
 ``w_i`` times the latency drop it brings. Following Ansor's task scheduler
 (Zheng et al., OSDI 2020, section 6), the expected drop blends what the last
-chunk gave (the backward difference, weight alpha) with a forward guess: the
-larger of the drop if the curve closed its headroom to the roofline at an
-average rate, ``(g_i - roofline_i) / t_i`` (Ansor's ``g_i / t_i`` counts the
-whole latency as headroom, which pours the budget into the slowest shapes
-even once they sit near their roofline), and the drop to the latency at which the shape would reach 1/beta of the best
-roofline fraction that similar shapes reached (Ansor compares throughput with
-similar tasks; our per-shape roofline makes the fraction of it the
-comparison, and "similar" is the same dtype and the same side of the ridge
-point, since memory-bound and compute-bound GEMMs reach different fractions).
+chunk gave (the backward difference, weight alpha) with a forward guess, the
+larger of two drops:
+
+* the headroom to the roofline closed at an average rate,
+  ``(g_i - roofline_i) / t_i`` per measurement (Ansor's ``g_i / t_i`` counts
+  the whole latency as headroom, which keeps the budget on the slowest shape
+  long after it sits near its roofline: decisions/0017);
+* the drop to the latency at which the shape would reach 1/beta of the best
+  roofline fraction that similar shapes reached (Ansor compares throughput
+  with similar tasks; our per-shape roofline makes the fraction of it the
+  comparison, and "similar" is the same dtype and the same side of the ridge
+  point, since memory-bound and compute-bound GEMMs reach different
+  fractions).
+
 Unlike Ansor's, the forward guess never goes below the roofline. Each shape
 first gets a warm-up of its own (the sampler's start-up design),
 fewest-measured first.
