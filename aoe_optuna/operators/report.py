@@ -57,6 +57,11 @@ def print_result(result: OperatorResult, console: Console | None = None) -> None
 
 
 def end_to_end_lines(result: OperatorResult) -> list[str]:
+    missing = [r.shape for r in result.shapes if r.params is None]
+    if missing:
+        return [f"end to end: {len(missing)} of {len(result.shapes)} shapes have no successful "
+                f"measurement yet ({', '.join(s.label + ' ' + s.dims for s in missing[:3])}"
+                f"{', ...' if len(missing) > 3 else ''}); resume with a larger --n-trials"]
     out = [f"end to end with each shape's winner: {result.tokens_per_s:.2f} tokens/s "
            f"({result.tokens_per_s / result.roofline_tokens_per_s:.1%} of the roofline "
            f"{result.roofline_tokens_per_s:.2f})"]

@@ -211,7 +211,11 @@ class OperatorTuner:
             self.on_event(f"{snap.used} measurements already spent of a budget of "
                           f"{self.options.budget}: nothing more to measure")
         while True:
-            left = self.options.budget - snap.used - snap.reserve
+            # re-timing is held back only once every open shape has a result: on a budget
+            # too small for both, a first measurement of each shape comes first
+            untried = any(not math.isfinite(h.best) and not h.exhausted
+                          for h in snap.histories)
+            left = self.options.budget - snap.used - (0 if untried else snap.reserve)
             i = self.scheduler.next_shape(snap.histories)
             if i is None or left <= 0:
                 break

@@ -104,10 +104,16 @@ def test_winners_are_retimed_with_fresh_draws_and_the_step_uses_their_means(tmp_
     assert result.tokens_per_s == pytest.approx(t.spec.workload.tokens_per_step / step)
 
 
-def test_round_robin_on_a_small_budget_still_reaches_every_shape(tmp_path, spec_file):
-    result = tuner(tmp_path, spec_file, 24, scheduler="round-robin").run()
+@pytest.mark.parametrize("scheduler", ["round-robin", "gradient"])
+def test_a_small_budget_still_reaches_every_shape_before_retiming(tmp_path, spec_file,
+                                                                  scheduler):
+    # two buckets: ten shapes, a budget of 14 (re-timing all ten would take 20)
+    spec_file.write_text(json.dumps({**SPEC, "workload": {**SPEC["workload"],
+                                                          "batch": [4, 8]}}))
+    result = tuner(tmp_path, spec_file, 14, scheduler=scheduler).run()
+    assert len(result.shapes) == 10
     assert all(r.params is not None for r in result.shapes)
-    assert result.tokens_per_s > 0 and result.used <= 24
+    assert result.tokens_per_s > 0 and result.used <= 14
 
 
 def test_warm_start_seeds_later_shapes_with_earlier_winners(tmp_path, spec_file):
