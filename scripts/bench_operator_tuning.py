@@ -103,9 +103,7 @@ def true_tokens_per_s(spec: StudySpec, truth: TrueLatency,
 
 
 def limit_tokens_per_s(spec: StudySpec) -> float:
-    opts = {k: v for k, v in spec.backend.items() if k != "name"}
-    sim = AscendSimulator.from_options({**opts, "noise": 0.0}, spec.profile)
-    best = best_per_gemm(spec.space, spec.workload, sim)
+    best = best_per_gemm(spec.space, spec.workload, TrueLatency(spec).sim)
     return spec.workload.tokens_per_s({name: t for name, (t, _) in best.items()})
 
 

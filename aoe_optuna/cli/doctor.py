@@ -35,7 +35,7 @@ MODES = ("npu", "sim", "cpu")
 
 
 class _UsageError(Exception):
-    pass
+    """Bad command-line input: one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):

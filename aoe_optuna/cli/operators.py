@@ -163,14 +163,11 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     storage = open_storage(args.storage)
     parent_name = args.study_name or f"{spec.default_study_name()}-operators"
     parent_attrs: dict[str, Any] = {}
-    try:
+    if parent_name in optuna.get_all_study_names(storage):  # else a new run
         parent = optuna.load_study(study_name=parent_name, storage=storage,
                                    sampler=optuna.samplers.RandomSampler())
         parent_attrs = dict(parent.user_attrs)
-        if spec is None:
-            spec = stored_spec(parent)
-    except KeyError:
-        pass
+        spec = spec if spec is not None else stored_spec(parent)
     if spec is None:
         raise OperatorUsageError(f"study {parent_name!r} is not an operator study in "
                                  f"{args.storage}; pass --config to create it")

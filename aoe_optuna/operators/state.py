@@ -16,6 +16,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.backends.timing import TimingPolicy
 from aoe_optuna.operators.retime import Candidate, Retimed, candidates_to_retime
 from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.spec.loader import StudySpec
@@ -23,7 +24,8 @@ from aoe_optuna.study.create import baseline_trial
 from aoe_optuna.study.objective import is_measured
 
 RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
-REAL_TIMING_NOISE = 0.02  # a CPU/NPU timing's relative precision target (backends/timing.py)
+# a CPU/NPU timing's relative noise: the timing policy's precision target
+REAL_TIMING_NOISE = TimingPolicy().rel_precision
 
 
 def trial_latency(trial: FrozenTrial) -> float:

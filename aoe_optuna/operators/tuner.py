@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
 from aoe_optuna.backends.base import Backend
 from aoe_optuna.operators.retime import (
@@ -55,6 +55,7 @@ from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import store_sampler
 from aoe_optuna.study.create import METRIC_NAME, StudyError, enqueue_baseline, load_or_create
 from aoe_optuna.study.objective import TuningObjective, is_measured
+from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget, run_study
 
 PLAN_ATTR = "operators"  # on the parent study: the shapes
@@ -260,9 +261,7 @@ class OperatorTuner:
         if not self.options.warm_start:
             return
         shape = self.shapes[i]
-        tried = [t.params for t in trials if t.params] + [
-            t.system_attrs.get("fixed_params", {}) for t in trials
-            if t.state == TrialState.WAITING]
+        tried = [c for t in trials if (c := trial_config(t))]
         donors = [d for d in self._run_donors(i) + self.kb_donors if d.dtype == shape.dtype
                   and (first or d.distance(shape) <= NEAR)]
         limit = min(FIRST_SEEDS if first else 1, max(n - (1 if first else 0), 0))

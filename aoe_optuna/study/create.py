@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
+from aoe_optuna.study.recovery import trial_config
 
 METRIC_NAME = "tokens/s"  # what a study's value is
 
@@ -114,9 +115,7 @@ def enqueue_baseline(study: optuna.Study, spec: StudySpec) -> bool:
     if spec.baseline is None:
         return False
     for t in study.get_trials(deepcopy=False):
-        if t.user_attrs.get(ATTR_BASELINE) or _same_params(t, spec.baseline) or (
-                t.state == TrialState.WAITING
-                and t.system_attrs.get("fixed_params") == dict(spec.baseline)):
+        if t.user_attrs.get(ATTR_BASELINE) or _same_params(t, spec.baseline):
             return False
     study.enqueue_trial(dict(spec.baseline), user_attrs={ATTR_BASELINE: True})
     return True
@@ -140,7 +139,9 @@ def best_trial(study: optuna.Study) -> FrozenTrial | None:
 
 
 def _same_params(trial: FrozenTrial, config: dict[str, Any]) -> bool:
-    return bool(trial.params) and all(trial.params.get(k) == v for k, v in config.items())
+    """Whether ``trial`` runs ``config``: by its params, or those it waits with (enqueued)."""
+    params = trial_config(trial)
+    return bool(params) and all(params.get(k) == v for k, v in config.items())
 
 
 def _normal(doc: Any) -> str:

@@ -142,7 +142,7 @@ def retry_history(trial: FrozenTrial) -> list[int]:
     return list(trial.system_attrs.get(RETRY_HISTORY_KEY, []))
 
 
-def _config(trial: FrozenTrial) -> dict[str, Any]:
+def trial_config(trial: FrozenTrial) -> dict[str, Any]:
     """The config a trial was running: its params, or those it was enqueued with."""
     return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
 
@@ -155,7 +155,7 @@ def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
     mark must not.
     """
     history = [*retry_history(trial), trial.number]
-    config = _config(trial)
+    config = trial_config(trial)
     if not config or len(history) > MAX_RETRY:
         return False
     kept = {k: v for k, v in trial.user_attrs.items() if k == ATTR_BASELINE}
@@ -181,7 +181,7 @@ def finish_dead_trial(study: optuna.Study, trial: FrozenTrial, why: str) -> bool
                 return False
         return _fail(study, trial, f"{why} after recording its failed measurement")
     kills = len(retry_history(trial)) + 1
-    if _config(trial) and kills > MAX_RETRY:
+    if trial_config(trial) and kills > MAX_RETRY:
         why = f"{why}; this config's trial died {kills} times, so it is not retried again"
     if not _fail(study, trial, why):
         return False
