@@ -42,7 +42,15 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
 from aoe_optuna.samplers.gp_ucb._history import History, read_history
-from aoe_optuna.samplers.gp_ucb._local import is_local_step, near
+from aoe_optuna.samplers.gp_ucb._local import (
+    LOCAL_ATTR,
+    LOCAL_MIN_SUCCESS,
+    LOCAL_PATIENCE,
+    LOCAL_RADIUS,
+    is_local_step,
+    local_steps_pay,
+    near_any,
+)
 from aoe_optuna.samplers.gp_ucb._model import (
     FitError,
     Hyper,
@@ -111,8 +119,10 @@ class GPUCBSampler(BaseSampler):
         floor_quantile: completed values below this quantile are raised to it before
             the GP sees them (None: untouched).
         local_patience: once the best has not improved for this many completed trials,
-            every other suggestion maximises UCB only over configs at most
-            ``local_radius`` parameters away from the best (None: always global).
+            every other suggestion maximises the acquisition only over the configs at
+            most ``local_radius`` index steps from one of the five best measured
+            (``_local``; docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md).
+            None: always global.
         local_radius: see ``local_patience``.
         target_transform: "copula" (normal scores of the ranks: robust to the slow
             tail of tuning spaces) or "log" (standardised log-throughput); see ``_targets``.
@@ -145,8 +155,8 @@ class GPUCBSampler(BaseSampler):
         pool_size: int = POOL_SIZE,
         refit_every: int | None = None,
         floor_quantile: float | None = None,
-        local_patience: int | None = None,
-        local_radius: int = 2,
+        local_patience: int | None = LOCAL_PATIENCE,
+        local_radius: int = LOCAL_RADIUS,
         target_transform: TargetTransform = "copula",
         tiling_features: bool = True,
         workload: Workload | None = None,
@@ -270,9 +280,13 @@ class GPUCBSampler(BaseSampler):
             return {}
         with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
-            ranked, hyper = self._choose(inputs, history, cands, rng, _previous_hyper(trials))
+            ranked, hyper, local = self._choose(
+                inputs, history, cands, rng, _previous_hyper(trials), _local_steps_pay(trials)
+            )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
+        if local:
+            study._storage.set_trial_system_attr(trial._trial_id, LOCAL_ATTR, True)
         # Another worker may be proposing at this very moment from the same history:
         # claim the best config no live trial holds (see aoe_optuna.samplers.claims).
         config = claim_first_free(study, trial, (space.config(cands.rows[i]) for i in ranked))
@@ -309,14 +323,15 @@ class GPUCBSampler(BaseSampler):
 
     def _choose(
         self, encode: GPInputs, history: History, cands: Candidates,
-        rng: np.random.Generator, previous: Hyper | None,
-    ) -> tuple[np.ndarray, Hyper | None]:
-        """Indices into ``cands``, best first, and the hyperparameters fitted for them."""
+        rng: np.random.Generator, previous: Hyper | None, local_allowed: bool = True,
+    ) -> tuple[np.ndarray, Hyper | None, bool]:
+        """Indices into ``cands``, best first, the hyperparameters fitted for them, and
+        whether this was a local step (``_local``)."""
         space = encode.space
         used_x = encode(np.concatenate([history.completed, history.failed, history.pending]))
         n_startup = self.n_startup_trials
         if history.n_used < n_startup or history.completed.shape[0] < 2:
-            return _then_random(farthest_point(cands, used_x, rng), cands, rng), None
+            return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
         x = encode(history.completed)
         try:
             n = history.completed.shape[0]
@@ -325,34 +340,48 @@ class GPUCBSampler(BaseSampler):
             fit = fit_gp(x, y, previous, warm_iter, COLD_MAX_ITER)
         except FitError as exc:
             _log.warning("%s; this suggestion is space-filling", exc)
-            return _then_random(farthest_point(cands, used_x, rng), cands, rng), None
-        post = Posterior(fit).condition_on_pending(fit, encode(history.pending))
+            return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
+        post = Posterior(fit).condition_on_pending(
+            fit, encode(np.concatenate([history.pending, history.all_failed])))
         mean, std = post.predict(cands.x)
         t = history.completed.shape[0] - n_startup + 1
         beta = beta_at(t, space.n_feasible, self.beta, self.beta_schedule)
         score = ucb(mean, std, beta)
+        p_success = None
         if self.use_feasibility_model:
             feas = FeasibilityModel.fit(encode(history.completed_ok), encode(history.all_failed))
-            if feas is not None and self.feasibility_weighting == "gain":
-                score = improvement_if_feasible(score, feas.predict(cands.x), float(mean.max()))
-            elif feas is not None:
+            p_success = None if feas is None else feas.predict(cands.x)
+            if p_success is not None and self.feasibility_weighting == "gain":
+                score = improvement_if_feasible(score, p_success, float(mean.max()))
+            elif p_success is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
-                score = weighted_by_success(score, feas.predict(cands.x), floor)
+                score = weighted_by_success(score, p_success, floor)
         targets = history.feasible_targets()
-        if is_local_step(targets, self.local_patience) and history.feasible_mask.any():
-            best_row = history.completed[int(np.argmax(targets))]
-            local = near(cands.rows, best_row, self.local_radius)
-            if local.any():  # exploit: the best predicted mean among the close configs
-                score = np.where(local, mean, -np.inf)
+        is_local = False
+        if (local_allowed and is_local_step(targets, self.local_patience)
+                and history.feasible_mask.any()):
+            local = near_any(space, cands.rows, history.incumbents(N_INCUMBENTS),
+                             self.local_radius)
+            if p_success is not None:
+                local &= p_success >= LOCAL_MIN_SUCCESS
+            is_local = bool(local.any())
+            if is_local:  # the same acquisition, over the plateau's close configs only
+                score = np.where(local, score, -np.inf)
         top = min(RANKED, score.shape[0])
         best = np.argpartition(-score, top - 1)[:top]
-        return best[np.argsort(-score[best], kind="stable")], fit.hyper
+        return best[np.argsort(-score[best], kind="stable")], fit.hyper, is_local
 
 
 def _then_random(pick: int, cands: Candidates, rng: np.random.Generator) -> np.ndarray:
     """``pick`` first, then a few other candidates in random order (claim fallbacks)."""
     others = rng.permutation(cands.rows.shape[0])[:RANKED]
     return np.concatenate([[pick], others[others != pick]])
+
+
+def _local_steps_pay(trials: Sequence[FrozenTrial]) -> bool:
+    """Whether the local steps of this study have run more often than not (``_local``)."""
+    done = [t.state for t in trials if t.system_attrs.get(LOCAL_ATTR)]
+    return local_steps_pay(done.count(TrialState.COMPLETE), done.count(TrialState.FAIL))
 
 
 def _previous_hyper(trials: Sequence[FrozenTrial]) -> Hyper | None:

@@ -21,7 +21,7 @@ from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
 from aoe_optuna.samplers.gp_ucb._history import History, read_history
-from aoe_optuna.samplers.gp_ucb._local import is_local_step, near, stalled_for
+from aoe_optuna.samplers.gp_ucb._local import is_local_step, near_any, stalled_for
 from aoe_optuna.samplers.gp_ucb._model import FitError, Posterior, fit_gp
 from aoe_optuna.samplers.neighbourhood import neighbours
 
@@ -160,15 +160,29 @@ def test_farthest_point_picks_the_far_config() -> None:
 
 
 # ------------------------------------------------------------ local phase
-def test_local_phase_waits_for_a_stall_and_stays_near_the_best() -> None:
+def test_local_phase_waits_for_a_stall() -> None:
     assert stalled_for(np.array([0.0, 3.0, 1.0, 2.0])) == 2
     assert stalled_for(np.array([])) == 0
     assert is_local_step(np.array([3.0, 1.0, 1.0, 1.0]), patience=3)
     assert not is_local_step(np.array([3.0, 1.0, 1.0]), patience=2)  # odd count: global
     assert not is_local_step(np.array([1.0, 1.0, 1.0, 3.0]), patience=3)  # just improved
     assert not is_local_step(np.array([3.0, 1.0, 1.0, 1.0]), patience=None)
-    rows = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]])
-    assert near(rows, np.array([0, 0, 0]), 2).tolist() == [True, True, True, False]
+
+
+
+def test_local_candidates_are_index_steps_from_any_centre() -> None:
+    space = small_space()  # a, b, c: sizes 1..32 (ordered); mode: x/y/z (categorical)
+    rows = np.array([
+        [0, 0, 0, 0],  # a centre
+        [1, 0, 0, 0],  # a to the next size: 1 step
+        [2, 0, 0, 0],  # two sizes up: 2 steps
+        [0, 0, 0, 2],  # mode x -> z: a categorical change is 1 step
+        [5, 5, 4, 1],  # 1 step from the second centre
+    ])
+    centres = np.array([[0, 0, 0, 0], [5, 5, 5, 1]])
+    assert near_any(space, rows, centres, 1).tolist() == [True, True, False, True, True]
+    assert near_any(space, rows, centres, 2).tolist() == [True] * 5
+    assert near_any(space, rows, centres[:0], 1).tolist() == [False] * 5
 
 
 def test_floored_targets_keep_the_order_of_the_good_half() -> None:
