@@ -33,6 +33,7 @@ from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free, claimed_params
 from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
+from aoe_optuna.samplers.reinforce._explore import model_draw
 from aoe_optuna.samplers.reinforce._features import (
     FEATURE_NAMES,
     no_features,
@@ -270,6 +271,9 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
             if (self._local_share > 0 and len(measured) >= self._local_start
                     and rng.random() < self._local_share):
                 row = local_proposal(space, measured, values, ids, rng, self._balls)
+            if (row is None and self._pretrained is None and self._local_share > 0
+                    and len(measured) >= self._local_start):
+                row = model_draw(space, measured, values, ids, rng)
             if row is None:
                 row = propose(
                     learner.policy, learner.features, self._masker, rng, tried, ids,
