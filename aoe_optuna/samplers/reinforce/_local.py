@@ -27,8 +27,9 @@ config within the ring by the policy's probability was worse (the policy's
 preferences are what kept it in the wrong basin), and so was letting the
 model choose among every candidate without the ring (it wanders off along
 long moves).
-The policy still proposes the first configs and a share of the rest, and
-learns from every measurement, local ones included.
+The policy still proposes the first configs and, when it was pretrained, a
+share of the rest (untrained, that share is a global model's pick, :mod:`._explore`);
+it learns from every measurement, local ones included.
 """
 
 from __future__ import annotations

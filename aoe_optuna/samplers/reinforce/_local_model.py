@@ -119,7 +119,17 @@ def thompson_choice(
     throughput; each weighs ``DECAY**steps`` from ``centre``.
     """
     weights = DECAY ** steps_away(space, centre, measured).astype(float)
+    scores = thompson_scores(space, measured, logs, weights, candidates, rng)
+    return candidates[int(np.argmax(scores))]
+
+
+def thompson_scores(
+    space: SearchSpace, measured: np.ndarray, logs: np.ndarray, weights: np.ndarray,
+    candidates: np.ndarray, rng: np.random.Generator,
+) -> np.ndarray:
+    """Per candidate, its log throughput (less the mean) under one posterior draw of
+    the model fitted to ``measured`` with ``weights``."""
     mean, cov = posterior(design(space, measured), logs - logs.mean(), weights)
     z = torch.as_tensor(rng.standard_normal(mean.shape[0]), dtype=torch.float64)
     beta = (mean + torch.linalg.cholesky(cov) @ z).numpy()
-    return candidates[int(np.argmax(design(space, candidates) @ beta))]
+    return design(space, candidates) @ beta

@@ -3,8 +3,11 @@
 Each call rebuilds (or catches up) the learner from storage, then draws one
 whole config from the policy with infeasible and already-tried choices
 masked out, or (a ``local`` share of the calls) makes a small move around
-one of the best configs measured so far. Optional start: a policy pretrained
-on other shapes and SoCs (:mod:`aoe_optuna.samplers.reinforce.pretrain`).
+one of the best configs measured so far. Without a pretrained policy, once
+the moves have started, the calls that are not moves take a global model's
+pick among uniform configs instead of a policy draw (:mod:`._explore`).
+Optional start: a policy pretrained on other shapes and SoCs
+(:mod:`aoe_optuna.samplers.reinforce.pretrain`).
 
 On a plain Optuna study (no spec stored, no ``space=``) the space is read from
 the distributions the trials used (:mod:`aoe_optuna.samplers.plain_space`):
@@ -33,6 +36,7 @@ from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free, claimed_params
 from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
+from aoe_optuna.samplers.reinforce._explore import model_draw
 from aoe_optuna.samplers.reinforce._features import (
     FEATURE_NAMES,
     no_features,
@@ -101,7 +105,8 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         local: the share of proposals that are small moves around the best
             configs measured (:mod:`._local`; a policy draw when no untried config
             is near), from the first measurement with a policy, from the
-            ``LOCAL_START_UNTRAINED``-th without; None: ``LOCAL_SHARE`` (0.8);
+            ``LOCAL_START_UNTRAINED``-th without (the other calls then a global
+            model's pick, :mod:`._explore`); None: ``LOCAL_SHARE`` (0.8);
             0: policy draws only.
         learner: the online learner's settings: a :class:`LearnerSettings`, or a mapping
             of its fields (``{"batch_size": 4}``, as ``--sampler-kwargs`` gives them).
@@ -270,6 +275,9 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
             if (self._local_share > 0 and len(measured) >= self._local_start
                     and rng.random() < self._local_share):
                 row = local_proposal(space, measured, values, ids, rng, self._balls)
+            if (row is None and self._pretrained is None and self._local_share > 0
+                    and len(measured) >= self._local_start):
+                row = model_draw(space, measured, values, ids, rng)
             if row is None:
                 row = propose(
                     learner.policy, learner.features, self._masker, rng, tried, ids,
