@@ -100,8 +100,8 @@ def _compare(argv: list[str]) -> int:
     if not a_dirs or not b_dirs:
         raise BenchError("argument --runs: expected a bench --out folder "
                          "(or both --a-runs and --b-runs)")
-    runs_a = runs_of(a_dirs, args.a, args.budget)
-    runs_b = runs_of(b_dirs, args.b, args.budget)
+    runs_a = runs_of(a_dirs, args.a, args.budget, args.space)
+    runs_b = runs_of(b_dirs, args.b, args.budget, args.space)
     seeds = sorted(set(runs_a) & set(runs_b) & (set(args.seeds) if args.seeds else set(runs_a)))
     if not seeds:
         raise BenchError(f"--a/--b: expected a seed with runs of both {args.a!r} and "

@@ -140,11 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _missed_optimum(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    labels = labels_of(args.runs, args.budget)
+    _check_simulator(args.space)
+    labels = labels_of(args.runs, args.budget, args.space)
     if not labels:
         raise BenchError(f"argument --runs: expected runs of at least {args.budget} "
-                         "measurements; found none")
-    _check_simulator(args.space)
+                         f"measurements of {Path(args.space).name}; found none")
     print(f"{Path(args.space).name}: costing every feasible config ...", file=sys.stderr)
     space, rows, costs = feasible_by_cost(args.space)
     table = cost_table(costs)
@@ -156,7 +156,7 @@ def _missed_optimum(argv: list[str]) -> int:
             print(f"  {i + 1}: {space.config(rows[i])}  {costs[i] / costs[0]:.4f}  "
                   f"{int((rows[i] != rows[0]).sum())}")
         for label in labels:
-            by_seed = runs_of(args.runs, label, args.budget)
+            by_seed = runs_of(args.runs, label, args.budget, args.space)
             counts = [measured_of_ranks(r, args.budget, table, lo, hi)
                       for r in by_seed.values() if r.true_costs]
             if counts:
@@ -166,7 +166,7 @@ def _missed_optimum(argv: list[str]) -> int:
     print("| sampler | runs | missed the optimum | nearest: 1 parameter away | of those 1 step "
           "| measured rank of the nearest, median (quartiles) |\n|---|---|---|---|---|---|")
     for label in labels:
-        by_seed = runs_of(args.runs, label, args.budget)
+        by_seed = runs_of(args.runs, label, args.budget, args.space)
         misses = [m for r in by_seed.values() if r.true_costs
                   for m in [analyse(r, args.budget, table, rows, space)] if m is not None]
         one = [m for m in misses if m["changed"] == 1]

@@ -88,8 +88,8 @@ def _noise_floor(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if bool(args.a) != bool(args.b):
         raise BenchError("--a/--b: expected both labels or neither")
-    labels = labels_of(args.runs, args.budget)
-    runs = {label: runs_of(args.runs, label, args.budget) for label in labels}
+    labels = labels_of(args.runs, args.budget, args.space)
+    runs = {label: runs_of(args.runs, label, args.budget, args.space) for label in labels}
     scored = {label: by_seed for label, by_seed in runs.items()
               if by_seed and all(r.true_costs for r in by_seed.values())}
     if not scored:

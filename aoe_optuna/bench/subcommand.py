@@ -99,26 +99,34 @@ def exhaustive_of(space: str) -> Exhaustive:
         raise BenchError(f"argument --space: {exc}") from None
 
 
-def labels_of(folders: Sequence[Path], budget: int) -> list[str]:
-    """The sampler labels with runs of at least ``budget`` in bench ``--out`` folders, in order."""
+def labels_of(folders: Sequence[Path], budget: int, space: str) -> list[str]:
+    """The sampler labels with runs of ``space`` of at least ``budget`` in bench ``--out``
+    folders, in order."""
+    case = Case.from_path(space).name
     seen: dict[str, None] = {}
     for folder in folders:
         for r in load_runs(Path(folder) / "runs.jsonl"):
-            if r.budget >= budget:
+            if r.case == case and r.budget >= budget:
                 seen.setdefault(r.sampler, None)
     return list(seen)
 
 
-def runs_of(folders: Sequence[Path], label: str, budget: int) -> dict[int, RunResult]:
-    """One sampler label's runs per seed over bench ``--out`` folders.
+def runs_of(
+    folders: Sequence[Path], label: str, budget: int, space: str
+) -> dict[int, RunResult]:
+    """One sampler label's runs of ``space`` per seed over bench ``--out`` folders.
+
+    A folder may hold runs of several spaces (one bench command, several
+    ``--space``); only those of ``space`` count.
 
     A later folder's run of the same seed replaces an earlier one. Runs made
     for a smaller budget are left out; a run that stopped short of its budget
     (the infeasible cap) is kept, and the metrics hold its last value.
     """
+    case = Case.from_path(space).name
     out: dict[int, RunResult] = {}
     for folder in folders:
         for r in load_runs(Path(folder) / "runs.jsonl"):
-            if r.sampler == label and r.budget >= budget:
+            if r.case == case and r.sampler == label and r.budget >= budget:
                 out[r.seed] = r
     return out

@@ -80,3 +80,26 @@ def test_bad_inputs_exit_2_in_one_line_and_write_nothing(bench, tmp_path, capsys
         assert err.startswith("aoe-tune bench compare: error: ") and want in err, (argv, err)
         assert "\n" not in err and "Traceback" not in err and not captured.out, argv
     assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_a_folder_with_runs_of_other_spaces_compares_only_this_one(bench, tmp_path,
+                                                                   capsys) -> None:
+    """One bench command with several --space writes every space's runs into one folder."""
+    cache, out = bench
+    capsys.readouterr()
+    assert main(["bench", "compare", "--space", str(cache), "--runs", str(out),
+                 "--a", "random", "--b", "tpe", "--budget", "3"]) == 0
+    alone = capsys.readouterr().out
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    lines = (out / "runs.jsonl").read_text().splitlines()
+    other = []
+    for line in lines:  # the same labels and seeds on another space, written after them
+        run = json.loads(line)
+        run["case"] = "another_space"
+        run["costs"] = [c * 7.0 if c is not None else None for c in run["costs"]]
+        other.append(json.dumps(run))
+    (mixed / "runs.jsonl").write_text("\n".join(lines + other) + "\n")
+    assert main(["bench", "compare", "--space", str(cache), "--runs", str(mixed),
+                 "--a", "random", "--b", "tpe", "--budget", "3"]) == 0
+    assert capsys.readouterr().out == alone
