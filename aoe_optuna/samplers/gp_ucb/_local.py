@@ -1,4 +1,4 @@
-"""Local phase: once the best config stops improving, measure one step from the best ones.
+"""Local phase: once the best config stops improving, measure one move from the best ones.
 
 A GP with one length scale per parameter learns how much a parameter matters
 on average over the configs measured. Where a parameter matters only in part
@@ -10,22 +10,21 @@ one-row block without shared memory, where ``read_only`` decides between 1.0
 and 1.8 x. Its UCB ranks about 1,500th of 4,362 (seed 1, at 100
 measurements), so global UCB never measures it.
 
-It is reachable one step at a time across the plateau: ``read_only`` off
-ties, shared memory off then gives 1.15, one-row blocks then 1.00. So once
-the incumbent has not improved for ``LOCAL_PATIENCE`` measurements, every
-other suggestion maximises the same acquisition (UCB weighted by P(success))
-over only the unseen configs within ``LOCAL_RADIUS`` index step of one of
-the best measured configs and likely to run (``LOCAL_MIN_SUCCESS``). A step
-is the next choice of one ordered parameter (a tile size, a float's next
-grid value) or another choice of a categorical one. It
-is a coordinate search around the plateau, ranked by the model; a discrete
+It is reachable one parameter at a time across the plateau: ``read_only``
+off ties, shared memory off then gives 1.15, one-row blocks then 1.00. So
+once the incumbent has not improved for ``LOCAL_PATIENCE`` measurements,
+every other suggestion maximises the same acquisition (UCB weighted by
+P(success)) over only the unseen configs ``LOCAL_RADIUS`` move from one of
+the best measured configs and likely to run (``LOCAL_MIN_SUCCESS``). A move
+is another value of one parameter, or one grid step of a float (a float's
+far end has the largest std and would otherwise win every local step). It
+is a coordinate search around the plateau, ranked by the model: a discrete
 trust region in the spirit of TuRBO (Eriksson et al., NeurIPS 2019) and
-CASMOPOLITAN (Wan et al., ICML 2021). Centring on several of the best, not
-only the best, lets it cross ties and noise; steps rather than any value of
-a parameter keep it local on long axes (a float grid's far end has the
-largest std, and would win every time). The other suggestions stay global,
-so a better basin elsewhere can still be found. Where the local steps keep
-failing (``LOCAL_FAILURE_MARGIN``), the phase stops for good.
+CASMOPOLITAN (Wan et al., ICML 2021), which uses Hamming distance on
+categorical spaces. Centring on several of the best, not only the best,
+lets it cross ties and noise. The other suggestions stay global, so a better
+basin elsewhere can still be found. Where the local steps keep failing
+(``LOCAL_FAILURE_MARGIN``), the phase stops for good.
 (docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md)
 """
 
@@ -33,17 +32,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from aoe_optuna.samplers.neighbourhood import steps_away
 from aoe_optuna.space.search_space import SearchSpace
 
 LOCAL_PATIENCE = 5  # measurements without a new best before the local phase starts
-LOCAL_RADIUS = 1  # index steps (neighbourhood.steps_away) from a centre
+LOCAL_RADIUS = 1  # moves (see near_any) from a centre
 # A local step never goes where the failure model expects a failure: next to a config
 # that built there may be a region that does not (every odd tile, every too-large one),
 # and the global steps already weigh such configs by their gain.
 LOCAL_MIN_SUCCESS = 0.5
 LOCAL_ATTR = "gp_ucb:local"  # trial system attr: the proposal was a local step
-# Where the constraints are unknown (a plain study), the configs one step from a good
+# Where the constraints are unknown (a plain study), the configs one move from a good
 # one can fail as a rule (every odd tile size), and a smoothed P(success) cannot see
 # it. The phase stops once its own steps have failed this many times more often than
 # they ran.
@@ -60,15 +58,19 @@ def stalled_for(targets: np.ndarray) -> int:
 def near_any(
     space: SearchSpace, rows: np.ndarray, centres: np.ndarray, radius: int
 ) -> np.ndarray:
-    """Mask of ``rows`` at most ``radius`` index steps from at least one of ``centres``.
+    """Mask of ``rows`` at most ``radius`` moves from at least one of ``centres``.
 
-    Steps as ``neighbourhood.steps_away`` counts them: one choice along an
-    ordered axis (a tile size to the next, a float to the next grid value), or
-    any change of a categorical parameter.
+    A move is another value of one parameter (any other tile size, flag or
+    category: the choices of a tuning parameter are distinct configs), except
+    along a float's grid, where each grid step is a move: a float grid stands
+    for a continuum, and its far end is not near.
     """
+    real = np.array([p.kind == "real" for p in space.params])
     mask = np.zeros(rows.shape[0], dtype=bool)
     for center in centres:
-        mask |= steps_away(space, center, rows) <= radius
+        delta = np.abs(rows - center[None, :])
+        moves = np.where(real[None, :], delta, delta > 0).sum(axis=1)
+        mask |= moves <= radius
     return mask
 
 

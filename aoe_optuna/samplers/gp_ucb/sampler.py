@@ -120,7 +120,7 @@ class GPUCBSampler(BaseSampler):
             the GP sees them (None: untouched).
         local_patience: once the best has not improved for this many completed trials,
             every other suggestion maximises the acquisition only over the configs at
-            most ``local_radius`` index steps from one of the five best measured
+            most ``local_radius`` moves (``_local.near_any``) from one of the five best measured
             (``_local``; docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md).
             None: always global.
         local_radius: see ``local_patience``.

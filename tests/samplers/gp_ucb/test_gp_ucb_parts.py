@@ -24,6 +24,8 @@ from aoe_optuna.samplers.gp_ucb._history import History, read_history
 from aoe_optuna.samplers.gp_ucb._local import is_local_step, near_any, stalled_for
 from aoe_optuna.samplers.gp_ucb._model import FitError, Posterior, fit_gp
 from aoe_optuna.samplers.neighbourhood import neighbours
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
@@ -170,19 +172,27 @@ def test_local_phase_waits_for_a_stall() -> None:
 
 
 
-def test_local_candidates_are_index_steps_from_any_centre() -> None:
-    space = small_space()  # a, b, c: sizes 1..32 (ordered); mode: x/y/z (categorical)
+def test_local_candidates_are_one_move_from_any_centre() -> None:
+    space = small_space()  # a, b, c: sizes 1..32; mode: x/y/z
     rows = np.array([
         [0, 0, 0, 0],  # a centre
-        [1, 0, 0, 0],  # a to the next size: 1 step
-        [2, 0, 0, 0],  # two sizes up: 2 steps
-        [0, 0, 0, 2],  # mode x -> z: a categorical change is 1 step
-        [5, 5, 4, 1],  # 1 step from the second centre
+        [1, 0, 0, 0],  # a to the next size: one move
+        [5, 0, 0, 0],  # a to any other size: one move
+        [0, 0, 0, 2],  # mode x -> z: one move
+        [1, 1, 0, 0],  # two parameters: two moves
+        [5, 5, 4, 1],  # one move from the second centre
     ])
     centres = np.array([[0, 0, 0, 0], [5, 5, 5, 1]])
-    assert near_any(space, rows, centres, 1).tolist() == [True, True, False, True, True]
-    assert near_any(space, rows, centres, 2).tolist() == [True] * 5
-    assert near_any(space, rows, centres[:0], 1).tolist() == [False] * 5
+    assert near_any(space, rows, centres, 1).tolist() == [True, True, True, True, False, True]
+    assert near_any(space, rows, centres, 2).tolist() == [True] * 6
+    assert near_any(space, rows, centres[:0], 1).tolist() == [False] * 6
+
+
+def test_a_float_moves_one_grid_step_at_a_time() -> None:
+    params = [Param.generic("x", tuple(v + 0.5 for v in range(9))), Param.generic("k", (1, 2, 4))]
+    space = SearchSpace(params)
+    rows = np.array([[1, 0], [2, 0], [4, 0], [0, 2]])
+    assert near_any(space, rows, np.array([[0, 0]]), 1).tolist() == [True, False, False, True]
 
 
 def test_floored_targets_keep_the_order_of_the_good_half() -> None:
