@@ -1,4 +1,4 @@
-"""Local phase: once the best config stops improving, measure one move from the best ones.
+"""Local phase (opt-in): once the best config stops improving, measure one move from the best.
 
 A GP with one length scale per parameter learns how much a parameter matters
 on average over the configs measured. Where a parameter matters only in part
@@ -25,6 +25,11 @@ categorical spaces. Centring on several of the best, not only the best,
 lets it cross ties and noise. The other suggestions stay global, so a better
 basin elsewhere can still be found. Where the local steps keep failing
 (``LOCAL_FAILURE_MARGIN``), the phase stops for good.
+
+It is not the default: on the recorded GEMM spaces the measurements it
+spends around a basin 6-11% from the optimum are the ones global UCB finds
+the optimum with (20 seeds at 100: mean 1.023 against 1.007 on the RTX 2080
+Ti), while on the convolution space it gains 1.068 to 1.059.
 (docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md)
 """
 
@@ -34,7 +39,7 @@ import numpy as np
 
 from aoe_optuna.space.search_space import SearchSpace
 
-LOCAL_PATIENCE = 5  # measurements without a new best before the local phase starts
+LOCAL_PATIENCE = 5  # the patience measured (GPUCBSampler(local_patience=...))
 LOCAL_RADIUS = 1  # moves (see near_any) from a centre
 # A local step never goes where the failure model expects a failure: next to a config
 # that built there may be a region that does not (every odd tile, every too-large one),

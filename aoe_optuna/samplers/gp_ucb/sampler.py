@@ -45,7 +45,6 @@ from aoe_optuna.samplers.gp_ucb._history import History, read_history
 from aoe_optuna.samplers.gp_ucb._local import (
     LOCAL_ATTR,
     LOCAL_MIN_SUCCESS,
-    LOCAL_PATIENCE,
     LOCAL_RADIUS,
     is_local_step,
     local_steps_pay,
@@ -118,11 +117,14 @@ class GPUCBSampler(BaseSampler):
             (docs/decisions/0004-gp-ucb-refit-every-suggestion.md).
         floor_quantile: completed values below this quantile are raised to it before
             the GP sees them (None: untouched).
-        local_patience: once the best has not improved for this many completed trials,
-            every other suggestion maximises the acquisition only over the configs at
-            most ``local_radius`` moves (``_local.near_any``) from one of the five best measured
-            (``_local``; docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md).
-            None: always global.
+        local_patience: None (default): UCB is always global. A number: once the best
+            has not improved for this many completed trials, every other suggestion
+            maximises the acquisition only over the configs at most ``local_radius``
+            moves (``_local.near_any``) from one of the five best measured. It helps
+            where a parameter matters only near the best (the recorded convolution
+            space) and costs measurements where global UCB still finds better basins
+            (the recorded GEMM spaces); 5 (``_local.LOCAL_PATIENCE``) is the setting
+            measured (docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md).
         local_radius: see ``local_patience``.
         target_transform: "copula" (normal scores of the ranks: robust to the slow
             tail of tuning spaces) or "log" (standardised log-throughput); see ``_targets``.
@@ -155,7 +157,7 @@ class GPUCBSampler(BaseSampler):
         pool_size: int = POOL_SIZE,
         refit_every: int | None = None,
         floor_quantile: float | None = None,
-        local_patience: int | None = LOCAL_PATIENCE,
+        local_patience: int | None = None,
         local_radius: int = LOCAL_RADIUS,
         target_transform: TargetTransform = "copula",
         tiling_features: bool = True,
@@ -341,8 +343,7 @@ class GPUCBSampler(BaseSampler):
         except FitError as exc:
             _log.warning("%s; this suggestion is space-filling", exc)
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
-        post = Posterior(fit).condition_on_pending(
-            fit, encode(np.concatenate([history.pending, history.all_failed])))
+        post = Posterior(fit).condition_on_pending(fit, encode(history.pending))
         mean, std = post.predict(cands.x)
         t = history.completed.shape[0] - n_startup + 1
         beta = beta_at(t, space.n_feasible, self.beta, self.beta_schedule)

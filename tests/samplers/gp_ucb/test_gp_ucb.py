@@ -33,10 +33,9 @@ def _second_proposals(seed: int, n: int) -> tuple[dict, dict, dict]:
     own ranking.
 
     The runner-up is what the same sampler proposes on the same history when the
-    config is excluded without being a pending point: trial ``a`` PRUNED instead of
-    running (a pruned trial that broke no constraint is only never repeated; a failed
-    one would be conditioned on like a pending point; the trial keeps its system
-    attributes, so the GP starts from the same hyperparameters).
+    config is excluded without being a pending point: trial ``a`` FAILED instead of
+    running (with the feasibility model off a failure is only never repeated; the
+    trial keeps its system attributes, so the GP starts from the same hyperparameters).
     Without pending points worker 2 could only skip the claimed config, and would
     propose exactly that runner-up.
     """
@@ -53,7 +52,7 @@ def _second_proposals(seed: int, n: int) -> tuple[dict, dict, dict]:
     alone = optuna.create_study(direction="maximize", sampler=GPUCBSampler(**kw))
     alone.add_trials(first.get_trials()[:n])
     alone.add_trial(optuna.trial.create_trial(
-        state=TrialState.PRUNED, params=a.params, distributions=failed.distributions,
+        state=TrialState.FAIL, params=a.params, distributions=failed.distributions,
         system_attrs=failed.system_attrs))
     runner_up = alone.ask(space.distributions())
     assert runner_up.number == b.number  # same trial number: same random streams
@@ -229,7 +228,7 @@ def test_space_comes_from_the_spec_stored_in_the_study() -> None:
 
 
 def test_after_a_stall_every_other_suggestion_is_one_change_from_a_best_config() -> None:
-    """The local phase (``_local``): measured configs whose best is 6 trials old."""
+    """The opt-in local phase (``_local``) on a study whose best is 39 trials old."""
     space = small_space()
     dists = space.distributions()
     rng = np.random.default_rng(0)
@@ -237,8 +236,8 @@ def test_after_a_stall_every_other_suggestion_is_one_change_from_a_best_config()
     values = [throughput(space.config(r)) for r in rows]
     order = np.argsort(values)[::-1]
     # the best first, then 39 worse ones: the best is 39 measurements old (even count: 40)
-    study = optuna.create_study(direction="maximize",
-                                sampler=GPUCBSampler(space=space, seed=1, n_startup_trials=4))
+    study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
+        space=space, seed=1, n_startup_trials=4, local_patience=5))
     for i in order[:1].tolist() + order[1:].tolist()[::-1]:
         study.add_trial(optuna.trial.create_trial(
             params=space.config(rows[i]), distributions=dists, value=values[i]))
