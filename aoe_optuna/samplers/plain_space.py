@@ -107,6 +107,14 @@ class PlainSpaces:
             weakref.WeakKeyDictionary()
         )
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the cache (weak references do not pickle; it refills)."""
+        return {**self.__dict__, "_folded": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._folded = weakref.WeakKeyDictionary()
+
     def _intersection(self, study: Study) -> dict[str, BaseDistribution]:
         """Optuna's intersection search space of the finished trials, folded in as they finish.
 
