@@ -1,4 +1,4 @@
-"""The plain-torch training loss is gpytorch's, bit for bit, so fits take the same steps."""
+"""The closed-form training loss is gpytorch's, to rounding, so fits land where they did."""
 
 from __future__ import annotations
 
@@ -26,33 +26,34 @@ def _model(n: int, d: int, seed: int):
     return model, mll
 
 
-@pytest.mark.parametrize(("n", "d", "seed"), [(3, 2, 0), (12, 3, 1), (57, 8, 2), (200, 19, 3)])
-def test_value_and_gradient_equal_gpytorch_bit_for_bit(n: int, d: int, seed: int) -> None:
+@pytest.mark.parametrize(("n", "d", "seed"),
+                         [(3, 1, 0), (12, 3, 1), (57, 8, 2), (200, 19, 3), (300, 25, 4)])
+def test_value_and_gradient_equal_gpytorchs(n: int, d: int, seed: int) -> None:
     model, mll = _model(n, d, seed)
     assert supports(model)
     params = {k: p for k, p in mll.named_parameters() if p.requires_grad}
     value, grads = get_loss_closure_with_grads(mll, params)()
     grads = tuple(g.clone() for g in grads)
     fast_value, fast_grads = loss_closure(mll)()
-    assert torch.equal(value, fast_value)
+    assert abs(float(value) - float(fast_value)) <= 1e-12 * abs(float(value))
     assert len(grads) == len(fast_grads) == 3
     for g, fast in zip(grads, fast_grads, strict=True):
-        assert torch.equal(g, fast)
+        assert g.shape == fast.shape
+        torch.testing.assert_close(fast, g, rtol=1e-10, atol=1e-13)
 
 
-def test_fit_lands_on_the_same_hyperparameters_as_gpytorchs_loss(monkeypatch) -> None:
+def test_a_fit_lands_where_gpytorchs_loss_lands(monkeypatch) -> None:
     rng = np.random.default_rng(7)
-    x, y = rng.random((40, 4)), rng.standard_normal(40)
-    fast = fit_gp(x, y, None, 10, 60)
+    x, y = rng.random((40, 4)), np.sin(6 * rng.random(40))
+    fast = fit_gp(x, y, None, 10, 200)
     monkeypatch.setattr("aoe_optuna.samplers.gp_ucb._model.supports", lambda model: False)
-    slow = fit_gp(x, y, None, 10, 60)
+    slow = fit_gp(x, y, None, 10, 200)
     assert fast.fitted and slow.fitted
-    assert fast.hyper == slow.hyper
+    for name, values in slow.hyper.items():
+        np.testing.assert_allclose(fast.hyper[name], values, rtol=1e-4, atol=1e-6)
 
 
-def test_other_model_layouts_keep_gpytorchs_loss() -> None:
+def test_other_models_keep_gpytorchs_loss() -> None:
     model, _ = _model(10, 2, 0)
     model.covar_module.nu = 1.5
     assert not supports(model)
-    one_column, _ = _model(10, 1, 0)
-    assert not supports(one_column)
