@@ -100,7 +100,7 @@ def _fit(x: np.ndarray, y: np.ndarray, previous: Hyper | None, warm_iter: int,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             options = {"maxiter": warm_iter if warm else cold_iter}
-            # the same loss as gpytorch's, bit for bit, without its overhead (see _mll)
+            # gpytorch's loss and its gradient in closed form, a quarter of the time (_mll)
             closure = loss_closure(mll) if supports(model) else None
             fit_gpytorch_mll(mll, closure=closure, optimizer_kwargs={"options": options})
         hyper = hyperparameters(model)
