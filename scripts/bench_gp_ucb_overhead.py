@@ -1,16 +1,27 @@
 #!/usr/bin/env python
 """GPUCBSampler overhead: seconds per suggestion after N completed trials, and peak memory.
 
-The N trials are distinct random feasible configs valued by the simulator's
-noise-free cost (tokens/s), added to an in-memory study; then the sampler is
-asked ``--asks`` times (each ask told with its simulated value, so N grows by
-one per ask). Reports the median, mean and max wall time per suggestion (by
-default the sampler fits its hyperparameters on every ask below 300 completed
-trials and on every 3rd above, where the max is a fit) and the process's peak
-resident memory (ru_maxrss). ``--kwargs`` passes sampler arguments.
+The N trials are distinct random feasible configs of a study spec (valued by
+the simulator's noise-free cost, tokens/s) or of a recorded Kernel Tuner
+space (valued by the recorded time; recorded failures are told FAIL), added
+to an in-memory study; then the sampler is asked ``--asks`` times (each ask
+told with its value, so N grows by one per ask). Reports the median, mean and
+max wall time per suggestion (by default the sampler fits its hyperparameters
+on every ask below 300 completed trials and on every 3rd above, where the max
+is a fit) and the peak resident memory (ru_maxrss). ``--kwargs`` passes
+sampler arguments.
+
+``--against PYTHON`` times a second checkout side by side: the same study is
+built in two worker processes, this interpreter's aoe_optuna and PYTHON's
+(e.g. another checkout's .venv/bin/python), and they are asked in turn, ask by
+ask (alternating which goes first), so both see the same machine load. Each
+prints its own figures, then the ratio of the medians and how many proposals
+were identical.
 
     python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2.json --n 200
-    python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2_compile.json \
+    python scripts/bench_gp_ucb_overhead.py --space ../shared/spaces/gemm_RTX_2080_Ti.json.gz \\
+        --n 200 --asks 10 --against ../base/.venv/bin/python
+    python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2_compile.json \\
         --n 1000 --asks 7 --kwargs '{"refit_every": 1}'
 """
 
@@ -20,60 +31,171 @@ import argparse
 import json
 import resource
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-import optuna
 
-from aoe_optuna.bench.exhaustive import simulator_costs
-from aoe_optuna.samplers.gp_ucb import GPUCBSampler
-from aoe_optuna.spec.backend import make_backend
-from aoe_optuna.spec.loader import load_spec
+
+def _study(args: argparse.Namespace) -> tuple[Any, Any, Callable[[np.ndarray], float | None]]:
+    """(study with N told trials, space, index row -> value or None for a failure)."""
+    import optuna
+
+    from aoe_optuna.samplers.gp_ucb import GPUCBSampler
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    context: dict[str, Any] = {}
+    if args.spec:
+        from aoe_optuna.bench.exhaustive import simulator_costs
+        from aoe_optuna.spec.backend import make_backend
+        from aoe_optuna.spec.loader import load_spec
+
+        spec = load_spec(args.spec)
+        space, backend = spec.space, make_backend(spec)
+        # the workload and SoC, as a study made by aoe-tune gives them
+        context = {"workload": spec.workload, "profile": spec.profile}
+
+        def value(row: np.ndarray) -> float | None:
+            return float(1.0 / simulator_costs(space, spec.workload, backend, row[None, :])[0])
+    else:
+        from aoe_optuna.bench.runner import Case, build_case
+
+        built = build_case(Case.from_path(args.space))
+        space, backend = built.space, built.evaluator.backend
+
+        def value(row: np.ndarray) -> float | None:
+            m = backend.measure(space.config(row))
+            return 1.0 / m.latency_s if m.ok and m.latency_s else None
+
+    rows = space.sample_feasible(args.n, np.random.default_rng(args.seed))
+    dists = space.distributions()
+    sampler = GPUCBSampler(space=space, seed=args.seed, **context, **args.kwargs)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for row in rows:
+        v = value(row)
+        state = optuna.trial.TrialState.COMPLETE if v is not None else optuna.trial.TrialState.FAIL
+        study.add_trial(optuna.trial.create_trial(params=space.config(row), distributions=dists,
+                                                  value=v, state=state))
+    return study, space, value
+
+
+def worker(args: argparse.Namespace) -> None:
+    """Answer "ask" lines on stdin with one JSON line each: seconds and the proposal."""
+    import optuna
+
+    study, space, value = _study(args)
+    dists = space.distributions()
+    print(json.dumps({"n_feasible": int(space.n_feasible)}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "ask":
+            break
+        t = time.perf_counter()
+        trial = study.ask(dists)
+        seconds = time.perf_counter() - t
+        v = value(space.index(trial.params))
+        if v is None:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(trial, v)
+        print(json.dumps({"s": seconds, "params": trial.params}, default=str), flush=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"peak_mb": peak_mb}), flush=True)
+
+
+class Worker:
+    """One worker process: a checkout's sampler on its own copy of the study."""
+
+    def __init__(self, name: str, python: str, argv: list[str]) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).resolve()), "--worker", *argv],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        self.n_feasible = self._read()["n_feasible"]
+        self.times: list[float] = []
+        self.proposals: list[dict[str, Any]] = []
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"bench_gp_ucb_overhead: the {self.name} worker exited "
+                             f"(code {self.proc.wait()})")
+        return json.loads(line)
+
+    def ask(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("ask\n")
+        self.proc.stdin.flush()
+        out = self._read()
+        self.times.append(out["s"])
+        self.proposals.append(out["params"])
+
+    def close(self) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        peak = self._read()["peak_mb"]
+        self.proc.wait()
+        return float(peak)
+
+
+def _summary(name: str, times: list[float], n: int, peak_mb: float) -> str:
+    later = times[1:] or times
+    return (f"{name}: seconds per suggestion at {n}..{n + len(times) - 1} completed: "
+            f"median {statistics.median(times):.3f}, mean after the first "
+            f"{statistics.mean(later):.3f}, max after the first {max(later):.3f}, "
+            f"first {times[0]:.3f} (caches, a cold fit); peak RSS {peak_mb:.0f} MB")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--spec", required=True)
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog="\n".join(__doc__.splitlines()[-6:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--spec", help="study spec (simulator-valued)")
+    where.add_argument("--space", help="recorded Kernel Tuner cache file (.json or .json.gz)")
     ap.add_argument("--n", type=int, default=200, help="completed trials before timing")
     ap.add_argument("--asks", type=int, default=7, help="asks timed (>= 4 covers a refit)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kwargs", type=json.loads, default={},
                     help='GPUCBSampler arguments as a JSON object, e.g. \'{"refit_every": 1}\'')
+    ap.add_argument("--against", metavar="PYTHON",
+                    help="another checkout's interpreter, timed side by side")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    for path in (args.spec, args.space):
+        if path is not None and not Path(path).is_file():
+            ap.exit(2, f"bench_gp_ucb_overhead: {path}: no such file\n")
+    if args.worker:
+        worker(args)
+        return
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    spec = load_spec(args.spec)
-    space, backend = spec.space, make_backend(spec)
-
-    def tokens_per_s(rows: np.ndarray) -> np.ndarray:
-        return 1.0 / simulator_costs(space, spec.workload, backend, rows)
-
+    argv = [a for a in sys.argv[1:]]
+    if "--against" in argv:
+        i = argv.index("--against")
+        del argv[i : i + 2]
     t0 = time.perf_counter()
-    rows = space.sample_feasible(args.n, np.random.default_rng(args.seed))
-    values = tokens_per_s(rows)
-    dists = space.distributions()
-    sampler = GPUCBSampler(space=space, seed=args.seed, workload=spec.workload,
-                           profile=spec.profile,  # as a study made by aoe-tune gives it
-                           **args.kwargs)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    for row, value in zip(rows, values, strict=True):
-        study.add_trial(optuna.trial.create_trial(params=space.config(row), distributions=dists,
-                                                  value=float(value)))
-    print(f"{space.n_feasible:,} feasible configs; {args.n} trials added "
+    workers = [Worker("this checkout", sys.executable, argv)]
+    if args.against:
+        workers.append(Worker(f"against ({args.against})", args.against, argv))
+    print(f"{workers[0].n_feasible:,} feasible configs; {args.n} trials added "
           f"in {time.perf_counter() - t0:.1f} s")
-    times = []
-    for _ in range(args.asks):
-        t = time.perf_counter()
-        trial = study.ask(dists)
-        times.append(time.perf_counter() - t)
-        study.tell(trial, float(tokens_per_s(space.index(trial.params)[None, :])[0]))
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    later = times[1:] or times
-    print(f"seconds per suggestion at {args.n}..{args.n + args.asks - 1} completed: "
-          f"median {statistics.median(times):.3f}, mean after the first "
-          f"{statistics.mean(later):.3f}, max after the first {max(later):.3f} "
-          f"(first {times[0]:.3f}: enumeration/encoding cache and a cold fit)")
-    print(f"peak resident memory {peak_mb:.0f} MB")
+    for k in range(args.asks):
+        for w in workers if k % 2 == 0 else workers[::-1]:
+            w.ask()
+    for w in workers:
+        print(_summary(w.name, w.times, args.n, w.close()))
+    if args.against:
+        new, old = workers
+        same = sum(a == b for a, b in zip(new.proposals, old.proposals, strict=True))
+        ratio = statistics.median(new.times) / statistics.median(old.times)
+        print(f"median ratio this/against {ratio:.2f}; identical proposals {same}/{args.asks}")
 
 
 if __name__ == "__main__":

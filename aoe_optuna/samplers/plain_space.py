@@ -12,10 +12,10 @@ space, so a log-int stays log and a float stays a float for Optuna.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
-import optuna
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
@@ -84,6 +84,14 @@ def param_of(
     return None
 
 
+@dataclass
+class _Folded:
+    """One study's intersection so far and the trials already folded into it."""
+
+    trial_ids: set[int] = field(default_factory=set)
+    space: dict[str, BaseDistribution] | None = None
+
+
 class PlainSpaces:
     """Infers a plain study's space, one SearchSpace object per distinct set of choices.
 
@@ -95,11 +103,47 @@ class PlainSpaces:
         self.float_points = float_points
         self.int_points = int_points
         self._known: dict[Any, PlainSpace] = {}
+        self._folded: weakref.WeakKeyDictionary[Any, dict[int, _Folded]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the cache (weak references do not pickle; it refills)."""
+        return {**self.__dict__, "_folded": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._folded = weakref.WeakKeyDictionary()
+
+    def _intersection(self, study: Study) -> dict[str, BaseDistribution]:
+        """Optuna's intersection search space of the finished trials, folded in as they finish.
+
+        The same as ``intersection_search_space`` over all of them (an intersection
+        only shrinks, in any order), but each trial is compared once per study
+        instead of on every call: at 1000 trials that was 20,000 distribution
+        comparisons per suggestion. Trials are told apart by their storage id,
+        which a storage never gives twice.
+        """
+        folded = self._folded.setdefault(study._storage, {}).setdefault(
+            study._study_id, _Folded()
+        )
+        for t in study.get_trials(deepcopy=False, states=_FINISHED):
+            if t._trial_id in folded.trial_ids:
+                continue
+            folded.trial_ids.add(t._trial_id)
+            if t.state == TrialState.FAIL:  # as Optuna's: failed trials do not count
+                continue
+            if folded.space is None:
+                folded.space = dict(t.distributions)
+            else:
+                folded.space = {
+                    name: d for name, d in folded.space.items() if t.distributions.get(name) == d
+                }
+        return dict(sorted((folded.space or {}).items()))
 
     def __call__(self, study: Study) -> PlainSpace | None:
         """The space of ``study``'s finished trials; None before any trial suggested a value."""
-        trials = study.get_trials(deepcopy=False, states=_FINISHED)
-        dists = optuna.search_space.intersection_search_space(trials, include_pruned=True)
+        dists = self._intersection(study)
         params = [
             p for name, d in sorted(dists.items())
             if (p := param_of(name, d, self.float_points, self.int_points)) is not None

@@ -136,3 +136,26 @@ def test_names_of_gemm_tunables_take_any_values_in_a_plain_study(sampler: str) -
     assert plain is not None
     rows = [plain.space.index(t.params) for t in study.trials]
     assert len({tuple(r) for r in rows}) == len(rows)  # every trial a distinct config
+
+
+def test_the_space_follows_optunas_intersection_as_trials_finish() -> None:
+    """Folded in trial by trial, across calls, it is Optuna's intersection over all of them."""
+    spaces = PlainSpaces(float_points=5)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    wide = {"a": IntDistribution(1, 4), "b": FloatDistribution(0.0, 1.0),
+            "c": IntDistribution(0, 2)}
+    for i, dists in enumerate([wide, wide, {**wide, "b": FloatDistribution(0.0, 2.0)}, wide]):
+        running = study.ask(dict(dists))
+        state = optuna.trial.TrialState.FAIL if i == 3 else optuna.trial.TrialState.PRUNED
+        study.tell(running, 1.0 if i < 2 else None, state=None if i < 2 else state)
+        expected = optuna.search_space.intersection_search_space(
+            study.get_trials(deepcopy=False), include_pruned=True
+        )
+        plain = spaces(study)
+        assert plain is not None
+        assert plain.distributions == expected
+    assert sorted(plain.distributions) == ["a", "c"]  # "b" changed on the pruned trial
+    other = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    other.enqueue_trial({"a": 2})
+    other.tell(other.ask({"a": IntDistribution(1, 4)}), 1.0)
+    assert sorted(spaces(other).distributions) == ["a"]  # another study starts afresh

@@ -41,7 +41,7 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 )
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
-from aoe_optuna.samplers.gp_ucb._history import History, read_history
+from aoe_optuna.samplers.gp_ucb._history import History, HistoryReader
 from aoe_optuna.samplers.gp_ucb._local import (
     LOCAL_ATTR,
     LOCAL_MIN_SUCCESS,
@@ -206,6 +206,7 @@ class GPUCBSampler(BaseSampler):
         self._inputs: dict[int, GPInputs] = {}
         self._independent = RandomSampler(seed=self._seed)
         self._sources: dict[int, CandidateSource] = {}
+        self._histories: dict[int, HistoryReader] = {}
         self._spaces: dict[Any, SearchSpace] = {}
         self._plain = PlainSpaces(float_grid_points)
 
@@ -271,7 +272,9 @@ class GPUCBSampler(BaseSampler):
         if set(space.names) <= set(claimed_params(trial)):
             return {}  # an enqueued trial (the baseline): its params are fixed
         trials = study.get_trials(deepcopy=False)
-        history = read_history(study, space, exclude_number=trial.number, trials=trials)
+        if id(space) not in self._histories:
+            self._histories[id(space)] = HistoryReader(space)
+        history = self._histories[id(space)](study, exclude_number=trial.number, trials=trials)
         rng = np.random.default_rng([self._seed, trial.number])
         inputs = self._inputs_for(study, space)
         cands = self._source(space, inputs).unseen(

@@ -20,7 +20,7 @@ from aoe_optuna.samplers.gp_ucb._acquisition import (
 from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
-from aoe_optuna.samplers.gp_ucb._history import History, read_history
+from aoe_optuna.samplers.gp_ucb._history import History, HistoryReader, read_history
 from aoe_optuna.samplers.gp_ucb._local import is_local_step, near_any, stalled_for
 from aoe_optuna.samplers.gp_ucb._model import FitError, Posterior, fit_gp
 from aoe_optuna.samplers.neighbourhood import neighbours
@@ -227,3 +227,46 @@ def test_improvement_if_feasible_falls_back_to_weighted_ucb_order() -> None:
     value = np.array([1.0, 2.0, 3.0])
     score = improvement_if_feasible(value, np.array([1.0, 1.0, 0.2]), best_mean=5.0)
     assert np.all(score > 0) and int(np.argmax(score)) == 1  # 2 * 1.0 beats 3 * 0.2
+
+
+def test_the_history_reader_reads_what_read_history_reads() -> None:
+    """Finished trials are remembered, live ones re-read: the History is read_history's."""
+    space = small_space()
+    dists = {p.name: CategoricalDistribution(list(p.choices)) for p in space.params}
+    study = optuna.create_study(direction="minimize")
+    c = [{"a": 1, "b": 2, "c": 4, "mode": "x"}, {"a": 2, "b": 2, "c": 4, "mode": "y"},
+         {"a": 4, "b": 2, "c": 4, "mode": "z"}, {"a": 32, "b": 32, "c": 1, "mode": "x"}]
+    study.add_trial(create_trial(params=c[0], distributions=dists, value=2.0))
+    study.add_trial(create_trial(params=c[1], distributions=dists, value=8.0,
+                                 system_attrs={"constraints": [1.0]}))
+    study.add_trial(create_trial(params=c[2], distributions=dists, state=TrialState.FAIL))
+    study.add_trial(create_trial(params=c[3], distributions=dists, state=TrialState.PRUNED))
+    study.enqueue_trial({"a": 8, "b": 1, "c": 1, "mode": "y"})
+    running = study.ask()
+    reader = HistoryReader(space)
+    for finished in (False, True):
+        for exclude in (None, running.number):
+            new, old = reader(study, exclude), read_history(study, space, exclude)
+            for name in ("completed", "values", "failed", "pending", "infeasible"):
+                assert np.array_equal(getattr(new, name), getattr(old, name))
+            assert new.seen == old.seen
+        if not finished:
+            study.tell(running, 3.0)
+    assert reader(study).completed.shape == (3, 4) and new.infeasible is not None
+
+
+def test_a_pool_is_the_distinct_unseen_rows_in_lexicographic_order() -> None:
+    space = small_space()
+    source = CandidateSource(space, enumerate_limit=0, pool_size=40)
+    rng = np.random.default_rng(4)
+    incumbents = space.sample_feasible(3, rng)
+    seen = {int(i) for i in space.flat_id(space.sample_feasible(10, rng))}
+    cands = source.unseen(seen, np.random.default_rng(5), incumbents)
+    # what np.unique(axis=0) and a filter on the seen ids give from the same draws
+    draws = np.random.default_rng(5)
+    pool = np.concatenate([space.sample_feasible(40, draws, exclude=seen),
+                           neighbours(space, incumbents)])
+    expected = np.unique(pool, axis=0)
+    expected = expected[~np.isin(space.flat_id(expected), list(seen))]
+    assert np.array_equal(cands.rows, expected) and cands.rows.shape[0] > 40
+    np.testing.assert_array_equal(cands.x, space.encode(expected))

@@ -72,3 +72,17 @@ def test_gain_weighting_searches_through_failures_success_avoids_them() -> None:
         study.optimize(objective, n_trials=30, catch=(RuntimeError,))
         failed[weighting] = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials[10:])
     assert failed["success"] < failed["gain"], failed
+
+
+def test_a_used_sampler_pickles_and_proposes_as_before() -> None:
+    """Its caches of finished trials do not pickle; the copy refills them from storage."""
+    import pickle
+
+    sampler = GPUCBSampler(seed=3, n_startup_trials=4)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_mixed, n_trials=8)
+    copy = pickle.loads(pickle.dumps(sampler))
+    twin = optuna.create_study(sampler=copy)
+    for t in study.trials:
+        twin.add_trial(t)
+    assert study.ask().params == twin.ask().params
