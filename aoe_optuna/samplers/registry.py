@@ -45,7 +45,6 @@ SAMPLERS: dict[str, Factory | str] = {
     "grid": _grid,
     "gp-ucb": "aoe_optuna.samplers.gp_ucb:GPUCBSampler",
     "reinforce": "aoe_optuna.samplers.reinforce:ReinforceSampler",
-    "gp-ucb-then-reinforce": "aoe_optuna.samplers.staged:StagedSampler",
 }
 
 # The samplers that keep the constraint contract; tests/samplers/test_contract.py runs
