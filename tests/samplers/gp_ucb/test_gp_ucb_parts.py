@@ -21,7 +21,12 @@ from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
 from aoe_optuna.samplers.gp_ucb._history import History, HistoryReader, read_history
-from aoe_optuna.samplers.gp_ucb._local import is_local_step, near_any, stalled_for
+from aoe_optuna.samplers.gp_ucb._local import (
+    is_local_step,
+    local_steps_pay,
+    near_any,
+    stalled_for,
+)
 from aoe_optuna.samplers.gp_ucb._model import FitError, Posterior, fit_gp
 from aoe_optuna.samplers.neighbourhood import neighbours
 from aoe_optuna.space.params import Param
@@ -170,6 +175,12 @@ def test_local_phase_waits_for_a_stall() -> None:
     assert not is_local_step(np.array([1.0, 1.0, 1.0, 3.0]), patience=3)  # just improved
     assert not is_local_step(np.array([3.0, 1.0, 1.0, 1.0]), patience=None)
 
+
+
+def test_local_phase_stops_once_its_steps_mostly_fail() -> None:
+    assert local_steps_pay(0, 0) and local_steps_pay(0, 1)  # one failure is not a rule
+    assert not local_steps_pay(0, 2)
+    assert local_steps_pay(3, 4) and not local_steps_pay(3, 5)
 
 
 def test_local_candidates_are_one_move_from_any_centre() -> None:
