@@ -26,7 +26,7 @@ from optuna.study import Study
 from optuna.trial import TrialState
 
 from aoe_optuna.samplers.value_grid import float_grid, int_grid
-from aoe_optuna.space.params import Param, ParamError
+from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 
 _FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
@@ -41,20 +41,9 @@ class PlainParam(Param):
     study's "layout" may be any strings, so here no name is special.
     """
 
-    def code(self, value: Any) -> int | float:
-        if self.kind in ("int", "real"):
-            return value
-        if self.kind == "bool":
-            return int(bool(value))
-        return self.choices.index(value)
-
-    def index(self, value: Any) -> int:
-        try:
-            return self.choices.index(value)
-        except ValueError:
-            raise ParamError(
-                f"{self.name}={value!r} is not one of its choices {list(self.choices)}"
-            ) from None
+    @property
+    def spelled_canonically(self) -> bool:
+        return False
 
 
 @dataclass(frozen=True)

@@ -132,9 +132,14 @@ class Param:
             return np.array(self.choices, dtype=float)
         return np.array([self.code(v) for v in self.choices], dtype=np.int64)
 
+    @property
+    def spelled_canonically(self) -> bool:
+        """Whether this is a GEMM tunable whose values have canonical spellings."""
+        return self.name in KNOWN_PARAMS and self.kind == KNOWN_PARAMS[self.name].kind
+
     def code(self, value: Any) -> int | float:
         """Numeric code of one choice."""
-        if self.name in KNOWN_PARAMS and self.kind == KNOWN_PARAMS[self.name].kind:
+        if self.spelled_canonically:
             return to_code(self.name, value)
         if self.kind in ("int", "real"):
             return value
@@ -144,9 +149,7 @@ class Param:
 
     def index(self, value: Any) -> int:
         """Position of ``value`` among the choices (names and codes both accepted)."""
-        canon = value
-        if self.name in KNOWN_PARAMS and self.kind == KNOWN_PARAMS[self.name].kind:
-            canon = canonical_value(self.name, value)
+        canon = canonical_value(self.name, value) if self.spelled_canonically else value
         try:
             return self.choices.index(canon)
         except ValueError:

@@ -13,16 +13,10 @@ import pytest
 
 from aoe_optuna.operators.tuner import ALLOCATION_ATTR, DONE_ATTR
 from aoe_optuna.study.objective import is_measured
+from tests.operators.test_tuner import SPEC  # the same small decode study
 
 pytestmark = pytest.mark.slow
 
-SPEC = {
-    "op_name": "Gemm",
-    "search_space": {"tile_m": [16, 32, 64, 128], "tile_n": [64, 128, 256],
-                     "tile_k": [32, 64, 128], "pipeline": [1, 2]},
-    "workload": {"model": "qwen2.5-7b", "phase": "decode", "batch": 4},
-    "backend": {"name": "simulator", "noise": 0.02, "seed": 3},
-}
 PARENT = "Gemm-Ascend910B2-qwen2.5-7b-decode-b4-operators"
 
 

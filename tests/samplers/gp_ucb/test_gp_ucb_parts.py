@@ -40,12 +40,19 @@ def _smooth(x: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ history
-def test_history_sorts_every_state_and_reads_enqueued_params() -> None:
+def _four_configs() -> tuple:
+    """The small space, its distributions, and four configs of it for a study's trials."""
     space = small_space()
     dists = {p.name: CategoricalDistribution(list(p.choices)) for p in space.params}
+    return space, dists, [
+        {"a": 1, "b": 2, "c": 4, "mode": "x"}, {"a": 2, "b": 2, "c": 4, "mode": "y"},
+        {"a": 4, "b": 2, "c": 4, "mode": "z"}, {"a": 32, "b": 32, "c": 1, "mode": "x"},
+    ]
+
+
+def test_history_sorts_every_state_and_reads_enqueued_params() -> None:
+    space, dists, c = _four_configs()
     study = optuna.create_study(direction="minimize")
-    c = [{"a": 1, "b": 2, "c": 4, "mode": "x"}, {"a": 2, "b": 2, "c": 4, "mode": "y"},
-         {"a": 4, "b": 2, "c": 4, "mode": "z"}, {"a": 32, "b": 32, "c": 1, "mode": "x"}]
     study.add_trial(create_trial(params=c[0], distributions=dists, value=2.0))
     study.add_trial(create_trial(params=c[1], distributions=dists, value=8.0))
     study.add_trial(create_trial(params=c[2], distributions=dists, state=TrialState.FAIL))
@@ -242,11 +249,8 @@ def test_improvement_if_feasible_falls_back_to_weighted_ucb_order() -> None:
 
 def test_the_history_reader_reads_what_read_history_reads() -> None:
     """Finished trials are remembered, live ones re-read: the History is read_history's."""
-    space = small_space()
-    dists = {p.name: CategoricalDistribution(list(p.choices)) for p in space.params}
+    space, dists, c = _four_configs()
     study = optuna.create_study(direction="minimize")
-    c = [{"a": 1, "b": 2, "c": 4, "mode": "x"}, {"a": 2, "b": 2, "c": 4, "mode": "y"},
-         {"a": 4, "b": 2, "c": 4, "mode": "z"}, {"a": 32, "b": 32, "c": 1, "mode": "x"}]
     study.add_trial(create_trial(params=c[0], distributions=dists, value=2.0))
     study.add_trial(create_trial(params=c[1], distributions=dists, value=8.0,
                                  system_attrs={"constraints": [1.0]}))

@@ -12,6 +12,14 @@ from tests.samplers.reinforce.test_reinforce import SMALL_BATCH, run
 from tests.samplers.reinforce.test_reinforce_masking import brute, small_space
 
 
+def _picks(space, measured: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, set[int]]:
+    """40 draws (seeds 0-39) after ``measured`` got ``values``, and the tried flat ids."""
+    tried = {int(i) for i in space.flat_id(measured)}
+    picks = np.stack([model_draw(space, list(measured), values, tried, np.random.default_rng(s))
+                      for s in range(40)])
+    return picks, tried
+
+
 def test_the_draw_is_untried_feasible_and_favours_what_the_measurements_favour() -> None:
     space = small_space()
     every = brute(space)
@@ -20,9 +28,7 @@ def test_the_draw_is_untried_feasible_and_favours_what_the_measurements_favour()
     measured = every[rng.choice(every.shape[0], 40, replace=False)]
     # double buffering doubles throughput; everything else is flat
     values = np.where(measured[:, pipe] == 2, 2.0, 1.0)
-    tried = {int(i) for i in space.flat_id(measured)}
-    picks = np.stack([model_draw(space, list(measured), values, tried, np.random.default_rng(s))
-                      for s in range(40)])
+    picks, tried = _picks(space, measured, values)
     assert space.is_feasible(picks).all()
     assert not set(space.flat_id(picks).tolist()) & tried
     share_uniform = float(np.mean(every[:, pipe] == 2))
@@ -37,9 +43,7 @@ def test_failed_measurements_count_as_the_worst_value() -> None:
     rng = np.random.default_rng(1)
     measured = every[rng.choice(every.shape[0], 60, replace=False)]
     values = np.where(measured[:, pipe] == 2, np.nan, 1.0 + 0.01 * rng.random(60))
-    tried = {int(i) for i in space.flat_id(measured)}
-    picks = np.stack([model_draw(space, list(measured), values, tried, np.random.default_rng(s))
-                      for s in range(40)])
+    picks, tried = _picks(space, measured, values)
     assert np.mean(picks[:, pipe] == 2) < 0.1
 
 
