@@ -170,6 +170,10 @@ class GPUCBSampler(BaseSampler):
             raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
         if beta < 0:
             raise ValueError(f"beta: expected >= 0, got {beta}")
+        if local_patience is not None and local_patience < 1:
+            raise ValueError(f"local_patience: expected None or >= 1, got {local_patience}")
+        if local_radius < 1:
+            raise ValueError(f"local_radius: expected >= 1, got {local_radius}")
         if refit_every is not None and refit_every < 1:
             raise ValueError(f"refit_every: expected None or >= 1, got {refit_every}")
         if floor_quantile is not None and not 0.0 <= floor_quantile < 1.0:

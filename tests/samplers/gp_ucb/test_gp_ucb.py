@@ -178,7 +178,8 @@ def test_feasibility_model_wastes_fewer_measurements_on_failures() -> None:
 
 @pytest.mark.parametrize("bad", [{"n_startup_trials": 0}, {"beta": -1.0},
                                  {"beta_schedule": "cosine"}, {"refit_every": 0},
-                                 {"floor_quantile": 1.0}])
+                                 {"floor_quantile": 1.0}, {"local_patience": 0},
+                                 {"local_radius": 0}])
 def test_bad_arguments_say_what_was_expected(bad) -> None:
     with pytest.raises(ValueError, match="expected"):
         GPUCBSampler(space=small_space(), **bad)
