@@ -290,7 +290,8 @@ class GPUCBSampler(BaseSampler):
         with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
             ranked, hyper, local = self._choose(
-                inputs, history, cands, rng, _previous_hyper(trials), _local_steps_pay(trials)
+                inputs, history, cands, rng, _previous_hyper(trials),
+                self.local_patience is not None and _local_steps_pay(trials),
             )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
