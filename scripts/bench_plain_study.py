@@ -10,8 +10,8 @@ space's optimum; 1.0 is the optimum) over seeds, both samplers side by side,
 with the proposals each made (failed ones included) and the share of them
 outside the recording: uncharged here, a wasted compile in a real study.
 
-    .venv/bin/python scripts/bench_plain_study.py --valid 100 --seeds 3 \\
-        gemm_RTX_2080_Ti convolution_milo_A4000
+    .venv/bin/python scripts/bench_plain_study.py --valid 100 --seeds 10 \\
+        --samplers gp-ucb,gp-ucb-vote,tpe gemm_RTX_2080_Ti convolution_milo_A4000
     .venv/bin/python scripts/bench_plain_study.py --samplers gp-ucb-gain,tpe gemm_RTX_2080_Ti
 """
 
@@ -37,6 +37,8 @@ from aoe_optuna.samplers.gp_ucb import GPUCBSampler
 SPACES = Path(__file__).resolve().parents[1].parent / "shared" / "spaces"
 SAMPLERS: dict[str, Callable[[int], BaseSampler]] = {
     "gp-ucb": lambda seed: GPUCBSampler(seed=seed),
+    # P(success) as a vote of nearby outcomes, weighting UCB: the default with a spec
+    "gp-ucb-vote": lambda seed: GPUCBSampler(seed=seed, feasibility_model="vote"),
     "gp-ucb-gain": lambda seed: GPUCBSampler(seed=seed, feasibility_weighting="gain"),
     "tpe": lambda seed: TPESampler(seed=seed),
 }

@@ -4,8 +4,8 @@ Small modules, one job each: ``_history`` (trials -> arrays), ``_targets``
 (values -> copula scores), ``_tiling_features`` (tile fit as GP inputs),
 ``_candidates`` (the unseen feasible set or a pool), ``_design`` (space-filling
 start), ``_model`` (the GP and a fast posterior), ``_acquisition`` (UCB and its
-success weighting), ``_feasibility`` (P(success) from failures), ``_local``
-(opt-in local phase); ``sampler`` only orchestrates.
+success weighting), ``_feasibility`` and ``_feasibility_halfspaces`` (P(success)
+from failures), ``_local`` (opt-in local phase); ``sampler`` only orchestrates.
 """
 
 from aoe_optuna.samplers.gp_ucb.sampler import GPUCBSampler

@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 
 DEFAULT_BETA = 9.0
+CHANCE_MIN_SUCCESS = 0.5  # "chance" weighting: eligible configs run at least every other time
 
 
 BetaSchedule = Literal["srinivas"]  # GP-UCB's growing beta (Srinivas et al. 2010), scaled
@@ -78,3 +79,21 @@ def improvement_if_feasible(
     if not (gain > 0).any():
         return p_success * (value - float(value.min()) + 1.0)
     return p_success * gain
+
+
+def within_chance_constraint(
+    value: np.ndarray, p_success: np.ndarray, min_success: float
+) -> np.ndarray:
+    """UCB among the configs with P(success) >= ``min_success``; the rest after, by P.
+
+    The chance-constrained form of constrained BO (Gelbart et al., UAI 2014):
+    a config is eligible when it is likely enough to run, and among the
+    eligible ones UCB alone decides, so a config next to the rule's edge is
+    not discounted for being there (the optimum of a tiling space often is:
+    the widest vectors the tile still divides). It needs a calibrated P: a
+    model whose P shrinks toward the base rate would rule out whole regions.
+    """
+    eligible = p_success >= min_success
+    if not eligible.any():
+        return p_success
+    return np.where(eligible, value, float(value[eligible].min()) - 1.0 + p_success)

@@ -26,12 +26,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
 from aoe_optuna.samplers.gp_ucb._acquisition import (
+    CHANCE_MIN_SUCCESS,
     DEFAULT_BETA,
     BetaSchedule,
     beta_at,
     improvement_if_feasible,
     ucb,
     weighted_by_success,
+    within_chance_constraint,
 )
 from aoe_optuna.samplers.gp_ucb._candidates import (
     ENUMERATE_LIMIT,
@@ -41,6 +43,7 @@ from aoe_optuna.samplers.gp_ucb._candidates import (
 )
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
+from aoe_optuna.samplers.gp_ucb._feasibility_halfspaces import HalfspaceFeasibility
 from aoe_optuna.samplers.gp_ucb._history import History, HistoryReader
 from aoe_optuna.samplers.gp_ucb._local import (
     LOCAL_ATTR,
@@ -70,7 +73,8 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-FeasibilityWeighting = Literal["success", "gain"]
+FeasibilityWeighting = Literal["auto", "success", "chance", "gain"]
+FeasibilityKind = Literal["auto", "vote", "halfspaces"]
 HYPER_ATTR = "gp_ucb:hyper"  # trial system attr: the GP hyperparameters fitted for it
 N_INCUMBENTS = 5
 RANKED = 16  # best candidates kept in order, for when other workers claimed the first
@@ -100,14 +104,22 @@ class GPUCBSampler(BaseSampler):
         beta_schedule: None (constant beta) or "srinivas" (GP-UCB's growing beta, scaled).
         use_feasibility_model: weight the acquisition by P(success) learned from
             FAIL trials; False leaves failures out of the model (only never repeated).
-        feasibility_weighting: how P(success) weights UCB. "success" (default):
-            P * (UCB - a floor below every UCB), which keeps to configs likely to
-            run. "gain": P * max(UCB - best predicted mean, 0), as constrained EI
-            weights its improvement, which searches through configs that fail: for
-            studies where a failed trial costs little (a config rejected before it
-            is built). On plain studies of recorded spaces it is nearer the optimum
-            per valid measurement and proposes about twice the failures
-            (docs/BENCHMARKS.md, "Plain Optuna studies").
+        feasibility_model: how P(success) is learned. "vote": outcomes of nearby
+            configs vote (``_feasibility``); "halfspaces": an AND of halfspaces in
+            the log2 encoding (``_feasibility_halfspaces``), which learns tiling
+            rules such as divisibility that split neighbouring configs. "auto"
+            (default): "vote" with a spec, whose rules are already in the space and
+            whose failures are rare and irregular; "halfspaces" on a plain study,
+            whose failures are the rules no spec stated.
+        feasibility_weighting: how P(success) weights UCB. "auto" (default):
+            "chance" with the halfspaces model, "success" with the vote. "chance":
+            the best UCB among configs with P(success) >= 0.5, a chance constraint
+            that needs the calibrated P of the halfspaces. "success": P * (UCB - a
+            floor below every UCB), which keeps to configs likely to run. "gain":
+            P * max(UCB - best predicted mean, 0), as constrained EI weights its
+            improvement, which searches through configs that fail: for studies
+            where a failed trial costs little (a config rejected before it is
+            built). docs/BENCHMARKS.md, "Plain Optuna studies", compares them.
         enumerate_limit: feasible-set size above which a sampled pool replaces enumeration.
         pool_size: uniform feasible samples in that pool (plus neighbours of the best).
         refit_every: fit the hyperparameters when the number of completed trials is a
@@ -152,7 +164,8 @@ class GPUCBSampler(BaseSampler):
         beta: float = DEFAULT_BETA,
         beta_schedule: BetaSchedule | None = None,
         use_feasibility_model: bool = True,
-        feasibility_weighting: FeasibilityWeighting = "success",
+        feasibility_weighting: FeasibilityWeighting = "auto",
+        feasibility_model: FeasibilityKind = "auto",
         enumerate_limit: int = ENUMERATE_LIMIT,
         pool_size: int = POOL_SIZE,
         refit_every: int | None = None,
@@ -178,9 +191,12 @@ class GPUCBSampler(BaseSampler):
             raise ValueError(f"refit_every: expected None or >= 1, got {refit_every}")
         if floor_quantile is not None and not 0.0 <= floor_quantile < 1.0:
             raise ValueError(f"floor_quantile: expected None or in [0, 1), got {floor_quantile}")
-        if feasibility_weighting not in ("success", "gain"):
-            raise ValueError(f"feasibility_weighting: expected 'success' or 'gain', "
-                             f"got {feasibility_weighting!r}")
+        if feasibility_weighting not in ("auto", "success", "chance", "gain"):
+            raise ValueError(f"feasibility_weighting: expected 'auto', 'success', 'chance' "
+                             f"or 'gain', got {feasibility_weighting!r}")
+        if feasibility_model not in ("auto", "vote", "halfspaces"):
+            raise ValueError(f"feasibility_model: expected 'auto', 'vote' or 'halfspaces', "
+                             f"got {feasibility_model!r}")
         if float_grid_points < 2:
             raise ValueError(f"float_grid_points: expected >= 2, got {float_grid_points}")
         beta_at(1, 1, beta, beta_schedule)  # validates the schedule name
@@ -195,6 +211,7 @@ class GPUCBSampler(BaseSampler):
         self.beta_schedule = beta_schedule
         self.use_feasibility_model = use_feasibility_model
         self.feasibility_weighting = feasibility_weighting
+        self.feasibility_model = feasibility_model
         self._enumerate_limit = enumerate_limit
         self._pool_size = pool_size
         self.refit_every = refit_every
@@ -232,6 +249,12 @@ class GPUCBSampler(BaseSampler):
         """The study's own distributions where ``space`` was inferred from them."""
         plain = self._plain(study)
         return plain.distributions if plain is not None and plain.space is space else None
+
+    def _halfspaces(self, study: Study, space: SearchSpace) -> bool:
+        """Whether P(success) is the AND of halfspaces (``feasibility_model``)."""
+        if self.feasibility_model == "auto":
+            return self._plain_distributions(study, space) is not None
+        return self.feasibility_model == "halfspaces"
 
     def _inputs_for(self, study: Study, space: SearchSpace) -> GPInputs:
         """The GP's input encoding of ``space`` (tiling features when the workload is known)."""
@@ -292,6 +315,7 @@ class GPUCBSampler(BaseSampler):
             ranked, hyper, local = self._choose(
                 inputs, history, cands, rng, _previous_hyper(trials),
                 self.local_patience is not None and _local_steps_pay(trials),
+                halfspaces=self._halfspaces(study, space),
             )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, HYPER_ATTR, hyper)
@@ -334,9 +358,11 @@ class GPUCBSampler(BaseSampler):
     def _choose(
         self, encode: GPInputs, history: History, cands: Candidates,
         rng: np.random.Generator, previous: Hyper | None, local_allowed: bool = True,
+        halfspaces: bool = False,
     ) -> tuple[np.ndarray, Hyper | None, bool]:
         """Indices into ``cands``, best first, the hyperparameters fitted for them, and
-        whether this was a local step (``_local``)."""
+        whether this was a local step (``_local``). ``halfspaces``: which P(success)
+        model (see ``feasibility_model``)."""
         space = encode.space
         used_x = encode(np.concatenate([history.completed, history.failed, history.pending]))
         n_startup = self.n_startup_trials
@@ -358,10 +384,17 @@ class GPUCBSampler(BaseSampler):
         score = ucb(mean, std, beta)
         p_success = None
         if self.use_feasibility_model:
-            feas = FeasibilityModel.fit(encode(history.completed_ok), encode(history.all_failed))
+            x_ok, x_failed = encode(history.completed_ok), encode(history.all_failed)
+            feas = (HalfspaceFeasibility.fit(x_ok, x_failed, rng) if halfspaces
+                    else FeasibilityModel.fit(x_ok, x_failed))
             p_success = None if feas is None else feas.predict(cands.x)
-            if p_success is not None and self.feasibility_weighting == "gain":
+            weighting = self.feasibility_weighting
+            if weighting == "auto":
+                weighting = "chance" if halfspaces else "success"
+            if p_success is not None and weighting == "gain":
                 score = improvement_if_feasible(score, p_success, float(mean.max()))
+            elif p_success is not None and weighting == "chance":
+                score = within_chance_constraint(score, p_success, CHANCE_MIN_SUCCESS)
             elif p_success is not None:
                 floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
                 score = weighted_by_success(score, p_success, floor)

@@ -16,6 +16,7 @@ from aoe_optuna.samplers.gp_ucb._acquisition import (
     improvement_if_feasible,
     ucb,
     weighted_by_success,
+    within_chance_constraint,
 )
 from aoe_optuna.samplers.gp_ucb._candidates import CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
@@ -128,6 +129,17 @@ def test_feasibility_is_low_near_failures_and_absent_without_any() -> None:
 
 
 # -------------------------------------------------------------- acquisition
+def test_chance_constraint_ranks_eligible_configs_by_ucb_alone() -> None:
+    value = np.array([5.0, 9.0, 1.0, 7.0, 2.0])
+    p = np.array([0.9, 0.3, 0.6, 0.5, 0.1])
+    order = np.argsort(-within_chance_constraint(value, p, 0.5))
+    # eligible (P >= 0.5) by UCB: 3 (7.0) before 0 (5.0) though it is less likely to
+    # run; then the rest by P: 1 (0.3), 4 (0.1), the best UCB of all coming after
+    assert order.tolist() == [3, 0, 2, 1, 4]
+    nobody = within_chance_constraint(value, np.full(5, 0.2) + np.arange(5) / 100, 0.5)
+    assert np.argsort(-nobody).tolist() == [4, 3, 2, 1, 0]
+
+
 def test_beta_schedule_and_weighting() -> None:
     assert beta_at(50, 10_000) == 9.0 and beta_at(50, 10_000, 3.84) == 3.84
     grow = [beta_at(t, 10_000, 3.84, schedule="srinivas") for t in (1, 10, 100, 1000)]

@@ -53,8 +53,43 @@ def test_bad_grid_size_is_one_line() -> None:
 
 
 def test_bad_feasibility_weighting_is_one_line() -> None:
-    with pytest.raises(ValueError, match="feasibility_weighting: expected 'success' or 'gain'"):
+    with pytest.raises(ValueError, match="feasibility_weighting: expected 'auto', 'success', 'chance' or 'gain'"):
         GPUCBSampler(feasibility_weighting="ei")  # type: ignore[arg-type]
+
+
+def test_bad_feasibility_model_is_one_line() -> None:
+    with pytest.raises(ValueError, match="feasibility_model: expected 'auto', 'vote' or"):
+        GPUCBSampler(feasibility_model="gp")  # type: ignore[arg-type]
+
+
+def _tiled(trial: optuna.Trial) -> float:
+    """A kernel whose threads x vector width must divide its tile; the best configs
+    sit on that rule's edge (wide vectors over few threads)."""
+    tile = trial.suggest_categorical("tile", [16, 32, 64, 128, 256])
+    threads = trial.suggest_categorical("threads", [8, 16, 32, 64])
+    width = trial.suggest_categorical("width", [1, 2, 4, 8])
+    unroll = trial.suggest_int("unroll", 1, 8)
+    if tile % (threads * width):
+        raise RuntimeError("does not build")
+    return width * tile / threads - (unroll - 5) ** 2
+
+
+def test_a_plain_study_learns_a_divisibility_rule_from_its_failures() -> None:
+    """P(success) as halfspaces (a plain study's default) stops proposing configs that
+    break the rule; a vote of neighbouring outcomes keeps proposing some. Both weight
+    UCB the same way here ("success"): the default "chance" weighting spends more
+    failures at the rule's edge, where the optimum of a recorded GEMM lies
+    (docs/BENCHMARKS.md, "Plain Optuna studies")."""
+    failed = {}
+    for model in ("vote", "halfspaces"):
+        failed[model] = 0
+        for seed in range(3):
+            study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
+                seed=seed, feasibility_model=model, feasibility_weighting="success"))
+            study.optimize(_tiled, n_trials=40, catch=(RuntimeError,))
+            failed[model] += sum(t.state == optuna.trial.TrialState.FAIL
+                                 for t in study.trials[15:])
+    assert failed["halfspaces"] < failed["vote"], failed
 
 
 def test_gain_weighting_searches_through_failures_success_avoids_them() -> None:
