@@ -33,6 +33,7 @@ from optuna.trial import TrialState
 
 from aoe_optuna.backends.replay.kt_cache import RecordedSpace, read_cache
 from aoe_optuna.samplers.gp_ucb import GPUCBSampler
+from aoe_optuna.samplers.reinforce import ReinforceSampler
 
 SPACES = Path(__file__).resolve().parents[1].parent / "shared" / "spaces"
 SAMPLERS: dict[str, Callable[[int], BaseSampler]] = {
@@ -40,6 +41,7 @@ SAMPLERS: dict[str, Callable[[int], BaseSampler]] = {
     # P(success) as a vote of nearby outcomes, weighting UCB: the default with a spec
     "gp-ucb-vote": lambda seed: GPUCBSampler(seed=seed, feasibility_model="vote"),
     "gp-ucb-gain": lambda seed: GPUCBSampler(seed=seed, feasibility_weighting="gain"),
+    "reinforce": lambda seed: ReinforceSampler(seed=seed),
     "tpe": lambda seed: TPESampler(seed=seed),
 }
 
