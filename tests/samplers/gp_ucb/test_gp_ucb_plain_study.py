@@ -53,7 +53,8 @@ def test_bad_grid_size_is_one_line() -> None:
 
 
 def test_bad_feasibility_weighting_is_one_line() -> None:
-    with pytest.raises(ValueError, match="feasibility_weighting: expected 'auto', 'success', 'chance' or 'gain'"):
+    expected = "feasibility_weighting: expected 'auto', 'success', 'chance' or 'gain'"
+    with pytest.raises(ValueError, match=expected):
         GPUCBSampler(feasibility_weighting="ei")  # type: ignore[arg-type]
 
 
