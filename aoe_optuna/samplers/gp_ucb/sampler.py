@@ -109,8 +109,9 @@ class GPUCBSampler(BaseSampler):
             the log2 encoding (``_feasibility_halfspaces``), which learns tiling
             rules such as divisibility that split neighbouring configs. "auto"
             (default): "vote" with a spec, whose rules are already in the space and
-            whose failures are rare and irregular; "halfspaces" on a plain study,
-            whose failures are the rules no spec stated.
+            whose failures are rare and irregular; "halfspaces" on a plain study
+            of int and categorical parameters, whose failures are the rules no spec
+            stated; "vote" where a plain study has float parameters.
         feasibility_weighting: how P(success) weights UCB. "auto" (default):
             "chance" with the halfspaces model, "success" with the vote. "chance":
             the best UCB among configs with P(success) >= 0.5, a chance constraint
@@ -251,9 +252,18 @@ class GPUCBSampler(BaseSampler):
         return plain.distributions if plain is not None and plain.space is space else None
 
     def _halfspaces(self, study: Study, space: SearchSpace) -> bool:
-        """Whether P(success) is the AND of halfspaces (``feasibility_model``)."""
+        """Whether P(success) is the AND of halfspaces (``feasibility_model``).
+
+        "auto" takes them on a plain study of discrete parameters only: there the
+        failures are tiling rules on sizes. An AND of halfspaces is one convex
+        region and rates what lies beyond it as failing, unexplored or not; a
+        continuous constraint need not be convex (Gardner's toy problem is
+        feasible in two bands of x + y, and the halfspaces never found the second).
+        """
         if self.feasibility_model == "auto":
-            return self._plain_distributions(study, space) is not None
+            dists = self._plain_distributions(study, space)
+            return dists is not None and not any(
+                isinstance(d, FloatDistribution) for d in dists.values())
         return self.feasibility_model == "halfspaces"
 
     def _inputs_for(self, study: Study, space: SearchSpace) -> GPInputs:

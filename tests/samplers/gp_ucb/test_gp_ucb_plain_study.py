@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import optuna
 import pytest
 from optuna.trial import Trial
@@ -122,3 +124,20 @@ def test_a_used_sampler_pickles_and_proposes_as_before() -> None:
     for t in study.trials:
         twin.add_trial(t)
     assert study.ask().params == twin.ask().params
+
+
+def test_halfspaces_only_where_every_parameter_is_discrete() -> None:
+    """"auto" learns the halfspaces on a plain study of sizes; with a float parameter
+    the failures need not form one convex region, and the vote stays."""
+    def model_for(objective: Callable[[optuna.Trial], float]) -> bool:
+        sampler = GPUCBSampler(seed=0, n_startup_trials=2)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective, n_trials=3)
+        space = sampler._space_for(study)
+        assert space is not None
+        return sampler._halfspaces(study, space)
+
+    assert model_for(lambda t: t.suggest_int("tile", 16, 128, log=True)
+                     + t.suggest_categorical("width", [1, 2, 4]))
+    assert not model_for(lambda t: t.suggest_int("tile", 16, 128, log=True)
+                         + t.suggest_float("alpha", 0.0, 1.0))
