@@ -2,7 +2,7 @@
 
 * SQLite (one host): a 60 s lock timeout, so many workers wait instead of
   failing on "database is locked"; heartbeats so a killed worker's trial is
-  retried.
+  retried; an enqueued trial started by one worker only (:mod:`.sqlite_pop`).
 * A plain path ending in ``.log``: Optuna's Journal file storage (shared file
   systems; no heartbeats, so stale trials are swept by pid, see
   :mod:`aoe_optuna.study.recovery`).
@@ -27,6 +27,7 @@ from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from aoe_optuna.study.recovery import RetryStaleTrial
+from aoe_optuna.study.sqlite_pop import SQLiteStorage
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 HEARTBEAT_INTERVAL_S = 5
@@ -58,8 +59,9 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             f"storage {url!r}: expected an Optuna URL (sqlite:///aoe.db, "
             "postgresql://user@host/db) or a journal file path ending in .log"
         )
+    kind = SQLiteStorage if url.startswith("sqlite:///") else RDBStorage
     try:
-        storage = RDBStorage(
+        storage = kind(
             url,
             engine_kwargs=engine_kwargs,
             heartbeat_interval=HEARTBEAT_INTERVAL_S,
