@@ -12,7 +12,6 @@ space, so a log-int stays log and a float stays a float for Optuna.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ from optuna.distributions import (
 from optuna.study import Study
 from optuna.trial import TrialState
 
+from aoe_optuna.samplers.storage_cache import StorageCache
 from aoe_optuna.samplers.value_grid import float_grid, int_grid
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
@@ -92,17 +92,7 @@ class PlainSpaces:
         self.float_points = float_points
         self.int_points = int_points
         self._known: dict[Any, PlainSpace] = {}
-        self._folded: weakref.WeakKeyDictionary[Any, dict[int, _Folded]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the cache (weak references do not pickle; it refills)."""
-        return {**self.__dict__, "_folded": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._folded = weakref.WeakKeyDictionary()
+        self._folded: StorageCache[dict[int, _Folded]] = StorageCache()
 
     def _intersection(self, study: Study) -> dict[str, BaseDistribution]:
         """Optuna's intersection search space of the finished trials, folded in as they finish.

@@ -159,3 +159,22 @@ def test_the_space_follows_optunas_intersection_as_trials_finish() -> None:
     other.enqueue_trial({"a": 2})
     other.tell(other.ask({"a": IntDistribution(1, 4)}), 1.0)
     assert sorted(spaces(other).distributions) == ["a"]  # another study starts afresh
+
+
+def test_a_storage_cache_copies_empty_and_drops_a_storage_with_it() -> None:
+    import copy
+    import gc
+    import pickle
+
+    from aoe_optuna.samplers.storage_cache import StorageCache
+
+    class Storage:
+        pass
+
+    storage = Storage()
+    cache: StorageCache[dict[int, int]] = StorageCache()
+    cache[storage] = {1: 2}
+    assert len(pickle.loads(pickle.dumps(cache))) == 0 and len(copy.deepcopy(cache)) == 0
+    del storage
+    gc.collect()
+    assert len(cache) == 0

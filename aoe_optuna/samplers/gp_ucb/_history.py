@@ -8,16 +8,15 @@ what a finished trial, which can no longer change, contributes).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.samplers.gp_ucb._targets import targets
+from aoe_optuna.samplers.storage_cache import StorageCache
 from aoe_optuna.samplers.trial_constraints import breaks_a_constraint
 from aoe_optuna.samplers.trial_rows import trial_row
 from aoe_optuna.space.search_space import SearchSpace
@@ -129,17 +128,7 @@ class HistoryReader:
 
     def __init__(self, space: SearchSpace) -> None:
         self.space = space
-        self._finished: weakref.WeakKeyDictionary[Any, dict[int, _TrialRead]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the cache (weak references do not pickle; it refills)."""
-        return {**self.__dict__, "_finished": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._finished = weakref.WeakKeyDictionary()
+        self._finished: StorageCache[dict[int, _TrialRead]] = StorageCache()
 
     def __call__(
         self, study: optuna.Study, exclude_number: int | None = None,
