@@ -40,6 +40,8 @@ SAMPLERS: dict[str, Callable[[int], BaseSampler]] = {
     "gp-ucb": lambda seed: GPUCBSampler(seed=seed),
     # P(success) as a vote of nearby outcomes, weighting UCB: the default with a spec
     "gp-ucb-vote": lambda seed: GPUCBSampler(seed=seed, feasibility_model="vote"),
+    # P(success) weighting UCB (far floor) instead of the chance constraint
+    "gp-ucb-success": lambda seed: GPUCBSampler(seed=seed, feasibility_weighting="success"),
     "gp-ucb-gain": lambda seed: GPUCBSampler(seed=seed, feasibility_weighting="gain"),
     "reinforce": lambda seed: ReinforceSampler(seed=seed),
     "tpe": lambda seed: TPESampler(seed=seed),

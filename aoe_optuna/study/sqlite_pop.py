@@ -5,9 +5,11 @@ then writing RUNNING. On PostgreSQL and MySQL the read takes a row lock
 (``FOR UPDATE``); on SQLite it takes none, so two workers can both read
 WAITING and both start the same trial. They then measure one config twice,
 and the slower one dies at its tell ("Cannot tell a COMPLETE trial"). With
-4 processes popping 300 enqueued trials, 19-27 were started twice (measured
-here). Writing RUNNING only ``WHERE state = 'WAITING'`` makes the check and the
-write one statement under SQLite's write lock: exactly one worker wins.
+4 processes popping 300 enqueued trials, 19-27 were started twice (one-off
+runs of the race in ``tests/study/test_sqlite_pop.py`` on Optuna's own
+storage). Writing RUNNING only ``WHERE state = 'WAITING'`` makes the check
+and the write one statement under SQLite's write lock: exactly one worker
+wins.
 Optuna keeps its read-check-write and exposes no hook, hence the subclass;
 it uses Optuna's table model (``optuna.storages._rdb.models``), pinned with
 Optuna in constraints.txt.
