@@ -81,6 +81,20 @@ def improvement_if_feasible(
     return p_success * gain
 
 
+def by_feasibility(
+    score: np.ndarray, p_success: np.ndarray, weighting: str,
+    mean: np.ndarray, std: np.ndarray, beta: float,
+) -> np.ndarray:
+    """UCB ``score`` weighted by P(success): "success", "chance" or "gain"
+    (GPUCBSampler's ``feasibility_weighting``, "auto" resolved)."""
+    if weighting == "gain":
+        return improvement_if_feasible(score, p_success, float(mean.max()))
+    if weighting == "chance":
+        return within_chance_constraint(score, p_success, CHANCE_MIN_SUCCESS)
+    floor = float(mean.min() - math.sqrt(beta) * max(float(std.max()), 1.0))
+    return weighted_by_success(score, p_success, floor)
+
+
 def within_chance_constraint(
     value: np.ndarray, p_success: np.ndarray, min_success: float
 ) -> np.ndarray:

@@ -26,14 +26,11 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
 from aoe_optuna.samplers.gp_ucb._acquisition import (
-    CHANCE_MIN_SUCCESS,
     DEFAULT_BETA,
     BetaSchedule,
     beta_at,
-    improvement_if_feasible,
+    by_feasibility,
     ucb,
-    weighted_by_success,
-    within_chance_constraint,
 )
 from aoe_optuna.samplers.gp_ucb._candidates import (
     ENUMERATE_LIMIT,
@@ -398,16 +395,11 @@ class GPUCBSampler(BaseSampler):
             feas = (HalfspaceFeasibility.fit(x_ok, x_failed, rng) if halfspaces
                     else FeasibilityModel.fit(x_ok, x_failed))
             p_success = None if feas is None else feas.predict(cands.x)
-            weighting = self.feasibility_weighting
-            if weighting == "auto":
-                weighting = "chance" if halfspaces else "success"
-            if p_success is not None and weighting == "gain":
-                score = improvement_if_feasible(score, p_success, float(mean.max()))
-            elif p_success is not None and weighting == "chance":
-                score = within_chance_constraint(score, p_success, CHANCE_MIN_SUCCESS)
-            elif p_success is not None:
-                floor = float(mean.min() - np.sqrt(beta) * max(float(std.max()), 1.0))
-                score = weighted_by_success(score, p_success, floor)
+            if p_success is not None:
+                weighting = self.feasibility_weighting
+                if weighting == "auto":
+                    weighting = "chance" if halfspaces else "success"
+                score = by_feasibility(score, p_success, weighting, mean, std, beta)
         targets = history.feasible_targets()
         is_local = False
         if (local_allowed and is_local_step(targets, self.local_patience)
