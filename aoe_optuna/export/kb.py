@@ -259,6 +259,9 @@ class KnowledgeBase:
         except json.JSONDecodeError as exc:
             raise KBError(f"{path}: not a knowledge base (invalid JSON: {exc.msg} at line "
                           f"{exc.lineno} column {exc.colno})") from None
+        except RecursionError:
+            raise KBError(f"{path}: not a knowledge base (arrays or objects nested too "
+                          "deeply)") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise KBError(f"{path}: not a knowledge base (expected an object with "
                           f"\"format\": \"{FORMAT}\")")

@@ -126,6 +126,8 @@ def load_profile(soc_or_path: str) -> SocProfile:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ProfileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: not a profile (objects nested too deeply)") from None
     return profile_from_dict(data, str(path))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import optuna
 
+from aoe_optuna.samplers.option_types import check_option_types
 from aoe_optuna.space.search_space import SearchSpace
 
 Factory = Callable[..., optuna.samplers.BaseSampler]
@@ -45,6 +46,14 @@ SAMPLERS: dict[str, Factory | str] = {
     "grid": _grid,
     "gp-ucb": "aoe_optuna.samplers.gp_ucb:GPUCBSampler",
     "reinforce": "aoe_optuna.samplers.reinforce:ReinforceSampler",
+}
+
+# The classes the factories above build, whose annotations check ``--sampler-kwargs``.
+_FACTORY_CLASSES: dict[str, type[optuna.samplers.BaseSampler]] = {
+    "random": optuna.samplers.RandomSampler,
+    "tpe": optuna.samplers.TPESampler,
+    "gp": optuna.samplers.GPSampler,
+    "grid": optuna.samplers.GridSampler,
 }
 
 # The samplers that keep the constraint contract; tests/samplers/test_contract.py runs
@@ -98,6 +107,9 @@ def make_sampler(
         raise UnknownSamplerError(
             f"unknown sampler {name!r}: expected one of {', '.join(SAMPLERS)}"
         )
+    target = sampler_class(name) if isinstance(entry, str) else _FACTORY_CLASSES.get(name)
+    if target is not None:
+        check_option_types(target.__init__, kwargs, name)
     if isinstance(entry, str):
         return sampler_class(name)(space=space, seed=seed, **kwargs)
     return entry(space, seed, **kwargs)

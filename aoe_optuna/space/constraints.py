@@ -43,13 +43,25 @@ class Rule(Protocol):
         ...
 
 
+def _undefined_by_zero(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    """``fn(a, b)``, nan where ``b`` is 0: numpy's integer ``x % 0`` is a silent 0, which
+    would let ``tile_m % (tile_n - 16) == 0`` hold at tile_n = 16; nan makes it fail."""
+    if np.ndim(b) == 0:
+        return fn(a, b)  # a constant divisor; 0 is refused when the rule is compiled
+    b = np.asarray(b)
+    zero = b == 0
+    if not zero.any():
+        return fn(a, b)
+    return np.where(zero, np.nan, fn(np.asarray(a, dtype=float), np.where(zero, 1, b)))
+
+
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
+    ast.Div: lambda a, b: _undefined_by_zero(operator.truediv, a, b),
+    ast.FloorDiv: lambda a, b: _undefined_by_zero(operator.floordiv, a, b),
+    ast.Mod: lambda a, b: _undefined_by_zero(operator.mod, a, b),
     ast.Pow: operator.pow,
 }
 _CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -139,6 +151,16 @@ def compile_expression(
     )
 
 
+def _is_zero(compiled: Compiled) -> bool:
+    """Whether a sub-expression of constants only is 0: Python's int division by it would
+    raise mid-enumeration, where a column divisor of 0 gives inf or nan like numpy's."""
+    try:
+        value = compiled({})
+    except KeyError:  # names a parameter: varies with the config
+        return False
+    return bool(np.ndim(value) == 0 and value == 0)
+
+
 class _Compiler:
     """Turns a whitelisted AST into nested closures over numpy columns."""
 
@@ -180,6 +202,8 @@ class _Compiler:
                     )
             fn = _BINOPS[type(node.op)]
             left, right = self.compile(node.left, d), self.compile(node.right, d)
+            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and _is_zero(right):
+                raise ConstraintError("divides by zero (its divisor is 0 whatever the config)")
             if isinstance(node.op, ast.Pow):
                 return lambda c: np.power(np.asarray(left(c), dtype=float), right(c))
             return lambda c: fn(left(c), right(c))

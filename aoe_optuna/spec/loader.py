@@ -93,7 +93,7 @@ OBJECTIVES = ("throughput",)
 DEFAULT_SOC = "Ascend910B2"
 DEFAULT_MAX_RELATIVE_ERROR = 0.01
 COMPILE_OPTIONS = ("opt_level", "schedule", "unroll_factor", "layout")
-_OP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
 
 
 @dataclass
@@ -191,7 +191,7 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     top = Section(source, "", document, "an object at the top level")
     top.check_keys(TOP_KEYS)
     op_name = top.string("op_name", "GemmKernel")
-    if not _OP_NAME.match(op_name):
+    if not _OP_NAME.fullmatch(op_name):  # match() lets "x\n" through: $ matches before it
         raise top.error("op_name", "a name of letters, digits, '_', '.', '-' (up to 100)",
                         op_name)
     objective = top.string("optimization_objective", "throughput", OBJECTIVES)

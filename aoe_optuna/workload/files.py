@@ -3,6 +3,7 @@ unreadable one raises."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,15 @@ def read_text(path: str | Path, what: str) -> str:
     except UnicodeDecodeError as exc:
         raise WorkloadFileError(str(path), "file", "UTF-8 text",
                                 f"a byte that is not ({exc.reason})") from None
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The parsed JSON of ``path``: too deep a nesting is a bad file, not a crash."""
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkloadFileError(str(path), f"line {exc.lineno}", "valid JSON", exc.msg) from None
+    except RecursionError:
+        raise WorkloadFileError(str(path), "document", "JSON of ordinary nesting depth",
+                                "arrays or objects nested too deeply") from None

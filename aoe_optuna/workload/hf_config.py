@@ -21,13 +21,12 @@ there. Nothing is downloaded and no model code runs: the file is data.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
-from aoe_optuna.workload.files import WorkloadFileError, read_text, shown
+from aoe_optuna.workload.files import WorkloadFileError, read_json, shown
 from aoe_optuna.workload.gemm import MAX_DIM
 
 # Every key the reader looks at; the canonical form of a study keeps these and only these.
@@ -49,11 +48,7 @@ def read_hf_config(path: str | Path, name: str | None = None) -> tuple[Architect
     called ``config.json``.
     """
     path = Path(path)
-    text = read_text(path, WHAT)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise WorkloadFileError(str(path), f"line {exc.lineno}", "valid JSON", exc.msg) from None
+    data = read_json(path, WHAT)
     if name is None:
         name = path.parent.resolve().name if path.stem == "config" else path.stem
     used = used_keys(data, str(path))

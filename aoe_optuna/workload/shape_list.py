@@ -15,7 +15,6 @@ Either way the best tiling is the same.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.workload.dtypes import ACCEPTED, dtype_name
-from aoe_optuna.workload.files import WorkloadFileError, read_text, shown
+from aoe_optuna.workload.files import WorkloadFileError, read_json, read_text, shown
 from aoe_optuna.workload.gemm import MAX_DIM, Gemm, Workload
 
 ROW_KEYS = ("name", "M", "K", "N", "dtype", "count")
@@ -48,15 +47,9 @@ class ShapeList:
 def read_shape_list(path: str | Path, default_dtype: str = "fp16") -> ShapeList:
     """The shape list at ``path``: JSON for a ``.json`` file, CSV otherwise."""
     path = Path(path)
-    text = read_text(path, WHAT)
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise WorkloadFileError(str(path), f"line {exc.lineno}", "valid JSON",
-                                    exc.msg) from None
-        return shapes_from_json(data, str(path), default_dtype)
-    return shapes_from_csv(text, str(path), default_dtype)
+        return shapes_from_json(read_json(path, WHAT), str(path), default_dtype)
+    return shapes_from_csv(read_text(path, WHAT), str(path), default_dtype)
 
 
 def shapes_from_json(data: Any, source: str, default_dtype: str = "fp16") -> ShapeList:

@@ -59,6 +59,10 @@ def _read(path: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
             head = f.read(4)
     except FileNotFoundError:
         raise PolicyMismatchError(f"{path}: no such policy file") from None
+    except IsADirectoryError:
+        raise PolicyMismatchError(f"{path}: a folder, not a policy file") from None
+    except OSError as exc:
+        raise PolicyMismatchError(f"{path}: cannot read the policy ({exc.strerror})") from None
     if head.startswith(_PICKLE_MAGIC):
         raise PolicyMismatchError(
             f"{path}: a pickled (torch.save) policy, refused because loading pickle can run "
