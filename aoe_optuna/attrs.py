@@ -15,6 +15,7 @@ ATTR_CONSTRAINTS = "constraints"
 ATTR_BASELINE = "baseline"
 ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trials
 ATTR_REPEAT_OF = "repeat_of"  # a config measured before: its result is served, not re-measured
+ATTR_HELD_BY = "held_by"  # an earlier trial holds (runs or waits with) the same config
 
 # Study user attributes: the study describes itself, so storage + name is all a worker needs.
 SPEC_ATTR = "aoe_spec"  # StudySpec.canonical() (a JSON-able dict)

@@ -11,6 +11,8 @@ class NumDevicesError(ValueError):
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
+    from aoe_optuna.export.destinations import DestinationError
+    from aoe_optuna.export.kb import KBError
     from aoe_optuna.export.kernel_source import ExportError
     from aoe_optuna.hardware.profile import ProfileError
     from aoe_optuna.samplers.registry import UnknownSamplerError
@@ -20,7 +22,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from aoe_optuna.study.storage import StorageError
 
     return (SpecError, ProfileError, ParamError, StorageError, StudyError,
-            UnknownSamplerError, ExportError, NumDevicesError)
+            UnknownSamplerError, ExportError, NumDevicesError, DestinationError, KBError)
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -29,16 +31,6 @@ def sqlite_file(url: str) -> Path | None:
     if url.endswith(".log") and "://" not in url:
         return Path(url)
     return None
-
-
-def remove_storage_files(storage: Any, db_file: Path) -> None:
-    """Undo a storage file this run created: close its connections, then the file and
-    SQLite's companions (``-wal``, ``-shm``, ``-journal``)."""
-    engine = getattr(storage, "engine", None)
-    if engine is not None:
-        engine.dispose()
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{db_file}{suffix}").unlink(missing_ok=True)
 
 
 def load_spec_for(path: str, num_devices: int | None) -> Any:

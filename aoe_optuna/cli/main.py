@@ -1,9 +1,9 @@
 """``aoe-tune``: tune a kernel's tiling in an Optuna study, export the winner.
 
 Every user error is one line on stderr and exit code 2, and nothing is
-written to the storage: the spec, the sampler and its options are checked
-before the storage is opened, and a storage file this run created is removed
-again if the run cannot start.
+written: the spec, the sampler and its options, and the output paths are
+checked before the storage is opened, so a refused run has nothing to remove
+(and never removes a file another run may have opened).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from aoe_optuna.cli.common import remove_storage_files as _remove_storage_files
 from aoe_optuna.cli.common import sqlite_file as _sqlite_file
 from aoe_optuna.cli.common import user_errors as _user_errors
 
@@ -95,7 +94,9 @@ def _tune_parser() -> argparse.ArgumentParser:
                    help="stop once this many tokens/s is reached (default: target_throughput)")
     p.add_argument("--op-source", help="kernel source to rewrite with the best config at the end")
     p.add_argument("--output", help="where to write the tuned kernel (with --op-source)")
-    p.add_argument("--kb", default=None, help="knowledge base file to merge the result into")
+    p.add_argument("--kb", default=None,
+                   help="knowledge base file to merge the best config into (checked before "
+                   "the first measurement)")
     p.add_argument("--num-devices", type=int, default=None,
                    help="tensor-parallel degree the model is served with (AOE's --num-devices):"
                    " per-card shapes and the all-reduce in the step time; sets workload.tp")
@@ -184,10 +185,27 @@ def _tune_command(argv: list[str]) -> int:
         return _tune(args)
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
-    except (SQLAlchemyError, StorageInternalError) as exc:  # failed mid-run: locked, read-only
+    except Exception as exc:
+        # failed mid-run: locked, read-only, disk full. Optuna may replace the storage's
+        # error with an AssertionError ("Should not reach.") raised while handling it.
+        cause = _in_chain(exc, (SQLAlchemyError, StorageInternalError))
+        if cause is None:
+            raise
         from aoe_optuna.study.storage import describe_storage_error
 
-        return _fail(describe_storage_error(args.storage, exc))
+        return _fail(describe_storage_error(args.storage, cause))
+
+
+def _in_chain(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first exception of ``kinds`` among ``exc`` and those it was raised from or during."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kinds):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _tune(args: argparse.Namespace) -> int:
@@ -207,7 +225,7 @@ def _tune(args: argparse.Namespace) -> int:
     from aoe_optuna.study.progress import ProgressView
     from aoe_optuna.study.report import print_summary, save_dashboard_note, summarise
     from aoe_optuna.study.runner import Budget, run_study
-    from aoe_optuna.study.storage import open_storage
+    from aoe_optuna.study.storage import open_storage, redact_url
 
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError("--n-trials: expected a positive number of measurements")
@@ -231,31 +249,40 @@ def _tune(args: argparse.Namespace) -> int:
         raise UnknownSamplerError(
             f"--sampler: unknown sampler {args.sampler!r}: expected one of {', '.join(SAMPLERS)}"
         )
+    if args.target is not None and not args.target > 0:
+        raise UsageError("--target: expected a positive number of tokens/s")
+    _check_destinations(args)
     sampler_kwargs = _sampler_kwargs(args.sampler_kwargs) if args.sampler_kwargs is not None else {}
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     if spec is not None and args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
 
+    # Everything that can be checked is checked before the storage is touched: a refused
+    # run writes nothing, so it never has anything to remove (another run may have
+    # opened the same new file a moment after this one made it).
     db_file = _sqlite_file(args.storage)
-    created_file = db_file is not None and not db_file.exists()
+    new_file = db_file is not None and not db_file.exists()
+    if new_file and spec is None:
+        raise UsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
+                         "create a study in it")
+    sampler: Any = None
+    if spec is not None:
+        backend = make_backend(spec)
+        if args.sampler is not None or new_file:  # the sampler a new study gets
+            sampler = _build_sampler(make_sampler,
+                                     (args.sampler or DEFAULT_SAMPLER, sampler_kwargs,
+                                      args.seed), spec)
     # Optuna logs every failed trial with a traceback; the progress view says it in one line.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    storage: Any = None
-    try:
-        storage = open_storage(args.storage)
-        study_name = args.study_name or default_study_name(storage, spec)
-        roofline = spec.roofline_tokens_per_s() if spec else None
-        # the study's own sampler when resuming without --sampler; checked before writing
-        resumed = _resumed_sampler(args, storage, study_name, sampler_kwargs)
-        choice = resumed or (args.sampler or DEFAULT_SAMPLER, sampler_kwargs, args.seed)
-        if spec is not None:
-            backend = make_backend(spec)  # check backend options before writing anything
-            sampler = _build_sampler(make_sampler, choice, spec)
-        study, spec = load_or_create(storage, study_name, spec, roofline)
-    except BaseException:
-        if created_file and db_file is not None:
-            _remove_storage_files(storage, db_file)
-        raise
+    storage = open_storage(args.storage)
+    study_name = args.study_name or default_study_name(storage, spec)
+    roofline = spec.roofline_tokens_per_s() if spec else None
+    # the study's own sampler when resuming without --sampler; checked before writing
+    resumed = _resumed_sampler(args, storage, study_name, sampler_kwargs)
+    choice = resumed or (args.sampler or DEFAULT_SAMPLER, sampler_kwargs, args.seed)
+    if spec is not None and (sampler is None or resumed is not None):
+        sampler = _build_sampler(make_sampler, choice, spec)
+    study, spec = load_or_create(storage, study_name, spec, roofline)
     if args.config is None:
         if args.op_source is not None:
             _check_op_source(Path(args.op_source), spec)
@@ -266,6 +293,7 @@ def _tune(args: argparse.Namespace) -> int:
     study.sampler = sampler
     enqueue_baseline(study, spec)
 
+    shown_storage = redact_url(args.storage)
     roofline = study.user_attrs.get("roofline_tokens_per_s")
     evaluator = Evaluator(
         spec.workload, backend, roofline or spec.roofline_tokens_per_s(),
@@ -285,7 +313,7 @@ def _tune(args: argparse.Namespace) -> int:
     view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
     if not args.worker:
         print(
-            f"study {study.study_name} in {args.storage}: {spec.space.size:,} configs, "
+            f"study {study.study_name} in {shown_storage}: {spec.space.size:,} configs, "
             f"{spec.space.n_feasible:,} feasible; sampler {choice[0]}"
             + (" (the study's own)" if resumed is not None else "") + "; backend "
             f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
@@ -305,26 +333,38 @@ def _tune(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(
             "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
-            f"  aoe-tune --storage {args.storage} --study-name {study.study_name}"
+            f"  aoe-tune --storage {shown_storage} --study-name {study.study_name}"
             + (f" --n-trials {args.n_trials}" if args.n_trials else ""),
             file=sys.stderr,
         )
         return 130
     if args.worker:
         return 0
-    summary = summarise(study, spec, result, args.storage)
+    summary = summarise(study, spec, result, shown_storage)
     print_summary(summary)
     save_dashboard_note(study, summary)
     from aoe_optuna.study.artifacts import artifact_dir, upload_files, upload_spec
 
     upload_spec(study, args.storage, spec.canonical())
-    if args.op_source is not None:
-        _export_study(study, spec, args.storage, Path(args.op_source), Path(args.output), args.kb)
-        kept = [Path(args.output), *([Path(args.kb)] if args.kb else [])]
+    if args.op_source is not None or args.kb is not None:
+        source = Path(args.op_source) if args.op_source is not None else None
+        output = Path(args.output) if args.output is not None else None
+        _export_study(study, spec, args.storage, source, output, args.kb)
+        kept = [*([output] if output else []), *([Path(args.kb)] if args.kb else [])]
         upload_files(study, args.storage, kept)
     if (where := artifact_dir(args.storage)) is not None:
-        print(f"artifacts: {where} (optuna-dashboard {args.storage} --artifact-dir {where})")
+        print(f"artifacts: {where} (optuna-dashboard {shown_storage} --artifact-dir {where})")
     return 0
+
+
+def _check_destinations(args: argparse.Namespace) -> None:
+    """Outputs are written after the last measurement: check them before the first."""
+    from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
+
+    if args.output is not None:
+        check_output_file(args.output, "--output")
+    if args.kb is not None:
+        check_knowledge_base(args.kb)
 
 
 def _devices(text: str | None) -> list[str]:
@@ -441,6 +481,14 @@ def _export_command(argv: list[str]) -> int:
 
         if _sqlite_file(args.storage) is not None and not _sqlite_file(args.storage).exists():
             raise UsageError(f"--storage: {args.storage} does not exist")
+        from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
+
+        for option, path in (("--output", args.output), ("--header", args.header),
+                             ("--catlass-header", args.catlass_header)):
+            if path is not None:
+                check_output_file(path, option)
+        if args.kb:
+            check_knowledge_base(args.kb)
         study, spec = load_or_create(open_storage(args.storage), args.study_name, None)
         src = Path(args.op_source) if args.op_source else None
         out = Path(args.output) if args.output else None

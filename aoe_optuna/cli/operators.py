@@ -83,20 +83,16 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    """Bad input before the first measurement: one line, exit 2, the storage file this run
-    created removed. Past that point the measurements are kept whatever fails."""
-    from aoe_optuna.cli.common import remove_storage_files, sqlite_file, user_errors
-    from aoe_optuna.export.kb import KBError
+    """Bad input: one line, exit 2. What can be checked is checked before the storage is
+    opened, so a refused run writes nothing and has nothing to remove; past the first
+    measurement the measurements are kept whatever fails."""
+    from aoe_optuna.cli.common import user_errors
 
     args = parser().parse_args(argv)
-    db_file = sqlite_file(args.storage)
-    created = db_file is not None and not db_file.exists()
     state = {"measuring": False}
     try:
         return _run(args, state)
-    except (*user_errors(), KBError, OperatorUsageError, ValueError) as exc:
-        if created and db_file is not None and not state["measuring"]:
-            remove_storage_files(None, db_file)
+    except (*user_errors(), OperatorUsageError, ValueError) as exc:
         print(f"aoe-tune operators: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
@@ -139,13 +135,14 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
 def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     import optuna
 
-    from aoe_optuna.cli.common import load_spec_for
+    from aoe_optuna.cli.common import load_spec_for, sqlite_file
+    from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import report
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.stored import stored_spec
-    from aoe_optuna.study.storage import open_storage
+    from aoe_optuna.study.storage import open_storage, redact_url
 
     if args.config is None and args.study_name is None:
         raise OperatorUsageError("pass --config SPEC (new run) or --study-name NAME (resume)")
@@ -154,13 +151,22 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
                                  "kernel goes)")
     if args.op_source is not None and not Path(args.op_source).is_file():
         raise OperatorUsageError(f"--op-source: {args.op_source} is not a file")
-    if args.export_dir is not None and Path(args.export_dir).exists() \
-            and not Path(args.export_dir).is_dir():
-        raise OperatorUsageError(f"--export-dir: {args.export_dir} is not a folder")
-    kb = KnowledgeBase.load(args.kb) if args.kb else None  # a bad file fails before tuning
+    if args.export_dir is not None:
+        check_output_folder(args.export_dir, "--export-dir")
+    if args.kb is not None:
+        check_knowledge_base(args.kb)  # a bad file fails before tuning
+    kb = KnowledgeBase.load(args.kb) if args.kb else None
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
+    db_file = sqlite_file(args.storage)
+    if db_file is not None and not db_file.exists() and spec is None:
+        raise OperatorUsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
+                                 "start a run in it")
+    _options(args, {})  # the options' own checks, before the storage is touched
+    if spec is not None and args.sampler is not None:
+        _check_sampler(args, spec)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_storage(args.storage)
+    shown_storage = redact_url(args.storage)
     parent_name = args.study_name or f"{spec.default_study_name()}-operators"
     parent_attrs: dict[str, Any] = {}
     if parent_name in optuna.get_all_study_names(storage):  # else a new run
@@ -170,7 +176,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         spec = spec if spec is not None else stored_spec(parent)
     if spec is None:
         raise OperatorUsageError(f"study {parent_name!r} is not an operator study in "
-                                 f"{args.storage}; pass --config to create it")
+                                 f"{shown_storage}; pass --config to create it")
     options = _options(args, parent_attrs)
     say = (lambda line: None) if args.no_progress else (
         lambda line: print(line, file=sys.stderr, flush=True))
@@ -183,7 +189,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     if kb is not None and options.warm_start:
         donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
     tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say)
-    say(f"operator study {parent_name} in {args.storage}: {len(tuner.shapes)} shapes, "
+    say(f"operator study {parent_name} in {shown_storage}: {len(tuner.shapes)} shapes, "
         f"budget {options.budget} measurements, scheduler {options.scheduler.name}, "
         f"warm start {'on' if options.warm_start else 'off'}")
     state["measuring"] = True
@@ -191,7 +197,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         result = tuner.run()
     except KeyboardInterrupt:
         print(f"\naoe-tune operators: interrupted; measurements are stored. Resume with:\n"
-              f"  aoe-tune operators --storage {args.storage} --study-name {parent_name}",
+              f"  aoe-tune operators --storage {shown_storage} --study-name {parent_name}",
               file=sys.stderr)
         return 130
     report.print_result(result)
@@ -204,6 +210,21 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         for line in report.export_kernels(result, spec, args.storage, Path(args.export_dir), src):
             print(line)
     return 0
+
+
+def _check_sampler(args: argparse.Namespace, spec: Any) -> None:
+    """Build the sampler once on the spec's space, so a bad option or policy file is
+    refused before the storage is touched rather than at the first shape."""
+    from aoe_optuna.samplers.registry import make_sampler
+
+    kwargs = json.loads(args.sampler_kwargs) if args.sampler_kwargs else {}
+    try:
+        make_sampler(args.sampler, space=spec.space, seed=args.seed, **kwargs)
+    except TypeError as exc:
+        raise OperatorUsageError(f"--sampler-kwargs: {args.sampler} does not accept them "
+                                 f"({exc})") from None
+    except ValueError as exc:
+        raise OperatorUsageError(f"--sampler-kwargs: {exc}") from None
 
 
 def _follow(storage: Any, parent_name: str, say: Any) -> int:

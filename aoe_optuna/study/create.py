@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import optuna
+from optuna.exceptions import DuplicatedStudyError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
@@ -45,10 +46,13 @@ def load_or_create(
                 f"study {study_name!r} does not exist in this storage (studies: {known}); "
                 "pass --config to create it"
             )
-        study = optuna.create_study(
-            storage=storage, study_name=study_name, direction="maximize"
-        )
-        study.set_metric_names([METRIC_NAME])  # the dashboard's axis and column title
+        try:
+            study = optuna.create_study(
+                storage=storage, study_name=study_name, direction="maximize"
+            )
+            study.set_metric_names([METRIC_NAME])  # the dashboard's axis and column title
+        except DuplicatedStudyError:  # a worker started together with this one made it
+            study = optuna.load_study(study_name=study_name, storage=storage)
     else:
         study = optuna.load_study(study_name=study_name, storage=storage)
         if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:

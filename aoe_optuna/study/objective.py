@@ -39,6 +39,7 @@ from aoe_optuna.attrs import (
     ATTR_COST,
     ATTR_FAILURE,
     ATTR_FAILURE_KIND,
+    ATTR_HELD_BY,
     ATTR_INFEASIBLE,
     ATTR_MEASURED,
     ATTR_REPEAT_OF,
@@ -49,6 +50,7 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.study.artifacts import upload_trial_text
 from aoe_optuna.study.faults import fault_point
+from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.workload.models import Workload
 
 if TYPE_CHECKING:
@@ -229,6 +231,11 @@ class TuningObjective:
         earlier = _earlier_measurement(trial, config)
         if earlier is not None:
             return _serve_repeat(trial, earlier)
+        holder = _earlier_holder(trial, config)
+        if holder is not None:
+            trial.set_user_attr(ATTR_HELD_BY, holder)
+            trial.set_user_attr(ATTR_MEASURED, False)
+            raise optuna.TrialPruned(f"trial {holder} holds the same config")
         if self.may_measure is not None and not self.may_measure(trial):
             trial.set_user_attr(ATTR_SURPLUS, True)
             trial.set_user_attr(ATTR_MEASURED, False)
@@ -261,6 +268,20 @@ def _earlier_measurement(trial: optuna.Trial, config: Mapping[str, Any]) -> Froz
     for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         if is_measured(t) and t.params == dict(config):
             return t
+    return None
+
+
+def _earlier_holder(trial: optuna.Trial, config: Mapping[str, Any]) -> int | None:
+    """The number of an earlier trial that runs or waits with this config, if any.
+
+    Two runs started together on a new study each enqueue the baseline; both
+    trials are in storage before either measures, so the later-numbered one
+    always sees the earlier and stands down: the config is measured once.
+    """
+    for t in trial.study.get_trials(deepcopy=False,
+                                    states=(TrialState.RUNNING, TrialState.WAITING)):
+        if t.number < trial.number and trial_config(t) == dict(config):
+            return t.number
     return None
 
 

@@ -20,6 +20,8 @@ unreachable server) becomes a :class:`StorageError` with one line to print.
 from __future__ import annotations
 
 import os
+import random
+import time
 from pathlib import Path
 
 import optuna
@@ -33,6 +35,9 @@ SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 HEARTBEAT_INTERVAL_S = 5
 GRACE_PERIOD_S = 20
 DEFAULT_STORAGE = "sqlite:///aoe.db"
+SCHEMA_RACE_TRIES = 8
+_SCHEMA_RACE_SIGNS = ("already exists", "UNIQUE constraint failed", "duplicate key",
+                      "UniqueViolation")
 
 
 class StorageError(RuntimeError):
@@ -60,19 +65,33 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             "postgresql://user@host/db) or a journal file path ending in .log"
         )
     kind = SQLiteStorage if url.startswith("sqlite:///") else RDBStorage
-    try:
-        storage = kind(
-            url,
-            engine_kwargs=engine_kwargs,
-            heartbeat_interval=HEARTBEAT_INTERVAL_S,
-            grace_period=GRACE_PERIOD_S,
-            heartbeat_stale_trial_callback=RetryStaleTrial(),
-        )
-    except Exception as exc:  # sqlalchemy raises many kinds; all mean "cannot open"
-        raise StorageError(f"storage {redact_url(url)}: cannot open ({_first_line(exc)})") from None
+    for attempt in range(SCHEMA_RACE_TRIES):
+        try:
+            storage = kind(
+                url,
+                engine_kwargs=engine_kwargs,
+                heartbeat_interval=HEARTBEAT_INTERVAL_S,
+                grace_period=GRACE_PERIOD_S,
+                heartbeat_stale_trial_callback=RetryStaleTrial(),
+            )
+            break
+        except Exception as exc:  # sqlalchemy raises many kinds; all mean "cannot open"
+            if attempt + 1 < SCHEMA_RACE_TRIES and _lost_schema_race(exc):
+                time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+                continue
+            raise StorageError(
+                f"storage {redact_url(url)}: cannot open ({_first_line(exc)})") from None
     if url.startswith("sqlite:///"):
         _fast_sqlite(storage)
     return storage
+
+
+def _lost_schema_race(exc: BaseException) -> bool:
+    """Whether opening failed because another process was creating the same empty
+    database's tables at the same moment: workers of a cluster start together, and
+    Optuna creates the schema with no lock. Opening again finds the tables made."""
+    text = " ".join(str(e) for e in (exc, exc.__cause__, exc.__context__) if e is not None)
+    return any(sign in text for sign in _SCHEMA_RACE_SIGNS)
 
 
 def _fast_sqlite(storage: RDBStorage) -> None:
@@ -132,6 +151,9 @@ def _check_sqlite_path(url: str) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise StorageError(f"storage {url}: folder {folder} does not exist")
+    if path.is_dir():
+        raise StorageError(f"storage {url}: {path} is a folder; name a database file in it, "
+                           f"e.g. sqlite:///{path / 'aoe.db'}")
     if path.exists():
         if not os.access(path, os.W_OK):
             raise StorageError(f"storage {url}: file {path} is read-only")
@@ -152,6 +174,9 @@ def describe_storage_error(url: str, exc: BaseException) -> str:
         hint = f" (another process held the database for over {SQLITE_LOCK_TIMEOUT_S:g} s)"
     elif "readonly" in text or "read-only" in text:
         hint = " (the file or its folder is read-only)"
+    elif "full" in text or "disk I/O" in text:
+        hint = (" (is the disk full? what was stored is kept: free space and run the same "
+                "command to resume)")
     return f"storage {redact_url(url)}: {text}{hint}"
 
 
