@@ -86,6 +86,23 @@ class BackendBase(ABC):
     # the NPU do, a CPU kernel or a replayed GPU space does not. Samplers that model
     # the tile fit over the cores read it (through the spec).
     runs_on_soc: ClassVar[bool] = True
+    # Whether a latency is the model's own answer for the config, the same every time
+    # (the simulator): an exhaustive search of it is the true optimum, not an estimate.
+    exact_model: ClassVar[bool] = False
+
+    @classmethod
+    def has_roofline(cls) -> bool:
+        """Whether the SoC profile's roofline bounds this backend's kernels: only where
+        they run on the SoC; a CPU kernel or a replayed GPU space has no such bound."""
+        return cls.runs_on_soc
+
+    @classmethod
+    def timing_noise(cls, options: Mapping[str, Any]) -> float | None:
+        """Relative noise of one timing (None: a repeat gives the same figure, so there
+        is nothing to re-time). On hardware: the timing policy's precision target."""
+        from aoe_optuna.backends.timing import TimingPolicy
+
+        return TimingPolicy().rel_precision
 
     @classmethod
     @abstractmethod

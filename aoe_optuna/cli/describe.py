@@ -30,7 +30,7 @@ def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
     if roofline is None:
         return
     yield f"  roofline         {roofline:,.4g} tokens/s"
-    if spec.backend["name"] != "simulator" or not optimum:
+    if not spec.exact_model or not optimum:
         return
     from aoe_optuna.bench.exhaustive import simulator_costs, simulator_exhaustive
     from aoe_optuna.spec.backend import make_backend

@@ -16,7 +16,6 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.backends.timing import TimingPolicy
 from aoe_optuna.operators.retime import Candidate, Retimed, candidates_to_retime
 from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.spec.loader import StudySpec
@@ -24,8 +23,6 @@ from aoe_optuna.study.create import baseline_trial
 from aoe_optuna.study.objective import is_measured
 
 RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
-# a CPU/NPU timing's relative noise: the timing policy's precision target
-REAL_TIMING_NOISE = TimingPolicy().rel_precision
 
 
 def trial_latency(trial: FrozenTrial) -> float:
@@ -54,14 +51,8 @@ def best_measured(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
 
 
 def timing_noise(spec: StudySpec) -> float | None:
-    """Relative noise of one timing: the simulator's ``noise`` option, none for a replayed
-    recording (nothing to re-time), the timing policy's precision target on hardware."""
-    name = spec.backend.get("name")
-    if name == "simulator":
-        return float(spec.backend.get("noise", 0.0)) or None
-    if name == "replay":
-        return None
-    return REAL_TIMING_NOISE
+    """Relative noise of one timing: the backend says (:meth:`BackendBase.timing_noise`)."""
+    return spec.timing_noise
 
 
 def measured_candidates(trials: Sequence[FrozenTrial], noise: float | None) -> list[Candidate]:

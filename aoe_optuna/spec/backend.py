@@ -30,7 +30,7 @@ def make_backend(spec: StudySpec) -> Backend:
     """The backend the spec names, built from its options for the spec's SoC."""
     name = spec.backend["name"]
     try:
-        cls = backend_class(name)
+        cls = spec.backend_kind or backend_class(name)
     except KeyError:
         raise SpecError(spec.source, "backend.name", f"one of {sorted(BACKENDS)}",
                         repr(name)) from None

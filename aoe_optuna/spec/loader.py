@@ -115,14 +115,25 @@ class StudySpec:
     workload_doc: dict | None = None  # canonical workload section
     hardware_doc: dict | None = None  # canonical hardware section
     backend_space: bool = False  # the space came from the backend, not search_space
+    # the backend's class, looked up once when the spec is read (None: it does not import)
+    backend_kind: type[BackendBase] | None = None
 
     @property
     def kernel_runs_on_soc(self) -> bool:
         """Whether the backend runs the kernel on the profile's SoC (its cube cores)."""
-        try:
-            return backend_class(self.backend["name"]).runs_on_soc
-        except (KeyError, ImportError):
-            return False
+        return self.backend_kind is not None and self.backend_kind.runs_on_soc
+
+    @property
+    def timing_noise(self) -> float | None:
+        """Relative noise of one of this study's timings (None: nothing to re-time)."""
+        if self.backend_kind is None:
+            return None
+        return self.backend_kind.timing_noise(backend_options(self.backend))
+
+    @property
+    def exact_model(self) -> bool:
+        """Whether an exhaustive search of the backend is the true optimum (the simulator)."""
+        return self.backend_kind is not None and self.backend_kind.exact_model
 
     def default_study_name(self) -> str:
         """``<op>-<soc>-<workload>`` plus what makes this study differ from its siblings.
@@ -151,7 +162,7 @@ class StudySpec:
         A CPU kernel or a replayed GPU kernel is not bound by the SoC profile's
         roofline, so no fraction of it is reported for those.
         """
-        if self.backend_space or self.backend["name"] not in ("simulator", "npu"):
+        if self.backend_space or self.backend_kind is None or not self.backend_kind.has_roofline():
             return None
         return self.workload.roofline_tokens_per_s(self.profile)
 
@@ -199,13 +210,15 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     target = top.number("target_throughput", None, low=0.0, low_open=True)
     profile, hardware_doc = _hardware(top.section("hardware"), source)
     workload, workload_doc = _workload(top.section("workload"), profile)
-    backend = _resolved_backend(_backend(top.section("backend")), source)
-    workload = _backend_workload(top, source, backend, workload_doc) or workload
+    backend = _backend(top.section("backend"))
+    kind = _backend_class_or_none(backend)
+    backend = _resolved_backend(backend, kind, source)
+    workload = _backend_workload(top, source, backend, kind, workload_doc) or workload
     accuracy_sec = top.section("accuracy")
     accuracy_sec.check_keys(("max_relative_error",))
     accuracy = {"max_relative_error": accuracy_sec.number(
         "max_relative_error", DEFAULT_MAX_RELATIVE_ERROR, low=0.0, high=1.0)}
-    space, backend_space = _space(top, source, profile, workload, backend)
+    space, backend_space = _space(top, source, profile, workload, backend, kind)
     known = not backend_space
     baseline = parse_baseline(source, document, space, known)
     return StudySpec(
@@ -213,7 +226,7 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
         max_search_time=max_time, target_throughput=target, profile=profile,
         workload=workload, space=space, baseline=baseline, backend=backend,
         accuracy=accuracy, workload_doc=workload_doc, hardware_doc=hardware_doc,
-        backend_space=backend_space,
+        backend_space=backend_space, backend_kind=kind,
     )
 
 
@@ -256,9 +269,9 @@ def _workload(section: Section, profile: SocProfile) -> tuple[Workload, dict[str
 
 
 def _backend_workload(top: Section, source: str, backend: dict[str, Any],
+                      cls: type[BackendBase] | None,
                       workload_doc: dict[str, Any]) -> Workload | None:
     """The backend's own workload (a replayed kernel: one op, tokens/s = 1/latency), if any."""
-    cls = _backend_class_or_none(backend)
     if cls is None:
         return None
     options = backend_options(backend)
@@ -281,9 +294,9 @@ def _backend_class_or_none(backend: dict[str, Any]) -> type[BackendBase] | None:
         return None
 
 
-def _resolved_backend(backend: dict[str, Any], source: str) -> dict[str, Any]:
+def _resolved_backend(backend: dict[str, Any], cls: type[BackendBase] | None,
+                      source: str) -> dict[str, Any]:
     """Options as the backend spells them wherever the spec is read (absolute paths, ...)."""
-    cls = _backend_class_or_none(backend)
     if cls is None:
         return backend
     options = backend_options(backend)
@@ -307,14 +320,15 @@ def _backend(section: Section) -> dict[str, Any]:
 
 
 def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
-           backend: dict[str, Any]) -> tuple[SearchSpace, bool]:
+           backend: dict[str, Any], cls: type[BackendBase] | None) -> tuple[SearchSpace, bool]:
     """The search space: from ``search_space`` + hardware rules, or from the backend."""
     name = backend["name"]
-    try:
-        cls = backend_class(name)
-    except ImportError as exc:
-        raise top.error("backend.name", "a backend whose module imports",
-                        raw=f"{name!r} ({type(exc).__name__}: {exc})") from None
+    if cls is None:
+        try:
+            cls = backend_class(name)  # raises the import error to report
+        except ImportError as exc:
+            raise top.error("backend.name", "a backend whose module imports",
+                            raw=f"{name!r} ({type(exc).__name__}: {exc})") from None
     constraints = top.data.get("constraints")
     options = backend_options(backend)
     try:
@@ -340,15 +354,14 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
             constants[pname] = to_code(pname, info.default)
     names = expression_names(params, constants)
     rules = parse_constraints(source, constraints, names, categories_of(params))
-    space = build_space(source, params, [*rules, *_device_rules(backend, profile, workload)],
+    space = build_space(source, params, [*rules, *_device_rules(cls, profile, workload)],
                         bool(rules))
     return space, False
 
 
-def _device_rules(backend: dict[str, Any], profile: SocProfile, workload: Workload) -> list:
+def _device_rules(cls: type[BackendBase], profile: SocProfile, workload: Workload) -> list:
     """The rules of the device that runs the kernel: the Ascend AI core's, unless the
     backend measures on another device and says what its own rules are (the CPU kernel)."""
-    cls = _backend_class_or_none(backend)
     own = None if cls is None else cls.device_rules(profile, workload.dtype)
     if own is not None:
         return list(own)

@@ -179,6 +179,11 @@ class ReplayBackend(BackendBase):
     name = "replay"
     runs_on_soc = False
 
+    @classmethod
+    def timing_noise(cls, options: Mapping[str, Any]) -> float | None:
+        """A recording answers each config with its one stored time: nothing to re-time."""
+        return None
+
     def __init__(self, recorded: RecordedSpace) -> None:
         self.recorded = recorded
         self._index = {config: i for i, config in enumerate(recorded.configs)}

@@ -72,6 +72,12 @@ class AscendSimulator(BackendBase):
     """Latency of GEMM tilings on an Ascend SoC, from an analytical pipe model."""
 
     name = "simulator"
+    exact_model = True
+
+    @classmethod
+    def timing_noise(cls, options: Mapping[str, Any]) -> float | None:
+        """The ``noise`` option: a noise-free model has nothing to re-time."""
+        return float(options.get("noise", 0.0)) or None
 
     def __init__(
         self,
