@@ -114,16 +114,11 @@ def build_case(case: Case) -> Built:
         space = replay_space(recorded, recorded_only=True)
         workload = replay_workload(recorded)
         backend = ReplayBackend(recorded)
-        return Built(space, Evaluator(workload, backend, roofline_tokens_per_s=float("nan")))
-    from aoe_optuna.spec.backend import make_backend
+        return Built(space, Evaluator(workload, backend, roofline_tokens_per_s=None))
     from aoe_optuna.spec.loader import load_spec
 
     spec = load_spec(case.path)
-    backend = make_backend(spec)
-    roof = spec.workload.roofline_tokens_per_s(spec.profile)
-    evaluator = Evaluator(spec.workload, backend, roof,
-                          spec.accuracy.get("max_relative_error"))
-    return Built(spec.space, evaluator, spec)
+    return Built(spec.space, Evaluator.of_spec(spec), spec)
 
 
 def run_task(task: Task) -> RunResult:

@@ -1,9 +1,51 @@
-"""What every ``aoe-tune`` command shares: which errors are the user's, storage files."""
+"""What every ``aoe-tune`` command shares: which errors are the user's, storage files,
+and the checks of the options several commands take."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+
+class UsageError(ValueError):
+    """Bad command-line input: printed as one line, exit code 2."""
+
+
+def parse_sampler_kwargs(text: str | None) -> dict[str, Any] | None:
+    """``--sampler-kwargs``: a JSON object (None when the option is not given)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--sampler-kwargs: expected a JSON object ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise UsageError("--sampler-kwargs: expected a JSON object such as '{\"beta\": 3.84}'")
+    return value
+
+
+def parse_workers(devices_text: str | None, n_workers: int | None) -> tuple[list[str], int]:
+    """``--devices`` and ``--n-workers``: the device ids and the worker count (one worker
+    per device unless --n-workers says otherwise)."""
+    devices: list[str] = []
+    if devices_text is not None:
+        devices = [d.strip() for d in devices_text.split(",")]
+        if not all(d.isdigit() for d in devices) or len(set(devices)) != len(devices):
+            raise UsageError(f"--devices: expected distinct device ids such as 0,1,2,3, "
+                             f"got {devices_text!r}")
+    count = n_workers if n_workers is not None else max(len(devices), 1)
+    if count < 1:
+        raise UsageError("--n-workers: expected a positive number of worker processes")
+    if devices and len(devices) != count:
+        raise UsageError(f"--devices names {len(devices)} devices for {count} workers")
+    return devices, count
+
+
+def check_positive(value: float | None, option: str, what: str) -> None:
+    """``option`` must be a positive ``what`` when given."""
+    if value is not None and not value > 0:
+        raise UsageError(f"{option}: expected a positive {what}")
 
 
 class NumDevicesError(ValueError):
@@ -19,10 +61,12 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from aoe_optuna.space.params import ParamError
     from aoe_optuna.spec.loader import SpecError
     from aoe_optuna.study.create import StudyError
+    from aoe_optuna.study.session import SessionError
     from aoe_optuna.study.storage import StorageError
 
     return (SpecError, ProfileError, ParamError, StorageError, StudyError,
-            UnknownSamplerError, ExportError, NumDevicesError, DestinationError, KBError)
+            UnknownSamplerError, ExportError, NumDevicesError, DestinationError, KBError,
+            SessionError, UsageError)
 
 
 def sqlite_file(url: str) -> Path | None:

@@ -9,13 +9,13 @@ checked before the storage is opened, so a refused run has nothing to remove
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from aoe_optuna.cli.common import UsageError
 from aoe_optuna.cli.common import sqlite_file as _sqlite_file
 from aoe_optuna.cli.common import user_errors as _user_errors
 
@@ -47,12 +47,7 @@ pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
                "doctor")
-DEFAULT_SAMPLER = "gp-ucb"
 DEFAULT_STALE_AFTER_S = 3600.0
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,7 +56,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _tune_parser() -> argparse.ArgumentParser:
-    from aoe_optuna.samplers.registry import sampler_names
+    from aoe_optuna.samplers.registry import DEFAULT_SAMPLER, sampler_names
     from aoe_optuna.study.storage import DEFAULT_STORAGE
 
     p = _Parser(
@@ -84,7 +79,8 @@ def _tune_parser() -> argparse.ArgumentParser:
                    help="JSON object passed to the sampler (default: the stored ones when "
                    "--sampler is not given, else {})")
     p.add_argument("--seed", type=int, default=None,
-                   help="sampler seed (default: the stored one when resuming)")
+                   help="sampler seed (default: the stored one when resuming; a new study "
+                   "draws one and records it, so the run can be repeated)")
     p.add_argument("--timeout", type=float, default=None,
                    help="time budget in seconds (default: the spec's max_search_time); virtual "
                    "measurement time unless --wall-time")
@@ -111,7 +107,6 @@ def _tune_parser() -> argparse.ArgumentParser:
                    "this host owns (optuna ask without tell, a host on a journal file) once it "
                    f"is this old, and retry its config (default {DEFAULT_STALE_AFTER_S:g})")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
@@ -165,140 +160,62 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _sampler_kwargs(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--sampler-kwargs: expected a JSON object ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise UsageError("--sampler-kwargs: expected a JSON object such as '{\"beta\": 3.84}'")
-    return value
-
-
 def _tune_command(argv: list[str]) -> int:
     args = _tune_parser().parse_args(argv)
     errors = _user_errors()
-    from optuna.exceptions import StorageInternalError
-    from sqlalchemy.exc import SQLAlchemyError
-
     try:
         return _tune(args)
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
     except Exception as exc:
-        # failed mid-run: locked, read-only, disk full. Optuna may replace the storage's
-        # error with an AssertionError ("Should not reach.") raised while handling it.
-        cause = _in_chain(exc, (SQLAlchemyError, StorageInternalError))
+        from aoe_optuna.study.storage import describe_storage_error, storage_failure
+
+        cause = storage_failure(exc)  # failed mid-run: locked, read-only, disk full
         if cause is None:
             raise
-        from aoe_optuna.study.storage import describe_storage_error
-
         return _fail(describe_storage_error(args.storage, cause))
-
-
-def _in_chain(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
-    """The first exception of ``kinds`` among ``exc`` and those it was raised from or during."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kinds):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
 
 
 def _tune(args: argparse.Namespace) -> int:
     import optuna
 
-    from aoe_optuna.cli.common import load_spec_for
-    from aoe_optuna.samplers.registry import SAMPLERS, UnknownSamplerError, make_sampler
-    from aoe_optuna.spec.backend import make_backend
-    from aoe_optuna.spec.stored import store_sampler
-    from aoe_optuna.study.create import (
-        baseline_trial,
-        default_study_name,
-        enqueue_baseline,
-        load_or_create,
+    from aoe_optuna.cli.common import (
+        check_positive,
+        load_spec_for,
+        parse_sampler_kwargs,
+        parse_workers,
     )
-    from aoe_optuna.study.objective import Evaluator, TuningObjective
+    from aoe_optuna.study.create import baseline_trial
     from aoe_optuna.study.progress import ProgressView
     from aoe_optuna.study.report import print_summary, save_dashboard_note, summarise
-    from aoe_optuna.study.runner import Budget, run_study
-    from aoe_optuna.study.storage import open_storage, redact_url
+    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.session import SamplerRequest, StudySession
+    from aoe_optuna.study.storage import redact_url
 
-    if args.n_trials is not None and args.n_trials < 1:
-        raise UsageError("--n-trials: expected a positive number of measurements")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout: expected a positive number of seconds")
-    if not args.stale_after > 0:
-        raise UsageError("--stale-after: expected a positive number of seconds")
-    if args.config is None and args.study_name is None:
-        raise UsageError("pass --config SPEC (new study) or --study-name NAME (resume)")
-    devices = _devices(args.devices)
-    n_workers = args.n_workers if args.n_workers is not None else max(len(devices), 1)
-    if n_workers < 1:
-        raise UsageError("--n-workers: expected a positive number of worker processes")
-    if devices and len(devices) != n_workers:
-        raise UsageError(f"--devices names {len(devices)} devices for {n_workers} workers")
+    check_positive(args.n_trials, "--n-trials", "number of measurements")
+    check_positive(args.timeout, "--timeout", "number of seconds")
+    check_positive(args.stale_after, "--stale-after", "number of seconds")
+    check_positive(args.target, "--target", "number of tokens/s")
+    devices, n_workers = parse_workers(args.devices, args.n_workers)
     if (args.op_source is None) != (args.output is None):
         raise UsageError("--op-source and --output go together")
     if args.op_source is not None and not Path(args.op_source).is_file():
         raise UsageError(f"--op-source: {args.op_source} is not a file")
-    if args.sampler is not None and args.sampler not in SAMPLERS:
-        raise UnknownSamplerError(
-            f"--sampler: unknown sampler {args.sampler!r}: expected one of {', '.join(SAMPLERS)}"
-        )
-    if args.target is not None and not args.target > 0:
-        raise UsageError("--target: expected a positive number of tokens/s")
     _check_destinations(args)
-    sampler_kwargs = _sampler_kwargs(args.sampler_kwargs) if args.sampler_kwargs is not None else {}
+    kwargs = parse_sampler_kwargs(args.sampler_kwargs)
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     if spec is not None and args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
 
-    # Everything that can be checked is checked before the storage is touched: a refused
-    # run writes nothing, so it never has anything to remove (another run may have
-    # opened the same new file a moment after this one made it).
-    db_file = _sqlite_file(args.storage)
-    new_file = db_file is not None and not db_file.exists()
-    if new_file and spec is None:
-        raise UsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
-                         "create a study in it")
-    sampler: Any = None
-    if spec is not None:
-        backend = make_backend(spec)
-        if args.sampler is not None or new_file:  # the sampler a new study gets
-            sampler = _build_sampler(make_sampler,
-                                     (args.sampler or DEFAULT_SAMPLER, sampler_kwargs,
-                                      args.seed), spec)
     # Optuna logs every failed trial with a traceback; the progress view says it in one line.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    storage = open_storage(args.storage)
-    study_name = args.study_name or default_study_name(storage, spec)
-    roofline = spec.roofline_tokens_per_s() if spec else None
-    # the study's own sampler when resuming without --sampler; checked before writing
-    resumed = _resumed_sampler(args, storage, study_name, sampler_kwargs)
-    choice = resumed or (args.sampler or DEFAULT_SAMPLER, sampler_kwargs, args.seed)
-    if spec is not None and (sampler is None or resumed is not None):
-        sampler = _build_sampler(make_sampler, choice, spec)
-    study, spec = load_or_create(storage, study_name, spec, roofline)
-    if args.config is None:
-        if args.op_source is not None:
-            _check_op_source(Path(args.op_source), spec)
-        backend = make_backend(spec)
-        sampler = _build_sampler(make_sampler, choice, spec)
-    if not args.worker:
-        store_sampler(study, *choice)
-    study.sampler = sampler
-    enqueue_baseline(study, spec)
-
+    session = StudySession.open(args.storage, spec, args.study_name,
+                                SamplerRequest(args.sampler, kwargs, args.seed))
+    study, spec = session.study, session.spec
+    if args.config is None and args.op_source is not None:
+        _check_op_source(Path(args.op_source), spec)
     shown_storage = redact_url(args.storage)
     roofline = study.user_attrs.get("roofline_tokens_per_s")
-    evaluator = Evaluator(
-        spec.workload, backend, roofline or spec.roofline_tokens_per_s(),
-        max_accuracy_loss=spec.accuracy.get("max_relative_error"),
-    )
     budget = Budget(
         n_measurements=args.n_trials if args.n_trials is not None else 100,
         time_s=args.timeout if args.timeout is not None else spec.max_search_time,
@@ -311,25 +228,18 @@ def _tune(args: argparse.Namespace) -> int:
         return None if t is None else t.value
 
     view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
-    if not args.worker:
-        print(
-            f"study {study.study_name} in {shown_storage}: {spec.space.size:,} configs, "
-            f"{spec.space.n_feasible:,} feasible; sampler {choice[0]}"
-            + (" (the study's own)" if resumed is not None else "") + "; backend "
-            f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
-            file=sys.stderr,
-        )
+    choice = session.sampler_choice
+    print(
+        f"study {study.study_name} in {shown_storage}: {spec.space.size:,} configs, "
+        f"{spec.space.n_feasible:,} feasible; sampler {choice.name}"
+        + (" (the study's own)" if choice.stored else "") + f", seed {choice.seed}; backend "
+        f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
+        file=sys.stderr,
+    )
     try:
         with view:
-            if n_workers > 1:
-                from aoe_optuna.study.workers import run_workers
-
-                result = run_workers(study, budget, view,
-                                     _worker_args(args, study.study_name, choice),
-                                     n_workers, devices, choice[2])
-            else:
-                result = run_study(study, TuningObjective(spec.space, evaluator), budget, view,
-                                   stale_after_s=args.stale_after)
+            result = session.run(budget, view, n_workers=n_workers, devices=devices,
+                                 stale_after_s=args.stale_after)
     except KeyboardInterrupt:
         print(
             "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
@@ -338,8 +248,6 @@ def _tune(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    if args.worker:
-        return 0
     summary = summarise(study, spec, result, shown_storage)
     print_summary(summary)
     save_dashboard_note(study, summary)
@@ -367,32 +275,6 @@ def _check_destinations(args: argparse.Namespace) -> None:
         check_knowledge_base(args.kb)
 
 
-def _devices(text: str | None) -> list[str]:
-    if text is None:
-        return []
-    items = [d.strip() for d in text.split(",")]
-    if not all(d.isdigit() for d in items) or len(set(items)) != len(items):
-        raise UsageError(f"--devices: expected distinct device ids such as 0,1,2,3, got {text!r}")
-    return items
-
-
-def _worker_args(args: argparse.Namespace, study_name: str,
-                 choice: tuple[str, dict[str, Any], int | None]) -> list[str]:
-    """The command line of one worker: the same study and sampler, from storage, no display."""
-    out = ["--storage", args.storage, "--study-name", study_name, "--sampler", choice[0],
-           "--sampler-kwargs", json.dumps(choice[1]), "--no-progress", "--worker",
-           "--stale-after", str(args.stale_after)]
-    if args.n_trials is not None:
-        out += ["--n-trials", str(args.n_trials)]
-    if args.timeout is not None:
-        out += ["--timeout", str(args.timeout)]
-    if args.wall_time:
-        out.append("--wall-time")
-    if args.target is not None:
-        out += ["--target", str(args.target)]
-    return out
-
-
 def _check_op_source(path: Path, spec: Any) -> None:
     """Fail before tuning, not after, when the kernel source lacks a tunable."""
     import numpy as np
@@ -404,46 +286,6 @@ def _check_op_source(path: Path, spec: Any) -> None:
     )
     rewrite_source(path.read_text(encoding="utf-8", errors="replace"), config,
                    source_name=str(path))
-
-
-def _build_sampler(make_sampler: Any, choice: tuple[str, dict[str, Any], int | None],
-                   spec: Any) -> Any:
-    name, kwargs, seed = choice
-    try:
-        return make_sampler(name, space=spec.space, seed=seed, **kwargs)
-    except TypeError as exc:
-        raise UsageError(f"--sampler-kwargs: {name} does not accept them ({exc})") from None
-    except ValueError as exc:
-        raise UsageError(f"--sampler-kwargs: {exc}") from None
-
-
-def _resumed_sampler(args: argparse.Namespace, storage: Any, study_name: str,
-                     kwargs: dict[str, Any]) -> tuple[str, dict[str, Any], int | None] | None:
-    """The sampler an existing study last ran with, when --sampler does not name one.
-
-    --sampler-kwargs and --seed, when given, replace the stored ones.
-    """
-    import optuna
-
-    from aoe_optuna.samplers.registry import SAMPLERS
-    from aoe_optuna.spec.stored import stored_sampler
-
-    if args.sampler is not None:
-        return None
-    try:
-        study = optuna.load_study(study_name=study_name, storage=storage,
-                                  sampler=optuna.samplers.RandomSampler())
-    except KeyError:  # a new study
-        return None
-    stored = stored_sampler(study)
-    if stored is None:
-        return None
-    name, stored_kwargs, seed = stored
-    if name not in SAMPLERS:
-        raise UsageError(f"study {study.study_name}: it ran with sampler {name!r}, which this "
-                         f"aoe-tune does not have; pass --sampler (one of {', '.join(SAMPLERS)})")
-    return (name, kwargs if args.sampler_kwargs is not None else stored_kwargs,
-            args.seed if args.seed is not None else seed)
 
 
 # ------------------------------------------------------------------- export

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from aoe_optuna.cli.common import UsageError
+from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 
 EXAMPLES = """\
 examples:
@@ -27,8 +29,6 @@ examples:
 DEFAULT_BUDGET = 200
 
 
-class OperatorUsageError(Exception):
-    """Bad command-line input: one line, exit code 2."""
 
 
 def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
@@ -63,7 +63,7 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    "--op-source)")
     p.add_argument("--op-source", default=None, help="kernel source to rewrite per shape")
     p.add_argument("--sampler", default=None,
-                   help=f"one of {', '.join(sampler_names())} (default gp-ucb)")
+                   help=f"one of {', '.join(sampler_names())} (default {DEFAULT_SAMPLER})")
     p.add_argument("--sampler-kwargs", default=None, help="JSON object for the sampler")
     p.add_argument("--seed", type=int, default=None, help="sampler seed")
     p.add_argument("--num-devices", type=int, default=None,
@@ -92,42 +92,28 @@ def main(argv: list[str]) -> int:
     state = {"measuring": False}
     try:
         return _run(args, state)
-    except (*user_errors(), OperatorUsageError, ValueError) as exc:
+    except (*user_errors(), UsageError, ValueError) as exc:
         print(f"aoe-tune operators: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
 
 def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
+    from aoe_optuna.cli.common import check_positive, parse_sampler_kwargs, parse_workers
     from aoe_optuna.operators.scheduler import make_scheduler
     from aoe_optuna.operators.tuner import TunerOptions
 
-    devices = [d.strip() for d in args.devices.split(",")] if args.devices else []
-    if devices and (not all(d.isdigit() for d in devices) or len(set(devices)) != len(devices)):
-        raise OperatorUsageError(f"--devices: expected distinct device ids such as 0,1,2,3, "
-                                 f"got {args.devices!r}")
-    n_workers = args.n_workers if args.n_workers is not None else max(len(devices), 1)
-    if n_workers < 1 or (devices and len(devices) != n_workers):
-        raise OperatorUsageError("--n-workers: expected a positive number matching --devices")
+    devices, n_workers = parse_workers(args.devices, args.n_workers)
     budget = args.n_trials if args.n_trials is not None else parent_attrs.get(
         "budget", DEFAULT_BUDGET)
-    if budget < 1:
-        raise OperatorUsageError("--n-trials: expected a positive number of measurements")
-    kwargs: dict[str, Any] = {}
-    if args.sampler_kwargs is not None:
-        try:
-            kwargs = json.loads(args.sampler_kwargs)
-        except json.JSONDecodeError as exc:
-            raise OperatorUsageError(f"--sampler-kwargs: expected a JSON object ({exc.msg})") \
-                from None
-        if not isinstance(kwargs, dict):
-            raise OperatorUsageError("--sampler-kwargs: expected a JSON object")
-    if not args.stale_after > 0:
-        raise OperatorUsageError("--stale-after: expected a positive number of seconds")
+    check_positive(budget, "--n-trials", "number of measurements")
+    kwargs = parse_sampler_kwargs(args.sampler_kwargs) or {}
+    check_positive(args.stale_after, "--stale-after", "number of seconds")
     warm = args.warm_start if args.warm_start is not None else parent_attrs.get(
         "warm_start", True)
     name = args.scheduler or parent_attrs.get("scheduler", "gradient")
     return TunerOptions(budget=budget, scheduler=make_scheduler(name),
-                        sampler=args.sampler or "gp-ucb", sampler_kwargs=kwargs, seed=args.seed,
+                        sampler=args.sampler or DEFAULT_SAMPLER, sampler_kwargs=kwargs,
+                        seed=args.seed,
                         warm_start=bool(warm), n_workers=n_workers, devices=devices,
                         stale_after_s=args.stale_after)
 
@@ -145,12 +131,12 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.study.storage import open_storage, redact_url
 
     if args.config is None and args.study_name is None:
-        raise OperatorUsageError("pass --config SPEC (new run) or --study-name NAME (resume)")
+        raise UsageError("pass --config SPEC (new run) or --study-name NAME (resume)")
     if args.op_source is not None and args.export_dir is None:
-        raise OperatorUsageError("--op-source: give --export-dir too (where each shape's "
+        raise UsageError("--op-source: give --export-dir too (where each shape's "
                                  "kernel goes)")
     if args.op_source is not None and not Path(args.op_source).is_file():
-        raise OperatorUsageError(f"--op-source: {args.op_source} is not a file")
+        raise UsageError(f"--op-source: {args.op_source} is not a file")
     if args.export_dir is not None:
         check_output_folder(args.export_dir, "--export-dir")
     if args.kb is not None:
@@ -159,7 +145,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     db_file = sqlite_file(args.storage)
     if db_file is not None and not db_file.exists() and spec is None:
-        raise OperatorUsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
+        raise UsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
                                  "start a run in it")
     _options(args, {})  # the options' own checks, before the storage is touched
     if spec is not None and args.sampler is not None:
@@ -175,14 +161,14 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         parent_attrs = dict(parent.user_attrs)
         spec = spec if spec is not None else stored_spec(parent)
     if spec is None:
-        raise OperatorUsageError(f"study {parent_name!r} is not an operator study in "
+        raise UsageError(f"study {parent_name!r} is not an operator study in "
                                  f"{shown_storage}; pass --config to create it")
     options = _options(args, parent_attrs)
     say = (lambda line: None) if args.no_progress else (
         lambda line: print(line, file=sys.stderr, flush=True))
     if args.follow:
         if not parent_attrs:
-            raise OperatorUsageError(f"--follow: study {parent_name!r} has not started")
+            raise UsageError(f"--follow: study {parent_name!r} has not started")
         state["measuring"] = True
         return _follow(storage, parent_name, say)
     donors = []
@@ -215,16 +201,11 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
 def _check_sampler(args: argparse.Namespace, spec: Any) -> None:
     """Build the sampler once on the spec's space, so a bad option or policy file is
     refused before the storage is touched rather than at the first shape."""
-    from aoe_optuna.samplers.registry import make_sampler
+    from aoe_optuna.cli.common import parse_sampler_kwargs
+    from aoe_optuna.study.session import SamplerChoice, build_sampler
 
-    kwargs = json.loads(args.sampler_kwargs) if args.sampler_kwargs else {}
-    try:
-        make_sampler(args.sampler, space=spec.space, seed=args.seed, **kwargs)
-    except TypeError as exc:
-        raise OperatorUsageError(f"--sampler-kwargs: {args.sampler} does not accept them "
-                                 f"({exc})") from None
-    except ValueError as exc:
-        raise OperatorUsageError(f"--sampler-kwargs: {exc}") from None
+    build_sampler(SamplerChoice(args.sampler, parse_sampler_kwargs(args.sampler_kwargs) or {},
+                                args.seed), spec)
 
 
 def _follow(storage: Any, parent_name: str, say: Any) -> int:
@@ -242,7 +223,7 @@ def _follow(storage: Any, parent_name: str, say: Any) -> int:
         study = optuna.load_study(study_name=study_name, storage=storage)
         spec = stored_spec(study)
         assert spec is not None
-        name, kwargs, _ = stored_sampler(study) or ("gp-ucb", {}, None)
+        name, kwargs, _ = stored_sampler(study) or (DEFAULT_SAMPLER, {}, None)
         study.sampler = make_sampler(name, space=spec.space, seed=None, **kwargs)
         say(f"joining {study_name} up to {target} measurements")
         run_study(study, TuningObjective.from_spec(spec), Budget(n_measurements=target),

@@ -49,7 +49,7 @@ from aoe_optuna.operators.workers import (
     DONE_ATTR,
     run_shape_workers,
 )
-from aoe_optuna.samplers.registry import make_sampler
+from aoe_optuna.samplers.registry import DEFAULT_SAMPLER, make_sampler
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import store_sampler
@@ -72,7 +72,7 @@ FAILING_CHUNKS = 2  # chunks past warm-up with no successful measurement close a
 class TunerOptions:
     budget: int  # measurements in all, re-timing included
     scheduler: Scheduler
-    sampler: str = "gp-ucb"
+    sampler: str = DEFAULT_SAMPLER
     sampler_kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     warm_start: bool = True

@@ -3,14 +3,13 @@
 The tuner alone decides which shape gets the next chunk. It writes each shape
 study's target (measurements it may hold) into the parent study's
 ``allocation`` and, once the chunk is done, lowers it to what was measured.
-Local workers are ``aoe-tune --worker`` processes on the chosen shape's study
+Local workers are worker processes on the chosen shape's study
 (:func:`aoe_optuna.study.workers.run_workers`); a follower on another host
 polls the allocation and joins whichever study is below its target.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 
@@ -19,7 +18,8 @@ import optuna
 from aoe_optuna.study.create import StudyError
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.runner import Budget
-from aoe_optuna.study.workers import run_workers
+from aoe_optuna.study.session import SamplerChoice
+from aoe_optuna.study.workers import WorkerPlan, run_workers
 
 ALLOCATION_ATTR = "allocation"  # on the parent study: {shape study: measurements it may hold}
 DONE_ATTR = "done"  # on the parent study: the run has spent its budget
@@ -32,14 +32,11 @@ def run_shape_workers(study: optuna.Study, target: int, n_workers: int, devices:
                       sampler: str, sampler_kwargs: dict, seed: int | None, storage_url: str,
                       stale_after_s: float | None) -> None:
     """Measure ``study`` up to ``target`` with ``n_workers`` worker processes."""
-    args = ["--storage", storage_url, "--study-name", study.study_name, "--sampler", sampler,
-            "--sampler-kwargs", json.dumps(sampler_kwargs), "--no-progress", "--worker",
-            "--n-trials", str(target)]
-    if stale_after_s is not None:
-        args += ["--stale-after", str(stale_after_s)]
-    result = run_workers(study, Budget(n_measurements=target), lambda progress: None, args,
-                         n_workers, devices, seed)
-    if "exited with code" in result.stop_reason:
+    budget = Budget(n_measurements=target)
+    plan = WorkerPlan(storage_url, study.study_name,
+                      SamplerChoice(sampler, dict(sampler_kwargs), seed), budget, stale_after_s)
+    result = run_workers(study, budget, lambda progress: None, plan, n_workers, devices)
+    if result.failed_workers:
         raise StudyError(f"{study.study_name}: {result.stop_reason}")
 
 

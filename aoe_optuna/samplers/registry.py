@@ -18,6 +18,7 @@ from aoe_optuna.samplers.option_types import check_option_types
 from aoe_optuna.space.search_space import SearchSpace
 
 Factory = Callable[..., optuna.samplers.BaseSampler]
+DEFAULT_SAMPLER = "gp-ucb"  # what a new study runs with when none is named
 
 
 def _random(space: SearchSpace | None, seed: int | None, **kw: Any) -> optuna.samplers.BaseSampler:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import optuna.distributions as od
 
-from aoe_optuna.space.constraints import Columns, Rule
+from aoe_optuna.space.constraints import Rule
 from aoe_optuna.space.params import KNOWN_PARAMS, Param, ParamError, default_config, to_code
 
 # Past this many core configs the feasible core is not materialised; counting
@@ -393,7 +393,3 @@ def _fallback_ids(idx: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         ids = ids * k + idx[:, j]
     return ids
 
-
-def columns_of(space: SearchSpace, config: Mapping[str, Any]) -> Columns:
-    """Columns (length 1) of one config, fixed values included."""
-    return space.columns(space.index(config)[None, :])

@@ -30,7 +30,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
@@ -109,6 +108,16 @@ class Evaluator:
         self.backend = backend
         self.roofline = roofline_tokens_per_s
         self.max_accuracy_loss = max_accuracy_loss
+
+    @classmethod
+    def of_spec(cls, spec: StudySpec, backend: Backend | None = None,
+                roofline_tokens_per_s: float | None = None) -> Evaluator:
+        """The spec's evaluator: its workload on ``backend`` (by default the one the spec
+        names), against the roofline given (a study's stored one) or the spec's own."""
+        roofline = roofline_tokens_per_s if roofline_tokens_per_s is not None \
+            else spec.roofline_tokens_per_s()
+        return cls(spec.workload, backend if backend is not None else make_backend(spec),
+                   roofline, max_accuracy_loss=spec.accuracy.get("max_relative_error"))
 
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
         latencies: dict[str, float] = {}
@@ -212,12 +221,7 @@ class TuningObjective:
     def from_spec(cls, spec: StudySpec, backend: Backend | None = None) -> TuningObjective:
         """The objective of a study spec: its space, each config measured on every GEMM of
         its workload by ``backend`` (by default the one the spec names)."""
-        evaluator = Evaluator(
-            spec.workload, backend if backend is not None else make_backend(spec),
-            spec.roofline_tokens_per_s(),
-            max_accuracy_loss=spec.accuracy.get("max_relative_error"),
-        )
-        return cls(spec.space, evaluator)
+        return cls(spec.space, Evaluator.of_spec(spec, backend))
 
     def __call__(self, trial: optuna.Trial) -> float:
         fault_point("ask")
@@ -320,9 +324,4 @@ def is_measured(trial: FrozenTrial) -> bool:
 
 def count_measured(trials: list[FrozenTrial]) -> int:
     return sum(1 for t in trials if is_measured(t))
-
-
-def virtual_cost(trials: list[FrozenTrial]) -> float:
-    """Sum of what the measurements cost (virtual seconds on the simulator)."""
-    return float(np.sum([t.user_attrs.get(ATTR_COST, 0.0) for t in trials]))
 

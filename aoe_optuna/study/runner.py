@@ -94,6 +94,8 @@ class RunResult:
     progress: StudyProgress
     wall_s: float
     swept: list[int] = field(default_factory=list)
+    # (worker index, exit code) of the worker processes that failed (run on workers only)
+    failed_workers: tuple[tuple[int, int], ...] = ()
 
 
 class _Stopper:

@@ -180,6 +180,23 @@ def describe_storage_error(url: str, exc: BaseException) -> str:
     return f"storage {redact_url(url)}: {text}{hint}"
 
 
+def storage_failure(exc: BaseException) -> BaseException | None:
+    """The storage's error behind ``exc``, if any: a failed write mid-run (locked,
+    read-only, disk full), which Optuna may have replaced by an ``AssertionError``
+    ("Should not reach.") raised while handling it."""
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (SQLAlchemyError, StorageInternalError)):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def redact_url(url: str) -> str:
     """The URL as SQLAlchemy parses it, password hidden; anything else unchanged.
 

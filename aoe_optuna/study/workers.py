@@ -1,34 +1,67 @@
 """Several worker processes on one study: one per device, or plain processes.
 
 The storage is the only channel between workers (as it is between hosts):
-each worker is an ``aoe-tune --worker`` process that loads the study by name,
-builds its own sampler (seed + worker index) and measures until the study's
-budget is spent; :class:`aoe_optuna.study.runner.BudgetGuard` keeps the count exact.
-This process only starts them, shows the progress of the whole study, and
-passes Ctrl-C on.
+each worker is a ``python -m aoe_optuna.study.worker`` process that opens the
+study by name (:class:`aoe_optuna.study.session.StudySession`), builds its own
+sampler (seed + worker index) and measures until the study's budget is spent;
+:class:`aoe_optuna.study.runner.BudgetGuard` keeps the count exact. This process
+only starts them, shows the progress of the whole study, and passes Ctrl-C on.
+The storage URL travels in the environment, not on the command line, where any
+user of the host could read its password.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import optuna
 
 from aoe_optuna.study.runner import Budget, RunResult, StudyProgress
 from aoe_optuna.study.runner import _Stopper as Stopper
 
+if TYPE_CHECKING:
+    from aoe_optuna.study.session import SamplerChoice
+
 POLL_S = 1.0
 DEVICE_ENV = "ASCEND_RT_VISIBLE_DEVICES"
+STORAGE_ENV = "AOE_WORKER_STORAGE"
+WORKER_MODULE = "aoe_optuna.study.worker"
 
 
-def worker_env(index: int, devices: list[str]) -> dict[str, str]:
+@dataclass(frozen=True)
+class WorkerPlan:
+    """What every worker of one study runs: the study, its sampler and the budget."""
+
+    storage_url: str
+    study_name: str
+    sampler: SamplerChoice
+    budget: Budget
+    stale_after_s: float | None = None
+
+    def argv(self, index: int) -> list[str]:
+        """Worker ``index``'s command line (the storage URL goes in its environment)."""
+        sampler = {"name": self.sampler.name, "kwargs": self.sampler.kwargs,
+                   "seed": self.sampler.seed}
+        return [sys.executable, "-m", WORKER_MODULE, "--study-name", self.study_name,
+                "--index", str(index), "--sampler", json.dumps(sampler),
+                "--budget", json.dumps(dataclasses.asdict(self.budget)),
+                *(["--stale-after", str(self.stale_after_s)] if self.stale_after_s else [])]
+
+
+def worker_env(index: int, devices: list[str], storage_url: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["AOE_WORKER_INDEX"] = str(index)
+    if storage_url is not None:
+        env[STORAGE_ENV] = storage_url
     if devices:
         env[DEVICE_ENV] = devices[index]
     return env
@@ -38,19 +71,16 @@ def run_workers(
     study: optuna.Study,
     budget: Budget,
     on_update: Callable[[StudyProgress], None],
-    worker_args: list[str],
+    plan: WorkerPlan,
     n_workers: int,
     devices: list[str],
-    seed: int | None,
 ) -> RunResult:
     """Start ``n_workers`` workers, follow the study until they all exit."""
     started = time.monotonic()
     procs: list[subprocess.Popen] = []
     for i in range(n_workers):
-        args = [*worker_args] + (["--seed", str(seed + i)] if seed is not None else [])
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "aoe_optuna.cli.main", *args], env=worker_env(i, devices),
-        ))
+        procs.append(subprocess.Popen(plan.argv(i),
+                                      env=worker_env(i, devices, plan.storage_url)))
     stopper = Stopper(budget, started, on_update)
     try:
         while any(p.poll() is None for p in procs):
@@ -61,11 +91,12 @@ def run_workers(
         raise
     progress = StudyProgress.of(study.get_trials(deepcopy=False))
     on_update(progress)
-    failed = [(i, p.returncode) for i, p in enumerate(procs) if p.returncode not in (0, 130)]
+    failed = tuple((i, p.returncode) for i, p in enumerate(procs)
+                   if p.returncode not in (0, 130))
     reason = stopper.check(progress) or "workers stopped"
     if failed:
         reason += "; " + ", ".join(f"worker {i} exited with code {rc}" for i, rc in failed)
-    return RunResult(reason, progress, time.monotonic() - started)
+    return RunResult(reason, progress, time.monotonic() - started, failed_workers=failed)
 
 
 def _interrupt(procs: list[subprocess.Popen]) -> None:
