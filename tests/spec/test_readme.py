@@ -22,16 +22,32 @@ def test_readme_spec_example_loads(tmp_path: Path) -> None:
     assert spec.baseline is not None and spec.baseline["tile_m"] == 64
 
 
-def test_readme_python_example_runs(monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
-    text = (ROOT / "README.md").read_text()
+def _python_blocks(text: str) -> list[str]:
     start = text.index("## Use it from Python")
-    begin = text.index("```python\n", start) + len("```python\n")
-    code = text[begin:text.index("```\n", begin)]
-    assert 10 <= len(code.strip().splitlines()) <= 16  # the short example the README promises
-    monkeypatch.chdir(ROOT)  # it names the spec by its path in the repository
+    end = text.index("\n## ", start + 5)
+    blocks, at = [], start
+    while (at := text.find("```python\n", at, end)) != -1:
+        begin = at + len("```python\n")
+        blocks.append(text[begin:text.index("```\n", begin)])
+        at = begin
+    return blocks
+
+
+def test_readme_python_examples_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    session_code, optuna_code = _python_blocks((ROOT / "README.md").read_text())
+    monkeypatch.chdir(tmp_path)  # the session example's sqlite:///aoe.db lands here
+    for code in (session_code, optuna_code):
+        assert 8 <= len(code.strip().splitlines()) <= 18  # the short examples it promises
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(session_code.replace('"studies/', f'"{ROOT}/studies/'), "README.md",
+                 "exec"), namespace)  # noqa: S102
+    session = namespace["session"]
+    assert session.study.trials[0].params == namespace["spec"].baseline
+    assert sum(t.user_attrs.get("measured") is True for t in session.study.trials) == 30
+    namespace = {}
+    exec(compile(optuna_code.replace('"studies/', f'"{ROOT}/studies/'), "README.md",
+                 "exec"), namespace)  # noqa: S102
     study = namespace["study"]
     assert len(study.trials) == 30
     assert study.trials[0].params == namespace["spec"].baseline
