@@ -15,6 +15,11 @@ mixture-of-experts layouts:
   latent attention (``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``,
   ``qk_rope_head_dim``, ``v_head_dim``).
 
+ChatGLM's own names (``num_layers``, ``ffn_hidden_size``, ``kv_channels``,
+``padded_vocab_size``, ``multi_query_group_num``) are read as these. A model
+family the workload does not describe (``model_type`` outside
+:data:`SUPPORTED_FAMILIES`: an encoder, an ungated MLP) is refused.
+
 A multimodal config whose decoder sits under ``text_config`` is read from
 there. Nothing is downloaded and no model code runs: the file is data.
 """
@@ -56,12 +61,76 @@ def read_hf_config(path: str | Path, name: str | None = None) -> tuple[Architect
 
 
 def used_keys(config: Any, source: str) -> dict[str, Any]:
-    """The keys of ``config`` that the reader uses (from ``text_config`` when it holds them)."""
+    """The keys of ``config`` that the reader uses (from ``text_config`` when it holds them),
+    in the Llama family's names (ChatGLM's are renamed), after checking that the model is
+    one the reader describes (``model_type`` / ``architectures``; a document that names
+    neither, such as a stored spec's copy of these keys, is taken as it is)."""
     if not isinstance(config, Mapping):
         raise WorkloadFileError(source, "document", f"{WHAT} (a JSON object)", shown(config))
     if "hidden_size" not in config and isinstance(config.get("text_config"), Mapping):
         config = config["text_config"]
+    family = model_family(config)
+    if family is not None and family not in SUPPORTED_FAMILIES:
+        raise WorkloadFileError(
+            source, "key 'model_type'",
+            "a decoder-only transformer with a gated MLP, one of "
+            + ", ".join(sorted(SUPPORTED_FAMILIES)), repr(family))
+    if family == "chatglm" or "multi_query_group_num" in config:
+        config = _chatglm_as_llama(config, source)
     return {k: config[k] for k in HF_KEYS if k in config}
+
+
+# Families whose config.json the reader describes: decoder-only, rotary attention with
+# grouped KV heads (or DeepSeek's latent attention), a gated MLP (gate and up projections
+# in one GEMM of twice the width), optionally mixture-of-experts. Encoders (BERT) and
+# ungated MLPs (Phi-1/2, GPT-2, GPT-NeoX) would be charged GEMMs they do not have.
+SUPPORTED_FAMILIES = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+    "deepseek_v2", "deepseek_v3", "gemma", "gemma2", "gemma3_text", "phi3", "gpt_oss",
+    "glm", "glm4", "chatglm", "granite",
+})
+# ``architectures`` class names, for a config without ``model_type``.
+_CLASS_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "Model")
+
+
+def model_family(config: Mapping[str, Any]) -> str | None:
+    """The config's ``model_type``, else one derived from ``architectures``; None if neither."""
+    family = config.get("model_type")
+    if isinstance(family, str) and family:
+        return family
+    names = config.get("architectures")
+    if isinstance(names, list) and names and isinstance(names[0], str):
+        name = names[0]
+        for suffix in _CLASS_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                break
+        squashed = name.lower()
+        for known in SUPPORTED_FAMILIES:  # Qwen2Moe -> qwen2_moe
+            if known.replace("_", "") == squashed:
+                return known
+        return squashed
+    return None
+
+
+# ChatGLM's config.json names (THUDM's modeling code) and the Llama names they mean.
+_CHATGLM_KEYS = {"num_layers": "num_hidden_layers", "ffn_hidden_size": "intermediate_size",
+                 "kv_channels": "head_dim", "padded_vocab_size": "vocab_size"}
+
+
+def _chatglm_as_llama(config: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """ChatGLM/GLM-4 keys renamed; ``multi_query_group_num`` KV heads when
+    ``multi_query_attention`` is on (GLM-4-9B: 2 groups for 32 query heads)."""
+    out = dict(config)
+    for glm, llama in _CHATGLM_KEYS.items():
+        if glm in config and llama not in config:
+            out[llama] = config[glm]
+    if config.get("multi_query_attention") and "num_key_value_heads" not in config:
+        if "multi_query_group_num" not in config:
+            raise WorkloadFileError(source, "key 'multi_query_group_num'",
+                                    "the KV groups of a multi_query_attention model")
+        out["num_key_value_heads"] = config["multi_query_group_num"]
+    return out
 
 
 def architecture_from_hf(config: Mapping[str, Any], name: str, source: str) -> Architecture:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from aoe_optuna.workload.files import WorkloadFileError
 from aoe_optuna.workload.forward import routed_rows
 from aoe_optuna.workload.hf_config import architecture_from_hf, read_hf_config
 from aoe_optuna.workload.models import model_workload
@@ -177,3 +178,57 @@ def test_unreadable_config_is_one_line(tmp_path: Path, text, phrase):
         read_hf_config(path)
     with pytest.raises(ValueError, match="no such file"):
         read_hf_config(tmp_path / "missing.json")
+
+
+GLM4_9B = {  # THUDM/glm-4-9b config.json, the keys the reader needs (ChatGLM names)
+    "model_type": "chatglm", "architectures": ["ChatGLMModel"], "hidden_size": 4096,
+    "num_layers": 40, "ffn_hidden_size": 13696, "num_attention_heads": 32,
+    "kv_channels": 128, "multi_query_attention": True, "multi_query_group_num": 2,
+    "padded_vocab_size": 151552, "seq_length": 131072,
+}
+
+
+def test_chatglm_keys_are_read_with_their_kv_grouping(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(GLM4_9B))
+    arch, used = read_hf_config(tmp_path / "config.json")
+    assert (arch.layers, arch.intermediate, arch.kv_heads, arch.head_dim, arch.vocab) == (
+        40, 13696, 2, 128, 151552)
+    assert used["num_key_value_heads"] == 2  # the canonical spec keeps the Llama names
+
+
+@pytest.mark.parametrize("config,family", [
+    ({"model_type": "bert", "architectures": ["BertForMaskedLM"], "hidden_size": 768,
+      "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+      "vocab_size": 30522}, "'bert'"),
+    ({"model_type": "phi", "architectures": ["PhiForCausalLM"], "hidden_size": 2560,
+      "intermediate_size": 10240, "num_hidden_layers": 32, "num_attention_heads": 32,
+      "vocab_size": 51200}, "'phi'"),
+    ({"architectures": ["GPT2LMHeadModel"], "hidden_size": 768}, "'gpt2'"),
+])
+def test_unsupported_architectures_are_refused_naming_the_supported(
+        tmp_path: Path, config: dict, family: str) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WorkloadFileError) as err:
+        read_hf_config(tmp_path / "config.json")
+    text = str(err.value)
+    assert "key 'model_type'" in text and family in text and "llama" in text
+    assert len(text.splitlines()) == 1
+
+
+@pytest.mark.parametrize("config", [
+    {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+     "vocab_size": 32000, "num_local_experts": 8, "num_experts_per_tok": 2},
+    {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+     "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8,
+     "head_dim": 64, "vocab_size": 201088, "num_local_experts": 32,
+     "num_experts_per_tok": 4},
+    {"architectures": ["Qwen2MoeForCausalLM"], "hidden_size": 2048,
+     "intermediate_size": 5632, "num_hidden_layers": 24, "num_attention_heads": 16,
+     "vocab_size": 151936, "num_experts": 60, "num_experts_per_tok": 4,
+     "moe_intermediate_size": 1408},
+])
+def test_supported_families_are_read(tmp_path: Path, config: dict) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    arch, _ = read_hf_config(tmp_path / "config.json")
+    assert arch.experts is not None
