@@ -170,7 +170,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         if not parent_attrs:
             raise UsageError(f"--follow: study {parent_name!r} has not started")
         state["measuring"] = True
-        return _follow(storage, parent_name, say)
+        return _follow(storage, args.storage, parent_name, say)
     donors = []
     if kb is not None and options.warm_start:
         donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
@@ -208,26 +208,23 @@ def _check_sampler(args: argparse.Namespace, spec: Any) -> None:
                                 args.seed), spec)
 
 
-def _follow(storage: Any, parent_name: str, say: Any) -> int:
-    """Measure the chunks the tuner allocates, with each shape study's stored spec."""
-    import optuna
+def _follow(storage: Any, storage_url: str, parent_name: str, say: Any) -> int:
+    """Measure the chunks the tuner allocates, each shape study opened as every study is."""
+    import secrets
 
     from aoe_optuna.operators.tuner import MAX_IDLE
     from aoe_optuna.operators.workers import follow_allocation
-    from aoe_optuna.samplers.registry import make_sampler
-    from aoe_optuna.spec.stored import stored_sampler, stored_spec
-    from aoe_optuna.study.objective import TuningObjective
-    from aoe_optuna.study.runner import Budget, run_study
+    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.session import SEED_RANGE, SamplerRequest, StudySession
 
     def measure(study_name: str, target: int) -> None:
-        study = optuna.load_study(study_name=study_name, storage=storage)
-        spec = stored_spec(study)
-        assert spec is not None
-        name, kwargs, _ = stored_sampler(study) or (DEFAULT_SAMPLER, {}, None)
-        study.sampler = make_sampler(name, space=spec.space, seed=None, **kwargs)
+        # the study's own sampler, with a seed of this follower's: the same seed as the
+        # tuner's sampler would propose what it proposes
+        session = StudySession.open(storage_url, study_name=study_name,
+                                    sampler=SamplerRequest(seed=secrets.randbelow(SEED_RANGE)),
+                                    worker_index=0)
         say(f"joining {study_name} up to {target} measurements")
-        run_study(study, TuningObjective.from_spec(spec), Budget(n_measurements=target),
-                  max_idle=MAX_IDLE)
+        session.run(Budget(n_measurements=target), max_idle=MAX_IDLE)
 
     os.environ.setdefault("AOE_WORKER_INDEX", "0")
     joined = follow_allocation(storage, parent_name, measure)

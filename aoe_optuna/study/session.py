@@ -151,11 +151,14 @@ class StudySession:
         n_workers: int = 1,
         devices: Sequence[str] = (),
         stale_after_s: float | None = None,
+        max_idle: int | None = None,
     ) -> RunResult:
-        """Measure until ``budget`` is spent, here or on ``n_workers`` worker processes."""
+        """Measure until ``budget`` is spent, here or on ``n_workers`` worker processes.
+        ``max_idle``: stop after this many proposals in a row that measure nothing."""
         if n_workers <= 1:
+            extra = {} if max_idle is None else {"max_idle": max_idle}
             return run_study(self.study, self.objective(), budget, on_update,
-                             stale_after_s=stale_after_s)
+                             stale_after_s=stale_after_s, **extra)
         from aoe_optuna.study.workers import WorkerPlan, run_workers
 
         plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
