@@ -47,16 +47,15 @@ from aoe_optuna.operators.workers import (
     ALLOCATION_ATTR,
     CLOSED_ATTR,
     DONE_ATTR,
-    run_shape_workers,
 )
-from aoe_optuna.samplers.registry import DEFAULT_SAMPLER, make_sampler
+from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
-from aoe_optuna.spec.stored import store_sampler
 from aoe_optuna.study.create import METRIC_NAME, StudyError, enqueue_baseline, load_or_create
-from aoe_optuna.study.objective import TuningObjective, is_measured
+from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.recovery import trial_config
-from aoe_optuna.study.runner import Budget, run_study
+from aoe_optuna.study.runner import Budget
+from aoe_optuna.study.session import SamplerRequest, StudySession
 
 PLAN_ATTR = "operators"  # on the parent study: the shapes
 WARM_ATTR = "warm_start"  # on an enqueued trial: where its config came from
@@ -142,9 +141,9 @@ class OperatorTuner:
         self.noise = [timing_noise(sp) for sp in self.specs]
         self.groups = [shape_group(s, spec) for s in self.shapes]
         self.parent = self._parent_study()
-        self.studies = [self._shape_study(s, sp) for s, sp in zip(self.shapes, self.specs,
-                                                                     strict=True)]
-        self.objectives = [TuningObjective.from_spec(sp, self.backend) for sp in self.specs]
+        self.sessions = [self._shape_session(s, sp) for s, sp in zip(self.shapes, self.specs,
+                                                                        strict=True)]
+        self.studies = [session.study for session in self.sessions]
         self._baseline_enqueued: set[int] = set()
 
     # ------------------------------------------------------------------ studies
@@ -165,14 +164,14 @@ class OperatorTuner:
             study.set_user_attr(key, value)
         return study
 
-    def _shape_study(self, shape: OperatorShape, spec: StudySpec) -> optuna.Study:
-        study, _ = load_or_create(self.storage, shape.study_name(self.parent_name), spec,
-                                  spec.roofline_tokens_per_s())
+    def _shape_session(self, shape: OperatorShape, spec: StudySpec) -> StudySession:
+        """A shape's study, opened as every study is; its baseline waits for its first
+        chunk (see :meth:`run`)."""
         o = self.options
-        store_sampler(study, o.sampler, o.sampler_kwargs, o.seed)
-        study.sampler = make_sampler(o.sampler, space=spec.space, seed=o.seed,
-                                     **o.sampler_kwargs)
-        return study
+        return StudySession.open(self.storage_url, spec, shape.study_name(self.parent_name),
+                                 SamplerRequest(o.sampler, o.sampler_kwargs, o.seed),
+                                 storage=self.storage, backend=self.backend,
+                                 enqueue_baseline_now=False)
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> Snapshot:
@@ -282,13 +281,13 @@ class OperatorTuner:
     def _measure(self, i: int, target: int) -> None:
         study = self.studies[i]
         self._allocate(study.study_name, target)
-        if self.options.n_workers > 1:
-            run_shape_workers(study, target, self.options.n_workers, self.options.devices,
-                              self.options.sampler, self.options.sampler_kwargs,
-                              self.options.seed, self.storage_url, self.options.stale_after_s)
-        else:
-            run_study(study, self.objectives[i], Budget(n_measurements=target),
-                      stale_after_s=self.options.stale_after_s, max_idle=MAX_IDLE)
+        result = self.sessions[i].run(Budget(n_measurements=target),
+                                      n_workers=self.options.n_workers,
+                                      devices=self.options.devices,
+                                      stale_after_s=self.options.stale_after_s,
+                                      max_idle=MAX_IDLE)
+        if result.failed_workers:
+            raise StudyError(f"{study.study_name}: {result.stop_reason}")
         done = sum(1 for t in study.get_trials(deepcopy=False) if is_measured(t))
         self._allocate(study.study_name, done)  # followers: nothing more to do here
 

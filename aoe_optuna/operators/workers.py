@@ -3,8 +3,8 @@
 The tuner alone decides which shape gets the next chunk. It writes each shape
 study's target (measurements it may hold) into the parent study's
 ``allocation`` and, once the chunk is done, lowers it to what was measured.
-Local workers are worker processes on the chosen shape's study
-(:func:`aoe_optuna.study.workers.run_workers`); a follower on another host
+Local workers are the shape study's own worker processes
+(:meth:`aoe_optuna.study.session.StudySession.run`); a follower on another host
 polls the allocation and joins whichever study is below its target.
 """
 
@@ -15,29 +15,13 @@ from collections.abc import Callable
 
 import optuna
 
-from aoe_optuna.study.create import StudyError
 from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.runner import Budget
-from aoe_optuna.study.session import SamplerChoice
-from aoe_optuna.study.workers import WorkerPlan, run_workers
 
 ALLOCATION_ATTR = "allocation"  # on the parent study: {shape study: measurements it may hold}
 DONE_ATTR = "done"  # on the parent study: the run has spent its budget
 CLOSED_ATTR = "closed"  # on the parent study: shape studies that get no more chunks
 FOLLOW_POLL_S = 1.0
 FOLLOW_IDLE_S = 600.0  # a follower that got no work for this long (a dead tuner) stops
-
-
-def run_shape_workers(study: optuna.Study, target: int, n_workers: int, devices: list[str],
-                      sampler: str, sampler_kwargs: dict, seed: int | None, storage_url: str,
-                      stale_after_s: float | None) -> None:
-    """Measure ``study`` up to ``target`` with ``n_workers`` worker processes."""
-    budget = Budget(n_measurements=target)
-    plan = WorkerPlan(storage_url, study.study_name,
-                      SamplerChoice(sampler, dict(sampler_kwargs), seed), budget, stale_after_s)
-    result = run_workers(study, budget, lambda progress: None, plan, n_workers, devices)
-    if result.failed_workers:
-        raise StudyError(f"{study.study_name}: {result.stop_reason}")
 
 
 def follow_allocation(storage: optuna.storages.BaseStorage, parent: str,

@@ -94,10 +94,15 @@ class StudySession:
         sampler: SamplerRequest = SamplerRequest(),
         *,
         worker_index: int | None = None,
+        storage: optuna.storages.BaseStorage | None = None,
+        backend: Backend | None = None,
+        enqueue_baseline_now: bool = True,
     ) -> StudySession:
         """Create or load the study. ``spec`` None: resume the stored one. A worker
         (``worker_index`` given) records nothing and enqueues nothing: the run that
-        started it did."""
+        started it did. ``storage`` and ``backend``: already open ones to share (the
+        studies of an operator run); ``enqueue_baseline_now`` False: the caller enqueues
+        the baseline when it decides (an operator run, after its warm starts)."""
         from aoe_optuna.samplers.registry import SAMPLERS
 
         if spec is None and study_name is None:
@@ -110,15 +115,14 @@ class StudySession:
         if new_file and spec is None:
             raise SessionError(f"--storage: {local} does not exist; pass --config SPEC to "
                                "create a study in it")
-        backend: Backend | None = None
         built: optuna.samplers.BaseSampler | None = None
         first = _requested(sampler)
         if spec is not None:
-            backend = make_backend(spec)
+            backend = backend or make_backend(spec)
             if sampler.name is not None or new_file:  # the sampler a new study gets
                 built = build_sampler(first, spec, worker_index or 0)
 
-        storage = open_storage(storage_url)
+        storage = storage or open_storage(storage_url)
         name = study_name or default_study_name(storage, spec)
         choice = _stored_choice(storage, name, sampler) or first
         if spec is not None and (built is None or choice.stored):
@@ -130,7 +134,8 @@ class StudySession:
             built = build_sampler(choice, spec, worker_index or 0)
         if worker_index is None:
             store_sampler(study, choice.name, choice.kwargs, choice.seed)
-            enqueue_baseline(study, spec)
+            if enqueue_baseline_now:
+                enqueue_baseline(study, spec)
         study.sampler = built
         return cls(storage_url, storage, study, spec, backend, choice, worker_index or 0)
 
