@@ -2,10 +2,12 @@
  * gemm_kernel.cpp: C[M, N] = A[M, K] @ B[K, N] on the cube unit of an Ascend AI core
  * (Atlas A2 / Ascend 910B, "dav-c220"), written in Ascend C for CANN 8 kernel launch.
  *
- * NOT COMPILED HERE. This repository's machines have no CANN toolkit and no NPU; the
- * file is the template of the npu backend (aoe_optuna/backends/npu/), which builds
- * it with the toolkit's ascendc_library() where CANN is installed. docs/NPU.md says
- * which API details were checked against which public source and which are unverified.
+ * NEVER BUILT BY BISHENG HERE. This repository's machines have no CANN toolkit and no
+ * NPU; the file is the template of the npu backend (aoe_optuna/backends/npu/), which
+ * builds it with the toolkit's ascendc_library() where CANN is installed. Its rendered
+ * variants do compile with g++ against the open-source Ascend C headers in CPU-debug
+ * mode (tests/backends/npu/test_ascendc_compile.py); docs/NPU.md says what that checks,
+ * which API details were checked against which public source and what is unverified.
  *
  * Data path per output tile (TILE_M x TILE_N), one tile per loop step, tiles spread
  * over the cube cores:
