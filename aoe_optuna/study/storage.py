@@ -60,6 +60,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             "postgresql://user@host/db) or a journal file path ending in .log"
         )
     kind = SQLiteStorage if url.startswith("sqlite:///") else RDBStorage
+    wal = url.startswith("sqlite:///") and _wal_is_ours(url[len("sqlite:///"):])
     try:
         storage = kind(
             url,
@@ -70,9 +71,30 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
         )
     except Exception as exc:  # sqlalchemy raises many kinds; all mean "cannot open"
         raise StorageError(f"storage {redact_url(url)}: cannot open ({_first_line(exc)})") from None
-    if url.startswith("sqlite:///"):
+    if wal:
         _fast_sqlite(storage)
     return storage
+
+
+def _wal_is_ours(raw_path: str) -> bool:
+    """Whether this run may put the SQLite file at ``raw_path`` in WAL mode.
+
+    Yes for a file this run creates (absent or empty) and for one already in
+    WAL mode. An existing file in another journal mode keeps it: the mode is a
+    lasting property of the file (WAL needs shared memory, so it fails on a
+    network file system, and older tools cannot read it), the user chose it,
+    and a run refused after opening the storage must leave the file as it was.
+    ``sqlite3 FILE 'PRAGMA journal_mode=WAL'`` opts such a file in.
+    """
+    if not raw_path or raw_path == ":memory:":
+        return False
+    try:
+        with open(raw_path, "rb") as fh:
+            head = fh.read(20)
+    except FileNotFoundError:
+        return True
+    # bytes 18-19 of the header: file format write/read versions, 2 in WAL mode
+    return len(head) < 20 or head[18:20] == b"\x02\x02"
 
 
 def _fast_sqlite(storage: RDBStorage) -> None:
