@@ -20,12 +20,14 @@ unreachable server) becomes a :class:`StorageError` with one line to print.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import optuna
 from optuna.storages import RDBStorage
-from optuna.storages.journal import JournalFileBackend, JournalStorage
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock, JournalStorage
 
+from aoe_optuna.study.journal_file import JournalRepairError, repair_torn_tail
 from aoe_optuna.study.recovery import RetryStaleTrial
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
 
@@ -123,8 +125,15 @@ def _journal(path: Path) -> JournalStorage:
         raise StorageError(f"storage {path}: folder {folder} does not exist")
     if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
         raise StorageError(f"storage {path}: not writable")
+    lock = JournalFileSymlinkLock(str(path))
     try:
-        return JournalStorage(JournalFileBackend(str(path)))
+        repaired = repair_torn_tail(path, lock)
+    except JournalRepairError as exc:
+        raise StorageError(str(exc)) from None
+    if repaired:
+        print(repaired, file=sys.stderr, flush=True)
+    try:
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
     except Exception as exc:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc)})") from None
 
