@@ -44,7 +44,7 @@ def remove_orphans(path: Path) -> list[Path]:
         return removed
     for name in names:
         match = pattern.match(name)
-        if match is None or match["host"] != _host() or _alive(int(match["pid"])):
+        if match is None or match["host"] != host_name() or pid_alive(int(match["pid"])):
             continue
         with contextlib.suppress(OSError):
             os.unlink(path.parent / name)
@@ -53,15 +53,15 @@ def remove_orphans(path: Path) -> list[Path]:
 
 
 def _temp_prefix(path: Path) -> str:
-    return f".{path.name}.{_host()}.{os.getpid()}."
+    return f".{path.name}.{host_name()}.{os.getpid()}."
 
 
-def _host() -> str:
+def host_name() -> str:
     """This host's name as it can sit between dots in a file name."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` runs here (one we may not signal still runs)."""
     try:
         os.kill(pid, 0)

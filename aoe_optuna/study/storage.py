@@ -25,9 +25,9 @@ from pathlib import Path
 
 import optuna
 from optuna.storages import RDBStorage
-from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock, JournalStorage
+from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-from aoe_optuna.study.journal_file import JournalRepairError, repair_torn_tail
+from aoe_optuna.study.journal_file import JournalRepairError, OwnedSymlinkLock, repair_torn_tail
 from aoe_optuna.study.recovery import RetryStaleTrial
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
 
@@ -125,7 +125,7 @@ def _journal(path: Path) -> JournalStorage:
         raise StorageError(f"storage {path}: folder {folder} does not exist")
     if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
         raise StorageError(f"storage {path}: not writable")
-    lock = JournalFileSymlinkLock(str(path))
+    lock = OwnedSymlinkLock(str(path))
     try:
         repaired = repair_torn_tail(path, lock)
     except JournalRepairError as exc:
