@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 
@@ -11,10 +13,14 @@ from pathlib import Path
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to a temporary file next to ``path``, fsync it, then rename it over ``path``.
 
-    A crash or an error at any point leaves ``path`` as it was and no temporary file behind.
+    An error leaves ``path`` as it was and removes the temporary file. A process
+    killed mid-write cannot remove its own, so the temporary file's name holds
+    the writer's host and pid, and the next write to ``path`` removes those
+    whose writer is no longer running (a live writer's file is left alone).
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_orphans(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
     try:
         os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
@@ -26,6 +32,44 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def remove_orphans(path: Path) -> list[Path]:
+    """Remove the temporary files of writes to ``path`` whose writer on this host died."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?P<host>[^.]+)\.(?P<pid>\d+)\.[^.]+\.tmp\Z")
+    removed = []
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return removed
+    for name in names:
+        match = pattern.match(name)
+        if match is None or match["host"] != host_name() or pid_alive(int(match["pid"])):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path.parent / name)
+            removed.append(path.parent / name)
+    return removed
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.{host_name()}.{os.getpid()}."
+
+
+def host_name() -> str:
+    """This host's name as it can sit between dots in a file name."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs here (one we may not signal still runs)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _mode_for(path: Path) -> int:

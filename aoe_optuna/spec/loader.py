@@ -23,7 +23,7 @@ section is optional; the defaults are:
                             ``hf_config`` (a Hugging Face config.json path),
                             ``shapes`` (a CSV/JSON shape list path),
                             ``msprof`` (an op_summary CSV path; ``steps``,
-                            ``device``), or one GEMM ``{"gemm": {"M", "K",
+                            ``device``, ``max_shapes``), or one GEMM ``{"gemm": {"M", "K",
                             "N", "dtype"}}``. ``batch``/``seq_len`` may be
                             lists (serving buckets, merged; ``weights``: steps
                             of each per cycle); ``tp``: tensor-parallel cards;

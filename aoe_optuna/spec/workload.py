@@ -149,7 +149,7 @@ def _shapes(section: Section) -> tuple[Workload, dict[str, Any]]:
 
 # ----------------------------------------------------------------- an msprof profile
 def _msprof(section: Section) -> tuple[Workload, dict[str, Any]]:
-    section.check_keys(("msprof", "name", "tokens_per_step", "steps", "device"))
+    section.check_keys(("msprof", "name", "tokens_per_step", "steps", "device", "max_shapes"))
     value = section.data["msprof"]
     try:
         if isinstance(value, str):
@@ -157,10 +157,11 @@ def _msprof(section: Section) -> tuple[Workload, dict[str, Any]]:
             steps = section.integer("steps", 1, 1, 1 << 20)
             device = section.integer("device", 0, 0, 1 << 16) if "device" in section.data \
                 else None
-            step = msprof.read_op_summary(path, steps, device)
+            max_shapes = section.integer("max_shapes", msprof.MAX_SHAPES, 1, 1 << 24)
+            step = msprof.read_op_summary(path, steps, device, max_shapes)
             default_name = path.stem
         else:
-            for key in ("steps", "device"):
+            for key in ("steps", "device", "max_shapes"):
                 if key in section.data:
                     raise section.error(key, f"no {key}: it applies to a profile file, and "
                                         "this profile is inline", section.data[key])

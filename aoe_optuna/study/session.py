@@ -29,7 +29,7 @@ from aoe_optuna.spec.stored import ROOFLINE_ATTR, store_sampler, stored_sampler
 from aoe_optuna.study.create import default_study_name, enqueue_baseline, load_or_create
 from aoe_optuna.study.objective import Evaluator, TuningObjective
 from aoe_optuna.study.runner import Budget, RunResult, StudyProgress, run_study
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.storage import open_storage, use_wal
 
 SEED_RANGE = 2**31  # a seed drawn for a study given none, so that its run can be repeated
 
@@ -129,6 +129,7 @@ class StudySession:
             built = build_sampler(choice, spec, worker_index or 0)
         roofline = spec.roofline_tokens_per_s() if spec is not None else None
         study, spec = load_or_create(storage, name, spec, roofline)
+        use_wal(storage)  # nothing is refused past this point
         if backend is None or built is None:  # resumed from the stored spec
             backend = make_backend(spec)
             built = build_sampler(choice, spec, worker_index or 0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import optuna
 from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
+from aoe_optuna.study.journal_file import JournalRepairError, OwnedSymlinkLock, repair_torn_tail
 from aoe_optuna.study.recovery import RetryStaleTrial
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
 
@@ -65,6 +67,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             "postgresql://user@host/db) or a journal file path ending in .log"
         )
     kind = SQLiteStorage if url.startswith("sqlite:///") else RDBStorage
+    wal = url.startswith("sqlite:///") and _wal_is_ours(url[len("sqlite:///"):])
     for attempt in range(SCHEMA_RACE_TRIES):
         try:
             storage = kind(
@@ -81,7 +84,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
                 continue
             raise StorageError(
                 f"storage {redact_url(url)}: cannot open ({_first_line(exc)})") from None
-    if url.startswith("sqlite:///"):
+    if wal:
         _fast_sqlite(storage)
     return storage
 
@@ -92,6 +95,35 @@ def _lost_schema_race(exc: BaseException) -> bool:
     Optuna creates the schema with no lock. Opening again finds the tables made."""
     text = " ".join(str(e) for e in (exc, exc.__cause__, exc.__context__) if e is not None)
     return any(sign in text for sign in _SCHEMA_RACE_SIGNS)
+
+
+def use_wal(storage: optuna.storages.BaseStorage) -> None:
+    """Put an SQLite storage in WAL mode now that the run is sure to start (see
+    :func:`_fast_sqlite`); a run refused before this point leaves the file's mode as
+    the user made it (``optuna create-study`` makes a rollback-journal file)."""
+    if isinstance(storage, SQLiteStorage) and not getattr(storage, "_aoe_wal", False):
+        _fast_sqlite(storage)
+
+
+def _wal_is_ours(raw_path: str) -> bool:
+    """Whether this run may put the SQLite file at ``raw_path`` in WAL mode.
+
+    Yes for a file this run creates (absent or empty) and for one already in
+    WAL mode. An existing file in another journal mode keeps it: the mode is a
+    lasting property of the file (WAL needs shared memory, so it fails on a
+    network file system, and older tools cannot read it), the user chose it,
+    and a run refused after opening the storage must leave the file as it was.
+    ``sqlite3 FILE 'PRAGMA journal_mode=WAL'`` opts such a file in.
+    """
+    if not raw_path or raw_path == ":memory:":
+        return False
+    try:
+        with open(raw_path, "rb") as fh:
+            head = fh.read(20)
+    except FileNotFoundError:
+        return True
+    # bytes 18-19 of the header: file format write/read versions, 2 in WAL mode
+    return len(head) < 20 or head[18:20] == b"\x02\x02"
 
 
 def _fast_sqlite(storage: RDBStorage) -> None:
@@ -112,6 +144,7 @@ def _fast_sqlite(storage: RDBStorage) -> None:
 
     event.listen(storage.engine, "connect", on_connect)
     storage.engine.dispose()  # connections made before the listener reconnect with it
+    storage._aoe_wal = True  # type: ignore[attr-defined]
 
 
 def _journal(path: Path) -> JournalStorage:
@@ -120,8 +153,15 @@ def _journal(path: Path) -> JournalStorage:
         raise StorageError(f"storage {path}: folder {folder} does not exist")
     if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
         raise StorageError(f"storage {path}: not writable")
+    lock = OwnedSymlinkLock(str(path))
     try:
-        return JournalStorage(JournalFileBackend(str(path)))
+        repaired = repair_torn_tail(path, lock)
+    except JournalRepairError as exc:
+        raise StorageError(str(exc)) from None
+    if repaired:
+        print(repaired, file=sys.stderr, flush=True)
+    try:
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
     except Exception as exc:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc)})") from None
 

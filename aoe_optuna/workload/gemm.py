@@ -9,6 +9,7 @@ many tokens one step yields.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -72,8 +73,8 @@ class Workload:
     def __post_init__(self) -> None:
         if not self.gemms:
             raise ValueError("gemms: expected at least one GEMM, got none")
-        names = [g.name for g in self.gemms]
-        twice = sorted({n for n in names if names.count(n) > 1})
+        names = Counter(g.name for g in self.gemms)  # linear: a profile may hold 10^5 shapes
+        twice = sorted(n for n, times in names.items() if times > 1)
         if twice:
             raise ValueError(f"gemms: expected unique GEMM names, got {twice[0]!r} twice")
         if isinstance(self.tokens_per_step, bool) or not isinstance(self.tokens_per_step, int) \

@@ -24,6 +24,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +56,8 @@ GEMM_OP_TYPES = frozenset({
 COMM_TASK_TYPES = frozenset({"COMMUNICATION", "HCCL", "HCCL_AI_CPU"})
 NZ_SLACK = 32  # a FRACTAL_NZ dimension is padded up to its fractal (16, or 32 for int8)
 WHAT = "an msprof op_summary CSV"
+MAX_SHAPES = 4096  # every trial measures every shape: more is hours per trial on an NPU
+PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,15 @@ class ProfiledStep:
                 "untuned_us": self.untuned_us}
 
 
-def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None) -> ProfiledStep:
+def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None,
+                    max_shapes: int = MAX_SHAPES) -> ProfiledStep:
     """The step that ``steps`` forward steps of one device (the lowest Device_id unless
-    ``device`` is given) in the profile at ``path`` average to."""
+    ``device`` is given) in the profile at ``path`` average to.
+
+    More than ``max_shapes`` distinct GEMM shapes is refused as soon as it is seen (each
+    trial measures every shape, so the cost of a trial grows with them); a long read says
+    on stderr how far it got every few seconds.
+    """
     source = str(path)
     text = read_text(path, WHAT)
     reader = csv.DictReader(io.StringIO(text))
@@ -95,7 +105,9 @@ def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None)
     merged: dict[tuple[int, int, int, str], list[float]] = {}  # key -> [gemms, us]
     other = comm = untuned = 0.0
     n_matmul_rows = 0
+    progress = _Progress(source, len(rows))
     for line, row in rows:
+        progress.tick(line, len(merged))
         us = _duration(row.get(DURATION), source, line)
         op = (row.get(OP_TYPE) or "").strip()
         if op not in GEMM_OP_TYPES:
@@ -110,6 +122,11 @@ def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None)
             untuned += us
             continue
         key, n = found
+        if key not in merged and len(merged) == max_shapes:
+            raise WorkloadFileError(source, f"line {line}", f"at most {max_shapes:,} distinct "
+                                    "GEMM shapes (each trial measures every one; raise the "
+                                    "workload's max_shapes to take more)",
+                                    f"shape {len(merged) + 1:,}")
         acc = merged.setdefault(key, [0.0, 0.0])
         acc[0] += n
         acc[1] += us
@@ -172,6 +189,21 @@ def profiled_workload(step: ProfiledStep, name: str, tokens_per_step: int = 1) -
 
 
 # ----------------------------------------------------------------- rows
+class _Progress:
+    """One stderr line every few seconds while a large profile is read."""
+
+    def __init__(self, source: str, n_rows: int) -> None:
+        self.source, self.n_rows = source, n_rows
+        self.next_at = time.monotonic() + PROGRESS_EVERY_S
+
+    def tick(self, line: int, n_shapes: int) -> None:
+        if line % 1024 or time.monotonic() < self.next_at:
+            return
+        print(f"{self.source}: read {line - 1:,} of {self.n_rows:,} rows, "
+              f"{n_shapes:,} GEMM shapes so far", file=sys.stderr, flush=True)
+        self.next_at = time.monotonic() + PROGRESS_EVERY_S
+
+
 def _one_device(rows: list[tuple[int, dict]], source: str, device: int | None,
                 has_column: bool) -> list[tuple[int, dict]]:
     if not has_column:

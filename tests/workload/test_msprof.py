@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from pathlib import Path
 
 import pytest
 
-from aoe_optuna.workload.gemm import Gemm
+from aoe_optuna.workload.files import WorkloadFileError
+from aoe_optuna.workload.gemm import Gemm, Workload
 from aoe_optuna.workload.models import model_workload
 from aoe_optuna.workload.msprof import (
     GEMM_OP_TYPES,
@@ -149,3 +151,21 @@ def test_missing_column_and_device(tmp_path: Path):
 def test_the_matmul_types_include_the_910b_ones():
     assert {"MatMul", "MatMulV2", "MatMulV3", "BatchMatMul", "BatchMatMulV2", "GroupedMatmul",
             "QuantBatchMatmulV3"} <= GEMM_OP_TYPES
+
+
+def test_more_shapes_than_the_limit_are_refused_at_the_first_one_past_it(tmp_path):
+    rows = [mm(f"{m},64;64,128", f"{m},128") for m in range(1, 7)]
+    path = write(tmp_path, rows)
+    assert len(read_op_summary(path, max_shapes=6).gemms) == 6
+    with pytest.raises(WorkloadFileError) as err:
+        read_op_summary(path, max_shapes=5)
+    assert err.value.where == "line 7"  # the sixth shape's row, after the header
+    assert "max_shapes" in str(err.value)
+
+
+def test_a_profile_of_many_shapes_costs_linear_time(tmp_path):
+    n = 40_000  # the duplicate-name check was quadratic: about a minute here, now under 0.1 s
+    gemms = tuple(Gemm(1 + i % 200, 16 + i // 200, 64, "fp16", f"g{i}", 1) for i in range(n))
+    started = time.perf_counter()
+    Workload(name="many", gemms=gemms, tokens_per_step=1)
+    assert time.perf_counter() - started < 5
