@@ -1,11 +1,18 @@
 """Test set-up: tests import their helpers (kt_fixture, gp_ucb_fixtures) from this folder."""
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# The recorded spaces (benchmark_hub:NAME) come from the local copies beside the
+# checkout, which are the pinned files: tests never download (no network in CI).
+_SHARED_SPACES = Path(__file__).resolve().parents[2] / "shared" / "spaces"
+if _SHARED_SPACES.is_dir():
+    os.environ.setdefault("AOE_SPACES_DIR", str(_SHARED_SPACES))
 
 
 def pytest_configure(config: pytest.Config) -> None:

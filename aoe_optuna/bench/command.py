@@ -1,12 +1,15 @@
 """Sampler benchmark: samplers x spaces x seeds, against exhaustive optima.
 
 ``aoe-tune bench --space studies/qwen25_7b_decode_910b2.json
---space ../shared/spaces/gemm_RTX_2080_Ti.json.gz --sampler random --sampler tpe
+--space benchmark_hub:gemm_RTX_2080_Ti --sampler random --sampler tpe
 --sampler 'gp:{"_seeds": 5, "_budget": 50}' --budgets 25,50,100 --out bench_out``
 
 A space is a study spec (its exhaustive optimum by enumeration on the
 simulator) or a recorded Kernel Tuner cache file (replayed; Kernel Tuner's own
-strategies run on it too when ``kernel_tuner`` is installed). A sampler is a
+strategies run on it too when ``kernel_tuner`` is installed): a local file, or
+``benchmark_hub:NAME`` for one of the recorded spaces of AutoTuningAssociation's
+benchmark_hub, downloaded once with a pinned checksum
+(:mod:`aoe_optuna.backends.replay.hub`). A sampler is a
 registry name, optionally ``name:JSON`` with its keyword arguments; the
 reserved keys ``_seeds`` and ``_budget`` lower that sampler's seed count or
 budget (for slow samplers). Writes ``results.json`` (raw runs and summaries),
@@ -27,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.backends.replay.hub import HUB_FILES, HubError, is_hub, recorded_space
 from aoe_optuna.bench import kernel_tuner_side
 from aoe_optuna.bench.exhaustive import (
     Exhaustive,
@@ -111,12 +115,18 @@ def exhaustive_for(case: Case, cache_dir: Path | None) -> Exhaustive:
     return result
 
 
+def space_file(text: str) -> str:
+    """A ``--space`` as a local file: ``benchmark_hub:NAME`` fetched, a path as it is."""
+    return str(recorded_space(text)) if is_hub(text) else text
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aoe-tune bench", description=__doc__.split("\n\n")[0],
                                 epilog=ANALYSES_HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--space", action="append", required=True,
-                   help="study spec (.json/.toml) or Kernel Tuner cache (.json/.json.gz)")
+                   help="study spec (.json/.toml), Kernel Tuner cache (.json/.json.gz), or "
+                   f"benchmark_hub:NAME (downloaded once; NAME one of {', '.join(HUB_FILES)})")
     p.add_argument("--sampler", action="append", default=None,
                    help="registry name, optionally NAME:JSON kwargs (repeatable)")
     p.add_argument("--sampler-file", help="JSON file: a list of NAME or {name: kwargs} items")
@@ -196,13 +206,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     top = budgets[-1]
     cap = args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * top
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cases = [Case.from_path(p) for p in args.space]
+    try:
+        cases = [Case.from_path(space_file(p)) for p in args.space]
+    except HubError as exc:
+        print(f"aoe-tune bench: error: --space {exc}", file=sys.stderr)
+        return 2
     for c in cases:
         if not Path(c.path).is_file():
             print(f"--space {c.path}: expected an existing spec or cache file")
             return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     exhaustive: dict[str, Exhaustive] = {}
     for c in cases:
         t0 = time.perf_counter()

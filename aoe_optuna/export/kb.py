@@ -147,8 +147,10 @@ def entry_key(entry: Mapping[str, Any]) -> Key:
 
 
 def describe_key(key: Key) -> str:
+    """The key as one line; the shape MxNxK, the order of catlass's GemmCoord and of the
+    operator studies' names (the key tuple itself keeps its M, K, N field order)."""
     soc, op, dtype, m, k, n, layout = key
-    return f"{soc}/{op}/{dtype} {m}x{k}x{n} {layout}"
+    return f"{soc}/{op}/{dtype} {m}x{n}x{k} {layout}"
 
 
 def _checked(where: str, name: str, value: Any, ok: Any, expected: str) -> Any:

@@ -3,10 +3,12 @@ each shape's kernel, and the same table as the parent study's dashboard note."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -24,31 +26,44 @@ def _us(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e6:,.2f}"
 
 
+def _relative_half_width(interval: tuple[float, float]) -> str:
+    """The 95% interval as ``+-x%`` of the mean: it is symmetric in log latency (timing
+    noise is multiplicative), so mean x/ (1 + x) covers it."""
+    lo, hi = interval
+    return "-" if lo == hi else f"±{math.sqrt(hi / lo) - 1:.1%}"
+
+
 def rows(result: OperatorResult) -> list[list[str]]:
     out = []
     for r in result.shapes:
-        lo, hi = r.interval_s
         speedup = "-" if r.baseline_s is None or r.params is None else (
             f"{r.baseline_s / r.latency_s:.3f}")
         out.append([
             r.shape.label, r.shape.dims, str(r.shape.weight),
             f"{r.measured}+{r.retimed}",
-            _us(r.latency_s), "-" if lo == hi else f"{lo * 1e6:,.2f}-{hi * 1e6:,.2f}",
+            _us(r.latency_s), _relative_half_width(r.interval_s),
             f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}", _us(r.baseline_s), speedup,
         ])
     return out
 
 
-HEADER = ["op", "MxNxK", "runs", "measured", "latency us", "95% interval", "TFLOPS",
-          "roofline", "baseline us", "speedup"]
+# Shapes are written MxNxK everywhere (catlass's GemmCoord order, and the order of the
+# shapes' study names <study>/<op>/<MxNxK>); the knowledge base's lines too.
+HEADER = ["op", "MxNxK", "runs", "measured", "latency\nus", "95%", "TFLOPS",
+          "roofline", "baseline\nus", "speedup"]  # two-line headers: no wider than their values
 
 
 def print_result(result: OperatorResult, console: Console | None = None) -> None:
+    """The per-shape table, readable on a 100-column terminal: no vertical rules, one
+    space between columns, and names and shapes folded rather than cut when narrower."""
     console = console or Console()
     table = Table(title=f"operator study {result.parent}: {len(result.shapes)} shapes, "
-                  f"{result.used} measurements")
+                  f"{result.used} measurements", box=box.SIMPLE_HEAD, padding=0, show_edge=False,
+                  pad_edge=False)
     for h in HEADER:
-        table.add_column(h, justify="left" if h in ("op", "MxNxK") else "right")
+        left = h in ("op", "MxNxK")
+        table.add_column(h, justify="left" if left else "right",
+                         overflow="fold" if left else "ellipsis", no_wrap=not left)
     for row in rows(result):
         table.add_row(*row)
     console.print(table)
@@ -76,7 +91,7 @@ def note_markdown(result: OperatorResult) -> str:
     lines = [f"# {result.parent}", "",
              f"{len(result.shapes)} GEMM shapes, one study each (`{result.parent}/<op>/<MxNxK>`); "
              f"{result.used} measurements, re-timing included.", "",
-             "| " + " | ".join(HEADER) + " |",
+             "| " + " | ".join(h.replace("\n", " ") for h in HEADER) + " |",
              "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADER))) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows(result)]
     lines += ["", *end_to_end_lines(result)]

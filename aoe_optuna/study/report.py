@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import shlex
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
 
 import optuna
 from rich.console import Console
 from rich.table import Table
 
+from aoe_optuna.space.presets import CATLASS_PARAMS
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR
 from aoe_optuna.study.create import baseline_trial, best_trial
 from aoe_optuna.study.dashboard_plot import save_convergence_plot
 from aoe_optuna.study.runner import RunResult
+
+ExportKind = Literal["kernel", "catlass", "kb", "none"]
 
 
 @dataclass
@@ -31,6 +39,10 @@ class Summary:
     virtual_s: float
     wall_s: float
     stop_reason: str
+    # how the best config leaves the study (see export_kind); the default for a
+    # Summary made by hand: the kernel source rewritten
+    export_kind: ExportKind = "kernel"
+    folder: Path = field(default_factory=Path.cwd)  # where the run was started
 
     @property
     def speedup(self) -> float | None:
@@ -52,7 +64,7 @@ def summarise(
     p = result.progress
     return Summary(
         study_name=study.study_name,
-        storage_url=storage_url,
+        storage_url=absolute_storage_url(storage_url),
         baseline=None if base is None else base.value,
         best=None if best is None else best.value,
         best_params={} if best is None else dict(best.params),
@@ -65,7 +77,46 @@ def summarise(
         virtual_s=p.virtual_s,
         wall_s=result.wall_s,
         stop_reason=result.stop_reason,
+        export_kind=export_kind(spec),
+        folder=Path.cwd(),
     )
+
+
+def absolute_storage_url(url: str) -> str:
+    """``url`` with a relative SQLite or journal file made absolute, so that the printed
+    next steps work from any folder; other URLs as they are."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix):
+        path = url[len(prefix):]
+        if path and path != ":memory:" and not path.startswith("/"):
+            return prefix + os.path.abspath(path)
+        return url
+    if "://" not in url and url.endswith(".log"):
+        return os.path.abspath(url)
+    return url
+
+
+def export_kind(spec: StudySpec) -> ExportKind:
+    """Which export takes this study's best config to a kernel.
+
+    ``kernel``: the shipped kernel source with its tunables rewritten; ``catlass``: a
+    catlass instantiation header (the kernel source has no declarations for catlass's
+    knobs, ``l1_k`` there is derived); ``kb``: knowledge-base entries only (a catlass
+    instantiation has one element type, this workload has several); ``none``: the space
+    is the backend's own (a recorded Kernel Tuner space), no GEMM tunables to write.
+    """
+    if spec.backend_space:
+        return "none"
+    if set(spec.space.names) & set(CATLASS_PARAMS):
+        dtypes = {gemm.dtype for gemm in spec.workload.gemms}
+        return "catlass" if len(dtypes) == 1 else "kb"
+    return "kernel"
+
+
+def kernel_source() -> Path:
+    """The GEMM kernel source that ships with the package (equal to
+    studies/kernels/gemm_kernel.cpp), found wherever the package is installed."""
+    return Path(str(resources.files("aoe_optuna.backends.npu") / "templates" / "gemm_kernel.cpp"))
 
 
 def _fmt(v: float | None) -> str:
@@ -73,11 +124,20 @@ def _fmt(v: float | None) -> str:
 
 
 def next_steps(s: Summary) -> list[str]:
-    return [
-        f"aoe-tune export --storage {s.storage_url} --study-name {s.study_name} "
-        "--op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp",
-        f"optuna-dashboard {s.storage_url}",
-    ]
+    """The commands that take the best config out of the study; absolute paths, so they
+    run from any folder. The first one is the export (the dashboard note repeats it)."""
+    storage, name = shlex.quote(s.storage_url), shlex.quote(s.study_name)
+    if s.export_kind == "none":
+        return [f"optuna best-trial --storage {storage} --study-name {name}",
+                f"optuna-dashboard {storage}"]
+    export = f"aoe-tune export --storage {storage} --study-name {name} --kb " + shlex.quote(
+        str(s.folder / "aoe_kb.json"))
+    if s.export_kind == "kernel":
+        export += (f" --op-source {shlex.quote(str(kernel_source()))} --output "
+                   + shlex.quote(str(s.folder / "optimized_kernel.cpp")))
+    elif s.export_kind == "catlass":
+        export += " --catlass-header " + shlex.quote(str(s.folder / "aoe_catlass_gemm.h"))
+    return [export, f"optuna-dashboard {storage}"]
 
 
 def print_summary(s: Summary, console: Console | None = None) -> None:
@@ -132,7 +192,7 @@ def summary_markdown(s: Summary) -> str:
             f"repeats served from storage {s.repeats}, failures {s.failed}, "
             f"measurement time {s.virtual_s:,.0f} s.",
             "",
-            "Export: `" + next_steps(s)[0] + "`",
+            "Next: `" + next_steps(s)[0] + "`",
         ]
     )
 

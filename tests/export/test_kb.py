@@ -89,7 +89,7 @@ def test_merge_keeps_the_better_entry_and_says_which():
     assert first.outcome == "added" and first.new_won and len(kb) == 1
     better = kb.merge(entry(value=120.0, study="b"))
     assert better.outcome == "replaced" and better.new_won and better.other["study"] == "a"
-    assert "replaced Ascend910B3/gemm/fp16 1x3584x4608 row_major: 120" in better.describe()
+    assert "replaced Ascend910B3/gemm/fp16 1x4608x3584 row_major: 120" in better.describe()
     worse = kb.merge(entry(value=90.0, study="c"))
     assert worse.outcome == "kept" and not worse.new_won and worse.entry["study"] == "b"
     tie = kb.merge(entry(value=120.0, study="d"))
@@ -153,7 +153,7 @@ def test_a_key_twice_in_the_file_is_an_error(tmp_path):
     path = tmp_path / "kb.json"
     e = entry()
     path.write_text(json.dumps({"format": "aoe-kb", "version": 1, "entries": [e, e]}))
-    with pytest.raises(KBError, match=r"entries\[1\]: .*1x3584x4608 row_major appears twice"):
+    with pytest.raises(KBError, match=r"entries\[1\]: .*1x4608x3584 row_major appears twice"):
         KnowledgeBase.load(path)
 
 
@@ -208,7 +208,7 @@ def test_exact_lookup():
     found = lookup(small_kb(), SOC, "gemm", "fp16", 16, 3584, 4608)
     assert found is not None and found.exact and found.distance == 0.0
     assert found.config["tile_m"] == 16 and found.entry["value"] == 12.0
-    assert found.describe() == "exact entry Ascend910B3/gemm/fp16 16x3584x4608 row_major"
+    assert found.describe() == "exact entry Ascend910B3/gemm/fp16 16x4608x3584 row_major"
 
 
 def test_nearest_lookup_in_log2_shape():

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.backends.base import BackendBase, Measurement
+from aoe_optuna.backends.replay.hub import HubError, is_hub, recorded_space
 from aoe_optuna.backends.replay.kt_cache import (
     FAILURE_KINDS,
     CacheFileError,
@@ -54,8 +55,14 @@ def resolve_path(path: str, where: str | None) -> Path:
     """``path`` as given when absolute, else relative to the folder of ``where`` (a spec file).
 
     Without a spec file (``where`` None or ``"<stored>"``) a relative path is
-    taken relative to the current directory.
+    taken relative to the current directory. ``benchmark_hub:NAME`` is a recorded
+    space of the benchmark_hub repository, downloaded once (:mod:`.hub`).
     """
+    if is_hub(path):
+        try:
+            return recorded_space(path)
+        except HubError as exc:
+            raise ValueError(f"path: {exc}") from None
     p = Path(path).expanduser()
     if p.is_absolute() or not where or where.startswith("<"):
         return p
@@ -199,6 +206,8 @@ class ReplayBackend(BackendBase):
     def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]:
         """The options with ``path`` made absolute, so a stored spec works from anywhere."""
         path, _, _ = _check_options(options)
+        if is_hub(path):  # the same name finds the same pinned file on any machine
+            return dict(options)
         return {**options, "path": str(resolve_path(path, where).resolve())}
 
     @classmethod

@@ -15,7 +15,7 @@ and the same on any SoC with identical figures (the 910B1, as profiled).
 Example::
 
     aoe-tune pretrain-policy --output policy.safetensors --spec studies/qwen25_7b_decode_910b2.json
-    aoe-tune --spec studies/qwen25_7b_decode_910b2.json --sampler reinforce \\
+    aoe-tune --config studies/qwen25_7b_decode_910b2.json --sampler reinforce \\
         --sampler-kwargs '{"policy": "policy.safetensors"}'
 """
 
@@ -200,15 +200,23 @@ def pretrain_policy(
     return policy, tasks[0].space, info
 
 
+EXAMPLES = """\
+examples:
+  # a policy trained on the simulator, the held-out Qwen2.5-7B decode shapes left out
+  aoe-tune pretrain-policy --output policy.safetensors \\
+      --spec studies/qwen25_7b_decode_910b2.json --steps 2000
+  # a study of a held-out shape that starts from it
+  aoe-tune --config studies/qwen25_7b_decode_910b2.json --sampler reinforce \\
+      --sampler-kwargs '{"policy": "policy.safetensors"}'
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="aoe-tune pretrain-policy",
         description="Pretrain a ReinforceSampler policy on the simulator across GEMM shapes "
         "and SoCs, holding out the shapes you will tune.",
-        epilog="example: aoe-tune pretrain-policy --output policy.safetensors --spec "
-        "studies/qwen25_7b_decode_910b2.json --steps 2000; then aoe-tune --spec "
-        "studies/qwen25_7b_decode_910b2.json --sampler reinforce --sampler-kwargs "
-        "'{\"policy\": \"policy.safetensors\"}'",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--output", required=True,
                    help="policy file to write (safetensors weights + JSON metadata)")

@@ -1,0 +1,55 @@
+"""The operators table reads whole on a 100-column terminal; shapes are MxNxK in it and in
+the knowledge base's lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from aoe_optuna.export.kb import describe_key, entry_key, make_entry
+from aoe_optuna.operators.report import print_result, rows
+from aoe_optuna.operators.shapes import OperatorShape, operator_shapes
+from aoe_optuna.operators.state import ShapeResult
+from aoe_optuna.operators.tuner import OperatorResult
+from aoe_optuna.spec.loader import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVING = ROOT / "studies" / "qwen25_7b_serving_catlass_910b2.json"
+
+
+def _result(shapes: list[OperatorShape]) -> OperatorResult:
+    """Every shape of a workload with wide figures: thousands of microseconds, a
+    re-timed interval, hundreds of measurements."""
+    out = []
+    for i, shape in enumerate(shapes):
+        latency = 1234.56e-6 * (1 + i)
+        out.append(ShapeResult(shape, f"parent/{shape.label}/{shape.dims}", 480, 12,
+                               {"tile_m": 16}, 7, latency, (latency / 1.014, latency * 1.014),
+                               latency, latency * 1.05, latency * 0.8))
+    return OperatorResult("CatlassGemm-Ascend910B2-qwen2.5-7b-decode-b1_16_64-operators", out,
+                          5000, 755.44, 741.89, 994.74)
+
+
+def test_the_table_is_whole_at_100_columns() -> None:
+    shapes = operator_shapes(load_spec(SERVING).workload)
+    # the widest a shape gets: a shared name (+n) and a dtype suffix
+    shapes.append(OperatorShape(64, 18944, 152064, "bf16", ("gate_up_proj", "lm_head"), 28))
+    result = _result(shapes)
+    console = Console(width=100, record=True, color_system=None)
+    print_result(result, console)
+    text = console.export_text()
+    assert "…" not in text, text
+    assert max(map(len, text.splitlines())) <= 100
+    lines = text.splitlines()
+    for row in rows(result):
+        # each row's cells appear whole, in order, on one line of the table
+        assert any(all(cell in line for cell in row) for line in lines), (row, text)
+
+
+def test_shapes_are_mxnxk_in_the_table_and_in_the_knowledge_base() -> None:
+    shape = OperatorShape(M=1, K=3584, N=4608, dtype="fp16", names=("qkv_proj",), weight=28)
+    entry = make_entry("Ascend910B2", "gemm", "fp16", shape.M, shape.K, shape.N, "row_major",
+                       {"tile_m": 16}, 1.0, None, "s", "sqlite:///aoe.db", objective="TFLOPS")
+    assert shape.dims == "1x4608x3584"
+    assert f" {shape.dims} " in describe_key(entry_key(entry))
