@@ -187,7 +187,12 @@ def _tune(args: argparse.Namespace) -> int:
     )
     from aoe_optuna.study.create import baseline_trial
     from aoe_optuna.study.progress import ProgressView
-    from aoe_optuna.study.report import print_summary, save_dashboard_note, summarise
+    from aoe_optuna.study.report import (
+        absolute_storage_url,
+        print_summary,
+        save_dashboard_note,
+        summarise,
+    )
     from aoe_optuna.study.runner import Budget
     from aoe_optuna.study.session import SamplerRequest, StudySession
     from aoe_optuna.study.storage import redact_url
@@ -243,7 +248,8 @@ def _tune(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(
             "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
-            f"  aoe-tune --storage {shown_storage} --study-name {study.study_name}"
+            f"  aoe-tune --storage {absolute_storage_url(shown_storage)} "
+            f"--study-name {study.study_name}"
             + (f" --n-trials {args.n_trials}" if args.n_trials else ""),
             file=sys.stderr,
         )
@@ -261,7 +267,9 @@ def _tune(args: argparse.Namespace) -> int:
         kept = [*([output] if output else []), *([Path(args.kb)] if args.kb else [])]
         upload_files(study, args.storage, kept)
     if (where := artifact_dir(args.storage)) is not None:
-        print(f"artifacts: {where} (optuna-dashboard {shown_storage} --artifact-dir {where})")
+        where = Path(where).resolve()  # paths that work from any folder
+        print(f"artifacts: {where} (optuna-dashboard {absolute_storage_url(shown_storage)} "
+              f"--artifact-dir {where})")
     return 0
 
 
