@@ -52,3 +52,15 @@ def test_short_suite_is_level_with_the_stored_reference(tmp_path, capsys) -> Non
     assert out.count("| level |") == len(doc["spaces"]) * len(doc["budgets"])
     assert "no space worse" in out
     assert (tmp_path / "spaces" / "convolution_milo_A4000_failregions.json.gz").is_file()
+
+
+def test_bench_help_lists_guard_and_guard_has_an_example(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    assert "  guard " in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "guard", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: aoe-tune bench guard ")
+    assert "example:\n" in out and "aoe-tune bench guard --suite short" in out
