@@ -50,6 +50,7 @@ ANALYSES = {  # aoe-tune bench NAME ...: module (its main(argv))
     "noise-floor": "aoe_optuna.bench.noise_floor",
     "missed-optimum": "aoe_optuna.bench.missed_optimum",
     "diagnose": "aoe_optuna.bench.diagnose",
+    "guard": "aoe_optuna.bench.guard",
 }
 ANALYSES_HELP = """\
 analyses of bench runs (aoe-tune bench NAME --help for each):
@@ -57,6 +58,8 @@ analyses of bench runs (aoe-tune bench NAME --help for each):
   noise-floor     the incumbent metric's floor under noise, and the runs on it
   missed-optimum  how near the runs that missed the optimum came to it
   diagnose        the noise-free quality of every proposal (reruns the runs)
+  guard           a sampler change against the stored per-seed reference
+                  (docs/bench_reference.json): names every space made worse
 """
 DEFAULT_BUDGETS = (25, 50, 100)
 DEFAULT_SEEDS = 20
