@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -294,6 +295,7 @@ def _grpc_proxy(behind: str) -> Iterator[str]:
     try:
         from optuna.storages import GrpcStorageProxy
 
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         GrpcStorageProxy(host="127.0.0.1", port=port).wait_server_ready(timeout=60)
         yield f"grpc://127.0.0.1:{port}"
     finally:
