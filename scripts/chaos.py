@@ -1,0 +1,350 @@
+"""Chaos benchmark: workers on one study killed and paused at random, on every storage.
+
+    python scripts/chaos.py                        # all four storages, both parts
+    python scripts/chaos.py --storages sqlite --kills 20 --pauses 3   # a quick look
+
+Part 1 (chaos): ``--workers`` separate ``aoe-tune`` processes tune one study
+(the simulator study studies/qwen25_7b_decode_910b2.json, random sampler) to
+``--budget`` measurements. Every 0.1-1 s one of them is SIGKILLed and started
+again, or SIGSTOPped for 1 s to ``--max-pause`` s (past the heartbeat's grace
+period) and then SIGCONTed, until ``--kills`` kills and ``--pauses`` pauses
+are done; then the workers run to the budget.
+Part 2 (together): ``--workers`` processes started in the same second on a
+fresh storage (a new file; a new study name on PostgreSQL and the gRPC proxy),
+``--rounds`` times.
+
+Checks, from the storage and each worker's own output: exactly the budget
+measured, no config measured twice, the best measured result is the one the
+export writes, nothing left RUNNING, no traceback in any worker's output, no
+worker exiting non-zero unless this script killed it. Prints markdown tables
+for docs/RELIABILITY.md; every figure is a real process on a real storage
+(PostgreSQL: a private server from aoe_optuna.study.pg_server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from aoe_optuna.study.objective import is_measured
+from aoe_optuna.study.pg_server import postgres_server, server_bin
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
+AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
+STORAGES = ("sqlite", "journal", "postgresql", "grpc")
+FINISH_LIMIT_S = 900  # after the last kill, the workers must reach the budget within this
+
+
+@dataclass(frozen=True)
+class Target:
+    """One storage as the workers name it, and as this script reads it back."""
+
+    label: str
+    url: str  # what the workers get
+    audit_url: str  # what the checks read (the database behind a gRPC proxy)
+
+
+@dataclass
+class Worker:
+    """One ``aoe-tune`` process slot: restarted after each kill, its logs kept."""
+
+    slot: int
+    argv: list[str]
+    logs: Path
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    paused_until: float | None = None
+    unexpected: list[int] = field(default_factory=list)  # exit codes not caused by a kill
+    done: bool = False
+
+    def start(self) -> None:
+        self.starts += 1
+        log = open(self.logs / f"worker{self.slot}.{self.starts}.log", "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        log.close()
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        with suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+
+
+def _worker_argv(url: str, study: str, budget: int) -> list[str]:
+    return [AOE_TUNE, "--config", SPEC, "--storage", url, "--study-name", study,
+            "--n-trials", str(budget), "--sampler", "random", "--no-progress"]
+
+
+# ----------------------------------------------------------------- part 1: chaos
+def chaos(target: Target, tmp: Path, args: argparse.Namespace, rng: random.Random) -> str:
+    logs = tmp / f"chaos-{target.label}"
+    logs.mkdir()
+    study = "chaos"
+    workers = [Worker(i, _worker_argv(target.url, study, args.budget), logs)
+               for i in range(args.workers)]
+    started = time.monotonic()
+    for w in workers:
+        w.start()
+    kills = pauses = 0
+    longest_pause = 0.0
+    while kills < args.kills or pauses < args.pauses:
+        time.sleep(rng.uniform(0.1, 1.0))
+        _resume_due(workers)
+        _reap(workers)
+        live = [w for w in workers if not w.done and w.paused_until is None]
+        if all(w.done for w in workers):
+            break  # the budget was reached before the kills and pauses were done
+        if not live:
+            continue
+        victim = rng.choice(live)
+        if kills < args.kills and (pauses >= args.pauses or rng.random() < 0.85):
+            victim.signal(signal.SIGKILL)
+            assert victim.proc is not None
+            victim.proc.wait()
+            victim.start()
+            kills += 1
+        else:
+            length = rng.uniform(1.0, args.max_pause)
+            victim.signal(signal.SIGSTOP)
+            victim.paused_until = time.monotonic() + length
+            longest_pause = max(longest_pause, length)
+            pauses += 1
+    deadline = time.monotonic() + FINISH_LIMIT_S
+    hung = 0
+    while not all(w.done for w in workers):
+        if time.monotonic() > deadline:
+            for w in workers:
+                if not w.done:
+                    w.signal(signal.SIGKILL)
+                    hung += 1
+                    w.done = True
+            break
+        time.sleep(0.2)
+        _resume_due(workers)
+        _reap(workers)
+    wall = time.monotonic() - started
+    audit = _audit(target, study, tmp)
+    tracebacks = _tracebacks(logs)
+    unexpected = sum(len(w.unexpected) for w in workers)
+    return (f"| {target.label} | {args.workers} | {args.budget} | {kills} | {pauses} "
+            f"({longest_pause:.0f} s) | {audit['measured']} | {audit['duplicates']} | "
+            f"{audit['missing']} | {audit['running']} | {tracebacks} | {unexpected} | {hung} | "
+            f"{wall:.0f} |")
+
+
+def _resume_due(workers: list[Worker]) -> None:
+    now = time.monotonic()
+    for w in workers:
+        if w.paused_until is not None and now >= w.paused_until:
+            w.signal(signal.SIGCONT)
+            w.paused_until = None
+
+
+def _reap(workers: list[Worker]) -> None:
+    """Workers that exited on their own: done at 0, counted as unexpected otherwise."""
+    for w in workers:
+        if w.done or w.proc is None or w.paused_until is not None:
+            continue
+        rc = w.proc.poll()
+        if rc is None:
+            continue
+        w.done = True
+        if rc != 0:
+            w.unexpected.append(rc)
+
+
+# ----------------------------------------------------------------- part 2: together
+def together(target: Target, tmp: Path, args: argparse.Namespace) -> str:
+    failed_rounds = tracebacks = exits = wrong_count = running = 0
+    budget = 2 * args.workers
+    for r in range(args.rounds):
+        fresh, study = _fresh(target, tmp, r)
+        logs = tmp / f"together-{target.label}-{r}"
+        logs.mkdir()
+        workers = [Worker(i, _worker_argv(fresh.url, study, budget), logs)
+                   for i in range(args.workers)]
+        for w in workers:  # all in the same second
+            w.start()
+        codes = []
+        for w in workers:
+            assert w.proc is not None
+            try:
+                codes.append(w.proc.wait(timeout=FINISH_LIMIT_S))
+            except subprocess.TimeoutExpired:
+                w.signal(signal.SIGKILL)
+                codes.append(w.proc.wait())
+        found = _tracebacks(logs)
+        audit = _audit(fresh, study, tmp) if any(c == 0 for c in codes) else None
+        bad = sum(1 for c in codes if c != 0)
+        exits += bad
+        tracebacks += found
+        if audit is not None:
+            wrong_count += audit["measured"] != budget
+            running += audit["running"]
+        failed_rounds += bool(bad or found or audit is None or audit["measured"] != budget)
+    return (f"| {target.label} | {args.rounds} | {args.workers} | {failed_rounds} | {exits} | "
+            f"{tracebacks} | {wrong_count} | {running} |")
+
+
+def _fresh(target: Target, tmp: Path, round_: int) -> tuple[Target, str]:
+    """A storage nobody has used: a new file, or a new study name on a shared server."""
+    if target.label == "sqlite":
+        url = f"sqlite:///{tmp / f'together{round_}.db'}"
+        return Target(target.label, url, url), "together"
+    if target.label == "journal":
+        path = str(tmp / f"together{round_}.log")
+        return Target(target.label, path, path), "together"
+    return target, f"together{round_}"
+
+
+# ----------------------------------------------------------------- checks
+def _audit(target: Target, study: str, tmp: Path) -> dict[str, int]:
+    storage = _reader(target.audit_url)
+    trials = optuna.load_study(study_name=study, storage=storage).get_trials()
+    measured = [t for t in trials if is_measured(t)]
+    configs = Counter(tuple(sorted(t.params.items())) for t in measured)
+    best = max((v for v in map(_value, measured) if v is not None), default=None)
+    return {
+        "measured": len(measured),
+        "duplicates": sum(c - 1 for c in configs.values()),
+        "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
+        "missing": int(best is not None and not _exported(target, study, tmp, best)),
+    }
+
+
+def _value(trial: FrozenTrial) -> float | None:
+    """tokens/s of a measured trial, whether its worker or a heartbeat finished it."""
+    if trial.state == TrialState.COMPLETE and trial.value is not None:
+        return float(trial.value)
+    value = trial.user_attrs.get("tokens_per_s")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _exported(target: Target, study: str, tmp: Path, best: float) -> bool:
+    """Whether ``aoe-tune export`` writes the best measured result into a fresh KB."""
+    kb = tmp / f"kb-{target.label}-{study}.json"
+    run = subprocess.run([AOE_TUNE, "export", "--storage", target.url, "--study-name", study,
+                          "--kb", str(kb)], capture_output=True, text=True, timeout=300)
+    if run.returncode != 0 or not kb.exists():
+        return False
+    values = [e.get("value") for e in json.loads(kb.read_text()).get("entries", [])]
+    return bool(values) and all(abs(v - best) <= 1e-9 * abs(best) for v in values)
+
+
+def _reader(url: str) -> optuna.storages.BaseStorage | str:
+    if url.endswith(".log") and "://" not in url:
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        return JournalStorage(JournalFileBackend(url))
+    return url
+
+
+def _tracebacks(logs: Path) -> int:
+    return sum(1 for log in logs.glob("*.log") if b"Traceback" in log.read_bytes())
+
+
+# ----------------------------------------------------------------- storages
+@contextmanager
+def _targets(names: list[str], tmp: Path) -> Iterator[list[Target]]:
+    with ExitStack() as stack:
+        targets = []
+        for name in names:
+            if name == "sqlite":
+                url = f"sqlite:///{tmp / 'chaos.db'}"
+                targets.append(Target(name, url, url))
+            elif name == "journal":
+                path = str(tmp / "chaos.log")
+                targets.append(Target(name, path, path))
+            elif name == "postgresql":
+                if server_bin() is None:
+                    print("postgresql: skipped (no server binaries)", file=sys.stderr)
+                    continue
+                url = stack.enter_context(postgres_server())
+                targets.append(Target(name, url, url))
+            elif name == "grpc":
+                behind = f"sqlite:///{tmp / 'proxy.db'}"
+                targets.append(Target(name, stack.enter_context(_grpc_proxy(behind)), behind))
+        yield targets
+
+
+@contextmanager
+def _grpc_proxy(behind: str) -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proxy = subprocess.Popen([sys.executable, "-m", "aoe_optuna.study.grpc_proxy", behind,
+                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        from optuna.storages import GrpcStorageProxy
+
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        GrpcStorageProxy(host="127.0.0.1", port=port).wait_server_ready(timeout=60)
+        yield f"grpc://127.0.0.1:{port}"
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=30)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--storages", default=",".join(STORAGES),
+                    help=f"comma-separated, from {', '.join(STORAGES)}")
+    ap.add_argument("--only", choices=("chaos", "together"))
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--budget", type=int, default=300, help="measurements of the chaos study")
+    ap.add_argument("--kills", type=int, default=100)
+    ap.add_argument("--pauses", type=int, default=10)
+    ap.add_argument("--max-pause", type=float, default=40.0,
+                    help="seconds; past the 25 s of heartbeat plus grace period")
+    ap.add_argument("--rounds", type=int, default=5, help="same-second starts per storage")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    names = [n.strip() for n in args.storages.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(STORAGES))
+    if unknown:
+        ap.error(f"--storages: unknown {unknown[0]!r}: expected some of {', '.join(STORAGES)}")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="aoe-chaos-") as d:
+        tmp = Path(d)
+        os.chmod(tmp, 0o755)  # the PostgreSQL server user reads nothing here, workers do
+        with _targets(names, tmp) as targets:
+            if args.only in (None, "chaos"):
+                print("| storage | workers | budget | kills | pauses (longest) | measured | "
+                      "duplicate configs | best missing from export | left RUNNING | "
+                      "worker outputs with a traceback | unexpected exits | hung | wall s |")
+                print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                for t in targets:
+                    print(chaos(t, tmp, args, rng), flush=True)
+                print()
+            if args.only in (None, "together"):
+                print("| storage | rounds | workers started together | failed rounds | "
+                      "non-zero exits | tracebacks | rounds with measured != budget | "
+                      "left RUNNING |")
+                print("|---|---|---|---|---|---|---|---|")
+                for t in targets:
+                    print(together(t, tmp, args), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
