@@ -12,7 +12,11 @@ storage, never on how far the dead worker got:
 * otherwise its config, if chosen, goes back to the study as Optuna's own
   retry does (``failed_trial`` / ``retry_history`` system attributes), at most
   ``MAX_RETRY`` times: a config whose trials keep killing their worker is
-  failed with that reason and never enqueued again.
+  failed with that reason and never enqueued again. A config is chosen when
+  every parameter of the space is set (or was fixed by its enqueue): a trial
+  killed while its sampler was still choosing is not retried with the
+  parameters it had, since the sampler would fill in the rest and a config
+  nobody proposed would be measured.
 
 Optuna's heartbeat (other hosts) and the ``--stale-after`` timeout (trials
 held by ``optuna ask`` or a host without heartbeats) end in the same place:
@@ -36,7 +40,15 @@ from optuna.storages import RDBStorage
 from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_BASELINE, ATTR_FAILURE_KIND, ATTR_MEASURED, ATTR_REPEAT_OF
+from aoe_optuna.attrs import (
+    ATTR_BASELINE,
+    ATTR_FAILURE_KIND,
+    ATTR_MEASURED,
+    ATTR_REPEAT_OF,
+    SPEC_ATTR,
+)
+from aoe_optuna.spec.format import SpecError
+from aoe_optuna.spec.loader import spec_from_dict
 
 WORKER_ATTR = "worker"  # {"host": ..., "pid": ...} of the process running the trial
 # Optuna's RetryHeartbeatStaleTrialCallback keeps a retry's lineage under these keys.
@@ -167,6 +179,35 @@ def trial_config(trial: FrozenTrial) -> dict[str, Any]:
     return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
 
 
+def space_names(study: optuna.Study) -> set[str] | None:
+    """The parameter names of the study's space, from its stored spec; None when unknown."""
+    stored = study.user_attrs.get(SPEC_ATTR)
+    if not isinstance(stored, dict):
+        return None
+    space = stored.get("search_space")
+    if isinstance(space, dict):
+        return set(space)
+    try:  # a backend's own space: the spec says how to build it
+        return set(spec_from_dict(stored, source=f"<study {study.study_name}>").space.names)
+    except (SpecError, ImportError, OSError):
+        return None
+
+
+def chosen_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
+    """The config to measure again for a dead trial: all of it, or what its enqueue fixed.
+
+    A trial killed while its sampler was still choosing has some parameters
+    set; retried with just those fixed, the sampler would fill in the rest and
+    another config would be measured. Such a trial had no config chosen: it is
+    retried only with what it was enqueued with (nothing, for a sampled trial).
+    """
+    config = trial_config(trial)
+    names = space_names(study)
+    if names is None or names <= set(config):
+        return config
+    return dict(trial.system_attrs.get("fixed_params", {}))
+
+
 def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
     """Enqueue a dead trial's config once more, unless it has been retried ``MAX_RETRY`` times.
 
@@ -175,7 +216,7 @@ def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
     mark must not.
     """
     history = [*retry_history(trial), trial.number]
-    config = trial_config(trial)
+    config = chosen_config(study, trial)
     if not config or len(history) > MAX_RETRY:
         return False
     kept = {k: v for k, v in trial.user_attrs.items() if k == ATTR_BASELINE}
@@ -216,8 +257,11 @@ def finish_dead_trial(study: optuna.Study, trial: FrozenTrial, why: str) -> bool
             return complete_with_result(study._storage, trial)
         return _fail(study, trial, f"{why} after recording its failed measurement")
     kills = len(retry_history(trial)) + 1
-    if trial_config(trial) and kills > MAX_RETRY:
+    config = chosen_config(study, trial)
+    if config and kills > MAX_RETRY:
         why = f"{why}; this config's trial died {kills} times, so it is not retried again"
+    elif not config and trial.params:
+        why = f"{why} while its config was being chosen, so no config is retried"
     if not _fail(study, trial, why):
         return False
     _retry(study, trial)
