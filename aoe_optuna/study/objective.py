@@ -22,6 +22,9 @@ Fault points (:mod:`aoe_optuna.study.faults`) mark each write of a trial's
 life for the crash tests: ``ask``, ``param``, ``constraints``, ``measure``,
 ``log`` (after a failure's log), ``result`` (after each result attribute),
 ``tell`` (just before Optuna's tell; ``told`` after it is in the runner).
+A worker paused past the heartbeat's grace may find its trial ended when it
+writes its result: the result goes to the retry of its config instead
+(:mod:`aoe_optuna.study.late`).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.study.artifacts import upload_trial_text
 from aoe_optuna.study.faults import fault_point
+from aoe_optuna.study.late import EndedElsewhere, hand_over
 from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.workload.models import Workload
 
@@ -216,6 +220,7 @@ class TuningObjective:
         self.space = space
         self.evaluator = evaluator
         self.may_measure = may_measure
+        self.late_note: str | None = None  # what became of a measurement finished too late
 
     @classmethod
     def from_spec(cls, spec: StudySpec, backend: Backend | None = None) -> TuningObjective:
@@ -249,9 +254,15 @@ class TuningObjective:
         if not result.ok and result.log:
             _keep_log(trial, result)
             fault_point("log")
-        for key, value in result.user_attrs().items():
-            trial.set_user_attr(key, value)
-            fault_point("result")
+        try:
+            for key, value in result.user_attrs().items():
+                trial.set_user_attr(key, value)
+                fault_point("result")
+        except optuna.exceptions.UpdateFinishedTrialError:
+            self.late_note = hand_over(trial.study, trial._trial_id, result.user_attrs(),
+                                       result.tokens_per_s if result.ok else None,
+                                       self.may_measure)
+            raise EndedElsewhere(self.late_note) from None
         fault_point("tell")
         if not result.ok:
             raise MeasurementFailed(f"{result.failure_kind}: {result.reason}")

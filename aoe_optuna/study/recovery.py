@@ -12,10 +12,20 @@ storage, never on how far the dead worker got:
 * otherwise its config, if chosen, goes back to the study as Optuna's own
   retry does (``failed_trial`` / ``retry_history`` system attributes), at most
   ``MAX_RETRY`` times: a config whose trials keep killing their worker is
-  failed with that reason and never enqueued again.
+  failed with that reason and never enqueued again. A config is chosen when
+  every parameter of the space is set (or was fixed by its enqueue): a trial
+  killed while its sampler was still choosing is not retried with the
+  parameters it had, since the sampler would fill in the rest and a config
+  nobody proposed would be measured.
 
 Optuna's heartbeat (other hosts) and the ``--stale-after`` timeout (trials
-held by ``optuna ask`` or a host without heartbeats) end in the same place.
+held by ``optuna ask`` or a host without heartbeats) end in the same place:
+Optuna fails a stale trial before its callback runs, so the storages
+aoe-tune opens keep a stored result first (:class:`KeepResultOnStale`).
+
+A stale trial's worker may only have been paused (SIGSTOP, a swapped-out or
+frozen host) and wake up later; :mod:`aoe_optuna.study.late` says what it does
+then.
 """
 
 from __future__ import annotations
@@ -26,10 +36,19 @@ from datetime import datetime
 from typing import Any
 
 import optuna
+from optuna.storages import RDBStorage
 from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_BASELINE, ATTR_FAILURE_KIND, ATTR_MEASURED, ATTR_REPEAT_OF
+from aoe_optuna.attrs import (
+    ATTR_BASELINE,
+    ATTR_FAILURE_KIND,
+    ATTR_MEASURED,
+    ATTR_REPEAT_OF,
+    SPEC_ATTR,
+)
+from aoe_optuna.spec.format import SpecError
+from aoe_optuna.spec.loader import spec_from_dict
 
 WORKER_ATTR = "worker"  # {"host": ..., "pid": ...} of the process running the trial
 # Optuna's RetryHeartbeatStaleTrialCallback keeps a retry's lineage under these keys.
@@ -57,8 +76,10 @@ class WorkerTaggingSampler(optuna.samplers.BaseSampler):
     def __init__(self, inner: optuna.samplers.BaseSampler) -> None:
         self.inner = inner
         self.identity = worker_identity()
+        self.current: int | None = None  # the id of the trial this worker runs now
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.current = trial._trial_id
         storage = study._storage
         storage.set_trial_user_attr(trial._trial_id, WORKER_ATTR, self.identity)
         if isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage):
@@ -85,15 +106,26 @@ class WorkerTaggingSampler(optuna.samplers.BaseSampler):
         self.inner.reseed_rng()
 
 
-def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux /proc), else None."""
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (Linux), else []."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
             stat = fh.read()
     except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
+        return []
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux /proc), else None."""
+    fields = _stat_fields(pid)
     return int(fields[19]) if len(fields) > 19 else None
+
+
+def _stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP, Ctrl-Z, a debugger): alive, but doing nothing."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] in ("T", "t")
 
 
 def _alive(pid: int, started: object) -> bool:
@@ -147,6 +179,35 @@ def trial_config(trial: FrozenTrial) -> dict[str, Any]:
     return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
 
 
+def space_names(study: optuna.Study) -> set[str] | None:
+    """The parameter names of the study's space, from its stored spec; None when unknown."""
+    stored = study.user_attrs.get(SPEC_ATTR)
+    if not isinstance(stored, dict):
+        return None
+    space = stored.get("search_space")
+    if isinstance(space, dict):
+        return set(space)
+    try:  # a backend's own space: the spec says how to build it
+        return set(spec_from_dict(stored, source=f"<study {study.study_name}>").space.names)
+    except (SpecError, ImportError, OSError):
+        return None
+
+
+def chosen_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
+    """The config to measure again for a dead trial: all of it, or what its enqueue fixed.
+
+    A trial killed while its sampler was still choosing has some parameters
+    set; retried with just those fixed, the sampler would fill in the rest and
+    another config would be measured. Such a trial had no config chosen: it is
+    retried only with what it was enqueued with (nothing, for a sampled trial).
+    """
+    config = trial_config(trial)
+    names = space_names(study)
+    if names is None or names <= set(config):
+        return config
+    return dict(trial.system_attrs.get("fixed_params", {}))
+
+
 def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
     """Enqueue a dead trial's config once more, unless it has been retried ``MAX_RETRY`` times.
 
@@ -155,7 +216,7 @@ def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
     mark must not.
     """
     history = [*retry_history(trial), trial.number]
-    config = trial_config(trial)
+    config = chosen_config(study, trial)
     if not config or len(history) > MAX_RETRY:
         return False
     kept = {k: v for k, v in trial.user_attrs.items() if k == ATTR_BASELINE}
@@ -169,31 +230,77 @@ def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
     return True
 
 
+def stored_value(trial: FrozenTrial) -> float | None:
+    """The tokens/s of a whole successful result in storage, else None."""
+    value = trial.user_attrs.get("tokens_per_s")
+    if (holds_result(trial) and ATTR_FAILURE_KIND not in trial.user_attrs
+            and isinstance(value, (int, float))):
+        return float(value)
+    return None
+
+
+def complete_with_result(storage: optuna.storages.BaseStorage, trial: FrozenTrial) -> bool:
+    """Finish a RUNNING trial as COMPLETE with its stored tokens/s; False if not ours to end."""
+    value = stored_value(trial)
+    if value is None:
+        return False
+    try:
+        return bool(storage.set_trial_state_values(trial._trial_id, TrialState.COMPLETE, [value]))
+    except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+        return False
+
+
 def finish_dead_trial(study: optuna.Study, trial: FrozenTrial, why: str) -> bool:
     """End a RUNNING trial whose worker is gone; True when this call ended it."""
     if holds_result(trial):
-        value = trial.user_attrs.get("tokens_per_s")
-        if ATTR_FAILURE_KIND not in trial.user_attrs and isinstance(value, (int, float)):
-            try:
-                return bool(study._storage.set_trial_state_values(
-                    trial._trial_id, TrialState.COMPLETE, [float(value)]))
-            except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
-                return False
+        if stored_value(trial) is not None:
+            return complete_with_result(study._storage, trial)
         return _fail(study, trial, f"{why} after recording its failed measurement")
     kills = len(retry_history(trial)) + 1
-    if trial_config(trial) and kills > MAX_RETRY:
+    config = chosen_config(study, trial)
+    if config and kills > MAX_RETRY:
         why = f"{why}; this config's trial died {kills} times, so it is not retried again"
+    elif not config and trial.params:
+        why = f"{why} while its config was being chosen, so no config is retried"
     if not _fail(study, trial, why):
         return False
     _retry(study, trial)
     return True
 
 
+class KeepResultOnStale:
+    """RDB storage mixin: a heartbeat-stale trial that holds a whole result is completed.
+
+    Optuna's ``fail_stale_trials`` marks every stale trial FAIL and only then
+    runs the callback, too late to keep a successful result as the trial's
+    value: it would count as a measurement yet stay out of ``best_trial``, the
+    samplers' history and the export. Its worker may only be paused, not dead.
+    So the stale trials that hold a whole successful result are completed with
+    it here, where Optuna asks which trials are stale, and not handed to it.
+    """
+
+    def _get_stale_trial_ids(self, study_id: int) -> list[int]:
+        stale = []
+        for trial_id in super()._get_stale_trial_ids(study_id):  # type: ignore[misc]
+            trial = self.get_trial(trial_id)  # type: ignore[attr-defined]
+            if stored_value(trial) is None:
+                stale.append(trial_id)
+            else:  # False when the worker woke up and told it first: it is kept either way
+                complete_with_result(self, trial)  # type: ignore[arg-type]
+        return stale
+
+
+class ResultKeepingRDBStorage(KeepResultOnStale, RDBStorage):
+    """Optuna's RDB storage (PostgreSQL, MySQL) whose heartbeat keeps stored results."""
+
+
 class RetryStaleTrial:
     """Optuna's heartbeat-stale callback, with the same rules as the pid sweep.
 
-    Optuna has already failed the trial; a result that reached storage stays
-    (the trial counts as measured), anything else is retried up to the cap.
+    Optuna has already failed the trial (one with a whole successful result
+    never gets here, see :class:`KeepResultOnStale`); a failed measurement that
+    reached storage stays (the trial counts as measured), anything else is
+    retried up to the cap.
     """
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -205,17 +312,24 @@ def owner_text(trial: FrozenTrial) -> str:
     """Who holds a RUNNING trial, for the progress line."""
     who = trial.user_attrs.get(WORKER_ATTR)
     if isinstance(who, dict):
-        return f"pid {who.get('pid')} on {who.get('host')}"
+        pid = who.get("pid")
+        here = who.get("host") == socket.gethostname()
+        paused = " (stopped)" if here and isinstance(pid, int) and _stopped(pid) else ""
+        return f"pid {pid} on {who.get('host')}{paused}"
     return "no aoe-tune worker (optuna ask?)"
 
 
 def held_elsewhere(trial: FrozenTrial) -> bool:
-    """RUNNING and not held by a live process of this host: someone else must finish it."""
+    """RUNNING and not held by a running process of this host: the study waits on it.
+
+    A stopped local worker counts: nothing advances its trial until it is
+    continued (or, on RDB storages, the heartbeat ends the trial).
+    """
     who = trial.user_attrs.get(WORKER_ATTR)
     if not isinstance(who, dict) or who.get("host") != socket.gethostname():
         return True
     pid = who.get("pid")
-    return not isinstance(pid, int) or not _alive(pid, who.get("started"))
+    return not isinstance(pid, int) or not _alive(pid, who.get("started")) or _stopped(pid)
 
 
 def _has_heartbeat(study: optuna.Study, trial: FrozenTrial) -> bool:

@@ -19,6 +19,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.study.faults import fault_point
+from aoe_optuna.study.late import told_too_late, what_became_of
 from aoe_optuna.study.objective import (
     ATTR_COST,
     ATTR_INFEASIBLE,
@@ -232,17 +233,49 @@ def run_study(
         objective.may_measure = BudgetGuard(study, budget.n_measurements)
     if not isinstance(study.sampler, WorkerTaggingSampler):
         study.sampler = WorkerTaggingSampler(study.sampler)
-    study.optimize(
-        objective,
-        n_trials=None,
-        timeout=timeout,
-        callbacks=[stopper],
-        catch=(MeasurementFailed,),
-        gc_after_trial=False,
-        show_progress_bar=False,
-    )
+    while True:
+        left = None if timeout is None else timeout - (time.monotonic() - started)
+        if left is not None and left <= 0:
+            break
+        try:
+            study.optimize(
+                objective,
+                n_trials=None,
+                timeout=left,
+                callbacks=[stopper],
+                catch=(MeasurementFailed,),
+                gc_after_trial=False,
+                show_progress_bar=False,
+            )
+            break
+        except (ValueError, AssertionError, optuna.exceptions.UpdateFinishedTrialError) as exc:
+            note = _ended_elsewhere(study, objective, exc)
+            if note is None:
+                raise
+            print(f"aoe-tune: {note}", file=sys.stderr)
+        progress = StudyProgress.of(study.get_trials(deepcopy=False))
+        on_update(progress)
+        done = stopper.check(progress)
+        if done is not None:
+            stopper.reason = done
+            break
     progress = StudyProgress.of(study.get_trials(deepcopy=False))
     reason = stopper.reason
     if reason == "interrupted" and timeout is not None:
         reason = f"time budget spent ({timeout:.0f} s wall)"
     return RunResult(reason, progress, time.monotonic() - started, swept)
+
+
+def _ended_elsewhere(study: optuna.Study, objective: TuningObjective,
+                     exc: BaseException) -> str | None:
+    """One line when ``exc`` is Optuna refusing this worker's trial because another worker
+    ended it meanwhile (this one was paused past the heartbeat); None for anything else."""
+    sampler = study.sampler
+    trial_id = sampler.current if isinstance(sampler, WorkerTaggingSampler) else None
+    if trial_id is None or not told_too_late(exc):
+        return None
+    trial = study._storage.get_trial(trial_id)
+    if not trial.state.is_finished():
+        return None
+    note, objective.late_note = objective.late_note, None
+    return note or what_became_of(trial)

@@ -21,12 +21,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import sqlalchemy
-from optuna.storages import RDBStorage
 from optuna.storages._rdb import models
 from optuna.trial import TrialState
 
+from aoe_optuna.study.recovery import ResultKeepingRDBStorage
 
-class SQLiteStorage(RDBStorage):
+
+class SQLiteStorage(ResultKeepingRDBStorage):
     """RDBStorage for SQLite files; only WAITING -> RUNNING differs (see module doc)."""
 
     def set_trial_state_values(

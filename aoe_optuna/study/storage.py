@@ -30,12 +30,16 @@ from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from aoe_optuna.study.journal_file import JournalRepairError, OwnedSymlinkLock, repair_torn_tail
-from aoe_optuna.study.recovery import RetryStaleTrial
+from aoe_optuna.study.recovery import ResultKeepingRDBStorage, RetryStaleTrial
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
-HEARTBEAT_INTERVAL_S = 5
-GRACE_PERIOD_S = 20
+# Optuna's heartbeat on RDB storages: a trial silent for the grace period is stale.
+# AOE_HEARTBEAT_S (whole seconds) shortens both, for tests of paused workers.
+_HEARTBEAT_ENV = os.environ.get("AOE_HEARTBEAT_S", "")
+HEARTBEAT_INTERVAL_S = int(_HEARTBEAT_ENV) if _HEARTBEAT_ENV.isdigit() else 5
+HEARTBEAT_INTERVAL_S = HEARTBEAT_INTERVAL_S or 5
+GRACE_PERIOD_S = 4 * HEARTBEAT_INTERVAL_S
 DEFAULT_STORAGE = "sqlite:///aoe.db"
 SCHEMA_RACE_TRIES = 8
 _SCHEMA_RACE_SIGNS = ("already exists", "UNIQUE constraint failed", "duplicate key",
@@ -66,7 +70,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             f"storage {url!r}: expected an Optuna URL (sqlite:///aoe.db, "
             "postgresql://user@host/db) or a journal file path ending in .log"
         )
-    kind = SQLiteStorage if url.startswith("sqlite:///") else RDBStorage
+    kind = SQLiteStorage if url.startswith("sqlite:///") else ResultKeepingRDBStorage
     wal = url.startswith("sqlite:///") and _wal_is_ours(url[len("sqlite:///"):])
     for attempt in range(SCHEMA_RACE_TRIES):
         try:

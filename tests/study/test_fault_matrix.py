@@ -92,6 +92,8 @@ def _run_matrix(url: str) -> dict[str, object]:
             elif "cost_s" in t.user_attrs:
                 partial[t.number] = t.params
                 killed[point] = (t.number, "part of a result")
+            elif 0 < len(t.params) < N_PARAMS:
+                killed[point] = (t.number, f"{len(t.params)} of {N_PARAMS} params")
             else:
                 killed[point] = (t.number, "params only" if t.params else "no params yet")
     final = _tune(url, None, 999)
@@ -112,7 +114,7 @@ def describe(result: dict[str, object]) -> dict[str, str]:
                     and r.system_attrs.get("retry_history", [None])[-1] == number
                     for r in trials)
         capped = len(t.system_attrs.get("retry_history", [])) + 1 > MAX_RETRY
-        chosen = t.params or t.system_attrs.get("fixed_params")
+        chosen = len(t.params) == N_PARAMS or t.system_attrs.get("fixed_params")
         end = "result kept" if is_measured(t) else (
             "config measured again" if again else
             f"{t.state.name}, no config chosen to retry" if not chosen else
@@ -129,6 +131,7 @@ def _check(result: dict[str, object]) -> None:
     assert not [t.number for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
     configs = [tuple(sorted(t.params.items())) for t in trials if is_measured(t)]
     assert len(configs) == len(set(configs)), "a config was measured twice"
+    _check_retries(trials)
     assert kept, "no kill landed after a whole result was stored"
     assert partial, "no kill landed inside a result's writes"
     for number, value in kept.items():  # a result that reached storage is kept
@@ -143,6 +146,39 @@ def _check(result: dict[str, object]) -> None:
         died = [t for t in trials if t.params == params and not is_measured(t)]
         # ...and its config is measured again, unless it killed its worker too often
         assert retried or len(died) > MAX_RETRY, f"trial {number}'s config was not re-measured"
+
+
+def _check_retries(trials: list[FrozenTrial]) -> None:
+    """A retry measures exactly the config of the trial it retries, never a completion of
+    some of its parameters."""
+    for retry in trials:
+        history = retry.system_attrs.get("retry_history")
+        if not history or not retry.params:
+            continue
+        dead = trials[history[-1]]
+        assert len(dead.params) == N_PARAMS, (
+            f"trial {retry.number} retries trial {dead.number}, killed with only "
+            f"{sorted(dead.params)} chosen")
+        assert retry.params == dead.params, f"trial {retry.number} measured another config"
+
+
+def test_kill_while_choosing_a_config_retries_no_partial_config(tmp_path: Path) -> None:
+    """Killed after 2 of its 6 parameters: the trial is failed, not retried with those 2
+    fixed (the sampler would fill in the rest: a config nobody proposed)."""
+    url = _sqlite(tmp_path)
+    killed = _tune(url, f"param:{N_PARAMS + 2}", 1)  # the 2nd parameter of the 2nd trial
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    dead = next(t for t in _trials(url) if t.state == TrialState.RUNNING)
+    assert len(dead.params) == 2
+    final = _tune(url, None, 2)
+    assert final.returncode == 0, final.stderr
+    trials = _trials(url)
+    assert trials[dead.number].state == TrialState.FAIL
+    assert "no config is retried" in trials[dead.number].system_attrs["fail_reason"]
+    assert not [t.number for t in trials
+                if t.system_attrs.get("retry_history", [None])[-1] == dead.number]
+    _check_retries(trials)
+    assert count_measured(trials) == N_MEASUREMENTS
 
 
 def _sqlite(tmp_path: Path) -> str:
