@@ -10,6 +10,7 @@ given, is refused: nothing is overwritten silently.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
@@ -22,7 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
-from aoe_optuna.study.recovery import trial_config
+from aoe_optuna.study.recovery import stored_value, trial_config
 
 METRIC_NAME = "tokens/s"  # what a study's value is
 
@@ -126,20 +127,44 @@ def enqueue_baseline(study: optuna.Study, spec: StudySpec) -> bool:
 
 
 def baseline_trial(study: optuna.Study, spec: StudySpec) -> FrozenTrial | None:
-    """The completed trial that measured the baseline config, if any."""
+    """The trial that measured the baseline config, if any (see ``measured_results``)."""
     if spec.baseline is None:
         return None
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+    for t in measured_results(study):
         if _same_params(t, spec.baseline):
             return t
     return None
 
 
 def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    try:
-        return study.best_trial
-    except ValueError:
+    """The best measurement, whichever state its trial was left in (see ``measured_results``)."""
+    results = measured_results(study)
+    if not results:
         return None
+    pick = min if study.direction == StudyDirection.MINIMIZE else max
+    return pick(results, key=lambda t: float(t.value))  # type: ignore[arg-type]
+
+
+def measured_results(study: optuna.Study) -> list[FrozenTrial]:
+    """Every trial holding a successful measurement, as a trial whose ``value`` is it.
+
+    A COMPLETE trial as it is; a FAIL trial whose whole result reached storage
+    before something else failed it (a heartbeat on a storage opened without
+    ``KeepResultOnStale``, an older version of this package) as a copy carrying
+    the stored value: a result in storage is a measurement, whoever ended its trial.
+    """
+    results: list[FrozenTrial] = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        if t.state == TrialState.COMPLETE:
+            if t.value is not None:
+                results.append(t)
+            continue
+        value = stored_value(t)
+        if value is not None:
+            kept = copy.copy(t)
+            kept.value = value
+            results.append(kept)
+    return results
 
 
 def _same_params(trial: FrozenTrial, config: dict[str, Any]) -> bool:
