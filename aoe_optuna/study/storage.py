@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import os
 import random
+import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.storages import RDBStorage
@@ -142,13 +144,34 @@ def _fast_sqlite(storage: RDBStorage) -> None:
 
     def on_connect(dbapi_connection: object, _record: object) -> None:
         cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
     event.listen(storage.engine, "connect", on_connect)
     storage.engine.dispose()  # connections made before the listener reconnect with it
     storage._aoe_wal = True  # type: ignore[attr-defined]
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Put the file in WAL mode, waiting for other connections to let go.
+
+    The switch needs the file to itself, and SQLite answers "database is
+    locked" at once instead of calling the busy handler while another
+    connection writes it (Optuna makes the tables before this listener is set):
+    workers started together on a new file meet exactly there. A file already in WAL mode needs no lock, so only the first switch
+    waits, for at most the lock timeout.
+    """
+    deadline = time.monotonic() + SQLITE_LOCK_TIMEOUT_S
+    while True:
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.01, 0.05))
 
 
 def _journal(path: Path) -> JournalStorage:
