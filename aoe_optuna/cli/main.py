@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from aoe_optuna.attrs import ROOFLINE_ATTR
 from aoe_optuna.cli.common import UsageError
-from aoe_optuna.cli.common import sqlite_file as _sqlite_file
 from aoe_optuna.cli.common import user_errors as _user_errors
 
 EXAMPLES = """\
@@ -220,7 +220,7 @@ def _tune(args: argparse.Namespace) -> int:
     if args.config is None and args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
     shown_storage = redact_url(args.storage)
-    roofline = study.user_attrs.get("roofline_tokens_per_s")
+    roofline = study.user_attrs.get(ROOFLINE_ATTR)
     budget = Budget(
         n_measurements=args.n_trials if args.n_trials is not None else 100,
         time_s=args.timeout if args.timeout is not None else spec.max_search_time,
@@ -327,9 +327,10 @@ def _export_command(argv: list[str]) -> int:
     errors = _user_errors()
     try:
         from aoe_optuna.study.create import load_or_create
+        from aoe_optuna.study.session import storage_file
         from aoe_optuna.study.storage import open_storage
 
-        if _sqlite_file(args.storage) is not None and not _sqlite_file(args.storage).exists():
+        if (local := storage_file(args.storage)) is not None and not local.exists():
             raise UsageError(f"--storage: {args.storage} does not exist")
         from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
 

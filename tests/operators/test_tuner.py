@@ -9,11 +9,12 @@ from pathlib import Path
 import optuna
 import pytest
 
+from aoe_optuna.attrs import RETIME_ATTR
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.operators.scheduler import make_scheduler
 from aoe_optuna.operators.shapes import operator_shapes
-from aoe_optuna.operators.state import RETIME_ATTR, best_curve, trial_latency
+from aoe_optuna.operators.state import best_curve, trial_latency
 from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import load_spec
