@@ -39,7 +39,7 @@ import numpy as np
 
 from aoe_optuna.space.search_space import SearchSpace
 
-LOCAL_PATIENCE = 5  # the patience measured (GPUCBSampler(local_patience=...))
+LOCAL_PATIENCE = 5  # the patience measured (GPUCBSampler(search={"local_patience": ...}))
 LOCAL_RADIUS = 1  # moves (see near_any) from a centre
 # A local step never goes where the failure model expects a failure: next to a config
 # that built there may be a region that does not (every odd tile, every too-large one),
