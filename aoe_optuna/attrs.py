@@ -28,3 +28,31 @@ ROOFLINE_ATTR = "roofline_tokens_per_s"
 # The sampler aoe-tune last ran the study with ({"name", "kwargs", "seed"}), so that
 # resuming with storage and name only continues with the same sampler.
 SAMPLER_ATTR = "aoe_sampler"
+# Trial user attributes of a measurement (TuningObjective's record; the dashboard shows them).
+ATTR_TOKENS_PER_S = "tokens_per_s"
+ATTR_LATENCY_US = "latency_us"  # {gemm: us} of a single-GEMM trial
+
+# Trial system attributes our samplers keep.
+CLAIM_ATTR = "aoe:claim"  # the config a RUNNING trial's sampler claimed (samplers.claims)
+GP_HYPER_ATTR = "gp_ucb:hyper"  # the GP hyperparameters fitted for the trial
+GP_LOCAL_ATTR = "gp_ucb:local"  # the trial's proposal was a local step
+# Trial system attributes of recovery: who runs a trial, and Optuna's retry lineage keys
+# (RetryFailedTrialCallback's names).
+WORKER_ATTR = "worker"  # {"host": ..., "pid": ...} of the process running the trial
+FAILED_TRIAL_KEY = "failed_trial"
+RETRY_HISTORY_KEY = "retry_history"
+# Optuna's own trial system attributes, read and written by their names.
+OPTUNA_FIXED_PARAMS_KEY = "fixed_params"  # an enqueued trial's params
+OPTUNA_FAIL_REASON_KEY = "fail_reason"  # why Optuna's study marked a trial FAIL
+# constraints_func's values ("constraints:<key>" per Trial.set_constraint key); not our
+# user attribute ATTR_CONSTRAINTS, which records the study's rules a config broke.
+OPTUNA_CONSTRAINTS_KEY = "constraints"
+
+# Study user attributes of an operator run (the parent study) and its shape studies.
+PLAN_ATTR = "operators"  # on the parent study: the shapes
+SCHEDULER_ATTR = "scheduler"  # on the parent study: the scheduler's name
+ALLOCATION_ATTR = "allocation"  # on the parent study: {shape study: measurements it may hold}
+DONE_ATTR = "done"  # on the parent study: the run has spent its budget
+CLOSED_ATTR = "closed"  # on the parent study: shape studies that get no more chunks
+RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
+WARM_ATTR = "warm_start"  # on an enqueued trial: where its config came from

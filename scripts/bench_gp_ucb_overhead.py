@@ -22,7 +22,7 @@ were identical.
     python scripts/bench_gp_ucb_overhead.py --space ../shared/spaces/gemm_RTX_2080_Ti.json.gz \\
         --n 200 --asks 10 --against ../base/.venv/bin/python
     python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2_compile.json \\
-        --n 1000 --asks 7 --kwargs '{"refit_every": 1}'
+        --n 1000 --asks 7 --kwargs '{"model": {"refit_every": 1}}'
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ def main() -> None:
     ap.add_argument("--asks", type=int, default=7, help="asks timed (>= 4 covers a refit)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kwargs", type=json.loads, default={},
-                    help='GPUCBSampler arguments as a JSON object, e.g. \'{"refit_every": 1}\'')
+                    help='GPUCBSampler arguments as a JSON object, '
+                         'e.g. \'{"model": {"refit_every": 1}}\'')
     ap.add_argument("--against", metavar="PYTHON",
                     help="another checkout's interpreter, timed side by side")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

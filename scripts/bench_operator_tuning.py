@@ -133,7 +133,7 @@ def run_operator(spec: StudySpec, variant: str, budget: int, seed: int,
 def run_one_config(spec: StudySpec, budget: int, seed: int,
                    truth: TrueLatency) -> tuple[list[tuple[int, float]], float]:
     study = optuna.create_study(direction="maximize",
-                                sampler=make_sampler("gp-ucb", space=spec.space, seed=seed))
+                                sampler=make_sampler("gp-ucb", spec=spec, seed=seed))
     trace: list[tuple[int, float]] = []
     best: dict[str, Any] = {}
 

@@ -39,10 +39,10 @@ SPACES = Path(__file__).resolve().parents[1].parent / "shared" / "spaces"
 SAMPLERS: dict[str, Callable[[int], BaseSampler]] = {
     "gp-ucb": lambda seed: GPUCBSampler(seed=seed),
     # P(success) as a vote of nearby outcomes, weighting UCB: the default with a spec
-    "gp-ucb-vote": lambda seed: GPUCBSampler(seed=seed, feasibility_model="vote"),
+    "gp-ucb-vote": lambda seed: GPUCBSampler(seed=seed, failures="vote"),
     # P(success) weighting UCB (far floor) instead of the chance constraint
-    "gp-ucb-success": lambda seed: GPUCBSampler(seed=seed, feasibility_weighting="success"),
-    "gp-ucb-gain": lambda seed: GPUCBSampler(seed=seed, feasibility_weighting="gain"),
+    "gp-ucb-success": lambda seed: GPUCBSampler(seed=seed, failures={"weighting": "success"}),
+    "gp-ucb-gain": lambda seed: GPUCBSampler(seed=seed, failures={"weighting": "gain"}),
     "reinforce": lambda seed: ReinforceSampler(seed=seed),
     "tpe": lambda seed: TPESampler(seed=seed),
 }

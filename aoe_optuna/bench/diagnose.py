@@ -64,14 +64,14 @@ def _samplers(texts: list[str], case: Case, seed: int) -> list[tuple[str, dict[s
     from aoe_optuna.samplers.registry import make_sampler
 
     try:
-        space = build_case(case).space
+        built = build_case(case)
     except ValueError as exc:  # a spec that does not load
         raise BenchError(f"argument --space: {exc}") from None
     out = []
     for text in texts:
         name, given = parse_sampler(text)
         try:
-            make_sampler(name, space=space, seed=seed,
+            make_sampler(name, space=built.space, spec=built.spec, seed=seed,
                          **{k: v for k, v in given.items() if not k.startswith("_")})
         except (TypeError, ValueError) as exc:
             raise BenchError(f"argument --sampler {text!r}: {exc}") from None

@@ -132,13 +132,10 @@ def run_task(task: Task) -> RunResult:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     built = build_case(task.case)
     space = built.space
-    sampler = make_sampler(task.sampler, space=space, seed=task.seed, **dict(task.kwargs))
+    # with the spec (a simulator case) our samplers get its workload and SoC, as in aoe-tune
+    sampler = make_sampler(task.sampler, space=space, seed=task.seed, spec=built.spec,
+                           **dict(task.kwargs))
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    if built.spec is not None:
-        # what aoe-tune stores: samplers that read the workload from the study see it here too
-        from aoe_optuna.spec.stored import SPEC_ATTR
-
-        study.set_user_attr(SPEC_ATTR, built.spec.canonical())
     objective = TuningObjective(space, _evaluator_for_seed(built.evaluator, task.seed))
     result = RunResult(case=task.case.name, sampler=task.label or task.sampler, seed=task.seed,
                        budget=task.budget)

@@ -4,7 +4,6 @@ and the checks of the options several commands take."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 
@@ -67,14 +66,6 @@ def user_errors() -> tuple[type[BaseException], ...]:
     return (SpecError, ProfileError, ParamError, StorageError, StudyError,
             UnknownSamplerError, ExportError, NumDevicesError, DestinationError, KBError,
             SessionError, UsageError)
-
-
-def sqlite_file(url: str) -> Path | None:
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        return Path(url[len("sqlite:///"):])
-    if url.endswith(".log") and "://" not in url:
-        return Path(url)
-    return None
 
 
 def load_spec_for(path: str, num_devices: int | None) -> Any:

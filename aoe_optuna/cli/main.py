@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from aoe_optuna.attrs import ROOFLINE_ATTR
 from aoe_optuna.cli.common import UsageError
-from aoe_optuna.cli.common import sqlite_file as _sqlite_file
 from aoe_optuna.cli.common import user_errors as _user_errors
 
 EXAMPLES = """\
@@ -28,12 +28,11 @@ examples:
       --study-name qwen-decode --n-trials 100 --sampler gp-ucb
   # resume it: storage and name are enough, the spec and sampler are stored in the study
   aoe-tune --storage sqlite:///aoe.db --study-name qwen-decode --n-trials 100
-  # AOE's short form: tune, then write the tuned kernel
-  aoe-tune --config studies/aoe_config.json --op-source studies/kernels/gemm_kernel.cpp \\
-      --output optimized_kernel.cpp
+  # AOE's short form: tune, then write the tuned kernel (the npu backend's, as it builds it)
+  aoe-tune --config studies/aoe_config.json --output optimized_kernel.cpp
   # export the best config of a study as kernel source + knowledge base
   aoe-tune export --storage sqlite:///aoe.db --study-name qwen-decode \\
-      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp
+      --output optimized_kernel.cpp
   # what a spec's space looks like (size, feasible configs, optimum on the simulator)
   aoe-tune describe studies/qwen25_7b_decode_910b2.json
   # is this machine ready for the npu backend (CANN, devices, catlass, msprof)?
@@ -88,8 +87,10 @@ def _tune_parser() -> argparse.ArgumentParser:
                    help="count the time budget in wall-clock seconds")
     p.add_argument("--target", type=float, default=None,
                    help="stop once this many tokens/s is reached (default: target_throughput)")
-    p.add_argument("--op-source", help="kernel source to rewrite with the best config at the end")
-    p.add_argument("--output", help="where to write the tuned kernel (with --op-source)")
+    p.add_argument("--output", help="where to write the tuned kernel at the end: the npu "
+                   "backend's own, as it builds it, or --op-source rewritten")
+    p.add_argument("--op-source", help="a kernel source of your own whose tunable "
+                   "declarations --output gets rewritten with the best config")
     p.add_argument("--kb", default=None,
                    help="knowledge base file to merge the best config into (checked before "
                    "the first measurement)")
@@ -202,25 +203,25 @@ def _tune(args: argparse.Namespace) -> int:
     check_positive(args.stale_after, "--stale-after", "number of seconds")
     check_positive(args.target, "--target", "number of tokens/s")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
-    if (args.op_source is None) != (args.output is None):
-        raise UsageError("--op-source and --output go together")
+    if args.op_source is not None and args.output is None:
+        raise UsageError("--op-source: give --output too (the rewritten source to write)")
     if args.op_source is not None and not Path(args.op_source).is_file():
         raise UsageError(f"--op-source: {args.op_source} is not a file")
     _check_destinations(args)
     kwargs = parse_sampler_kwargs(args.sampler_kwargs)
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
-    if spec is not None and args.op_source is not None:
-        _check_op_source(Path(args.op_source), spec)
+    if spec is not None and args.output is not None:
+        _check_kernel_export(args, spec)
 
     # Optuna logs every failed trial with a traceback; the progress view says it in one line.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     session = StudySession.open(args.storage, spec, args.study_name,
                                 SamplerRequest(args.sampler, kwargs, args.seed))
     study, spec = session.study, session.spec
-    if args.config is None and args.op_source is not None:
-        _check_op_source(Path(args.op_source), spec)
+    if args.config is None and args.output is not None:
+        _check_kernel_export(args, spec)
     shown_storage = redact_url(args.storage)
-    roofline = study.user_attrs.get("roofline_tokens_per_s")
+    roofline = study.user_attrs.get(ROOFLINE_ATTR)
     budget = Budget(
         n_measurements=args.n_trials if args.n_trials is not None else 100,
         time_s=args.timeout if args.timeout is not None else spec.max_search_time,
@@ -260,7 +261,7 @@ def _tune(args: argparse.Namespace) -> int:
     from aoe_optuna.study.artifacts import artifact_dir, upload_files, upload_spec
 
     upload_spec(study, args.storage, spec.canonical())
-    if args.op_source is not None or args.kb is not None:
+    if args.output is not None or args.kb is not None:
         source = Path(args.op_source) if args.op_source is not None else None
         output = Path(args.output) if args.output is not None else None
         _export_study(study, spec, args.storage, source, output, args.kb)
@@ -283,8 +284,23 @@ def _check_destinations(args: argparse.Namespace) -> None:
         check_knowledge_base(args.kb)
 
 
+def _check_kernel_export(args: argparse.Namespace, spec: Any) -> None:
+    """Fail before tuning, not after, when the kernel cannot be written: a catlass study
+    (its kernel is a catlass header: `aoe-tune export --catlass-header`), or a source of
+    the user's that lacks a tunable."""
+    from aoe_optuna.study.report import export_kind
+
+    if args.op_source is not None:
+        _check_op_source(Path(args.op_source), spec)
+    elif (kind := export_kind(spec)) != "kernel":
+        shown = {"catlass": "a catlass header (aoe-tune export --catlass-header)",
+                 "kb": "knowledge-base entries only", "none": "no GEMM tunables"}[kind]
+        raise UsageError(f"--output: this study's kernel is not the npu backend's simple "
+                         f"kernel; its export is {shown}")
+
+
 def _check_op_source(path: Path, spec: Any) -> None:
-    """Fail before tuning, not after, when the kernel source lacks a tunable."""
+    """The kernel source declares every tunable of the spec's space."""
     import numpy as np
 
     from aoe_optuna.export.kernel_source import rewrite_source
@@ -305,13 +321,15 @@ def _export_parser() -> argparse.ArgumentParser:
         description="Write the best config of a study into a kernel source and a knowledge base.",
         epilog="example:\n  aoe-tune export --storage sqlite:///aoe.db "
         "--study-name qwen-decode \\\n"
-        "      --op-source studies/kernels/gemm_kernel.cpp --output optimized_kernel.cpp",
+        "      --output optimized_kernel.cpp",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--storage", default=DEFAULT_STORAGE)
     p.add_argument("--study-name", required=True)
-    p.add_argument("--op-source", help="kernel source whose tunable declarations are rewritten")
-    p.add_argument("--output", help="tuned kernel source to write")
+    p.add_argument("--output", help="tuned kernel source to write: the npu backend's own "
+                   "kernel, as it builds it, or --op-source rewritten")
+    p.add_argument("--op-source", help="a kernel source of your own whose tunable "
+                   "declarations --output gets rewritten with the best config")
     p.add_argument("--kb", default="aoe_kb.json",
                    help="knowledge base JSON to merge into (default aoe_kb.json)")
     p.add_argument("--header", default=None, help="also write the knowledge base as a C header")
@@ -322,14 +340,15 @@ def _export_parser() -> argparse.ArgumentParser:
 
 def _export_command(argv: list[str]) -> int:
     args = _export_parser().parse_args(argv)
-    if (args.op_source is None) != (args.output is None):
-        raise UsageError("--op-source and --output go together")
+    if args.op_source is not None and args.output is None:
+        raise UsageError("--op-source: give --output too (the rewritten source to write)")
     errors = _user_errors()
     try:
         from aoe_optuna.study.create import load_or_create
+        from aoe_optuna.study.session import storage_file
         from aoe_optuna.study.storage import open_storage
 
-        if _sqlite_file(args.storage) is not None and not _sqlite_file(args.storage).exists():
+        if (local := storage_file(args.storage)) is not None and not local.exists():
             raise UsageError(f"--storage: {args.storage} does not exist")
         from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
 

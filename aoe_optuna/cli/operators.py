@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.attrs import SCHEDULER_ATTR
 from aoe_optuna.cli.common import UsageError
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 
@@ -110,7 +111,7 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
     check_positive(args.stale_after, "--stale-after", "number of seconds")
     warm = args.warm_start if args.warm_start is not None else parent_attrs.get(
         "warm_start", True)
-    name = args.scheduler or parent_attrs.get("scheduler", "gradient")
+    name = args.scheduler or parent_attrs.get(SCHEDULER_ATTR, "gradient")
     return TunerOptions(budget=budget, scheduler=make_scheduler(name),
                         sampler=args.sampler or DEFAULT_SAMPLER, sampler_kwargs=kwargs,
                         seed=args.seed,
@@ -121,13 +122,14 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
 def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     import optuna
 
-    from aoe_optuna.cli.common import load_spec_for, sqlite_file
+    from aoe_optuna.cli.common import load_spec_for
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import report
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.stored import stored_spec
+    from aoe_optuna.study.session import storage_file
     from aoe_optuna.study.storage import open_storage, redact_url
 
     if args.config is None and args.study_name is None:
@@ -143,7 +145,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         check_knowledge_base(args.kb)  # a bad file fails before tuning
     kb = KnowledgeBase.load(args.kb) if args.kb else None
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
-    db_file = sqlite_file(args.storage)
+    db_file = storage_file(args.storage)
     if db_file is not None and not db_file.exists() and spec is None:
         raise UsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
                                  "start a run in it")

@@ -1,5 +1,9 @@
 """From a finished study to what inference uses: a tuned kernel source and KB entries.
 
+The kernel is the npu backend's own, rendered by its writer (or, with
+``source``, a kernel of the user's with its declarations rewritten); a catlass
+study's is a catlass instantiation header.
+
 A model workload tunes one config for all of its GEMMs, so its knowledge base
 gets one entry per distinct GEMM shape of the workload, all with that config.
 """
@@ -14,6 +18,7 @@ import optuna
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb import KnowledgeBase, make_entry, write_c_header
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
+from aoe_optuna.export.npu_kernel import write_npu_kernel
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import baseline_trial, best_trial
@@ -43,16 +48,16 @@ def export_best(
         changed = sum(1 for c in result.changes if c.changed)
         flags = f"; build flags {' '.join(result.build_flags)}" if result.build_flags else ""
         yield f"wrote {output}: {changed} of {len(result.changes)} tunables changed{flags}"
-    if catlass_header is not None:
-        if spec.backend_space:
-            raise ExportError(f"study {study.study_name!r} tunes a backend's own space, not the "
-                              "GEMM tunables a catlass header is made of")
-        dtypes = sorted({gemm.dtype for gemm in spec.workload.gemms})
-        if len(dtypes) != 1:
-            raise ExportError(f"catlass header: the workload mixes dtypes {dtypes}; one "
-                              "instantiation has one element type")
+    elif output is not None:
+        dtype = _one_dtype(spec, study.study_name, "the npu backend's kernel")
         full = {**default_config(), **spec.space.full_config(config)}
-        args = write_catlass_header(catlass_header, full, spec.profile, dtypes[0], info)
+        built = write_npu_kernel(output, full, spec.profile, dtype, info, tuned=config)
+        yield (f"wrote {output}: the npu backend's kernel with the best config; build flags "
+               f"{' '.join(built) or '(none)'}")
+    if catlass_header is not None:
+        dtype = _one_dtype(spec, study.study_name, "catlass header")
+        full = {**default_config(), **spec.space.full_config(config)}
+        args = write_catlass_header(catlass_header, full, spec.profile, dtype, info)
         yield (f"wrote {catlass_header}: catlass {args.variant} kernel, L1 "
                f"{'x'.join(map(str, args.l1))}, L0 {'x'.join(map(str, args.l0))}")
     if kb_path and not spec.backend_space:
@@ -73,3 +78,15 @@ def export_best(
         if header:
             write_c_header(kb, header)
             yield f"wrote {header}"
+
+
+def _one_dtype(spec: StudySpec, study_name: str, what: str) -> str:
+    """The workload's one element type: a kernel is built for one."""
+    if spec.backend_space:
+        raise ExportError(f"study {study_name!r} tunes a backend's own space, not the GEMM "
+                          f"tunables a {what} is made of")
+    dtypes = sorted({gemm.dtype for gemm in spec.workload.gemms})
+    if len(dtypes) != 1:
+        raise ExportError(f"{what}: the workload mixes dtypes {dtypes}; one kernel build has "
+                          "one element type")
+    return dtypes[0]

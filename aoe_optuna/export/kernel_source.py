@@ -13,7 +13,9 @@ records the study, the config and the gain. Values are validated by
 ``false`` / ``1`` / ``0``, a choice name as a string literal, or an enum constant
 whose spelling is derived from the one already there (``LAYOUT_ROW_MAJOR`` ->
 ``LAYOUT_Z_MAJOR``). ``opt_level`` and ``schedule`` are compile options, not
-source constants: they go into the header comment and a build-flags line.
+source constants: they go into the header comment and a build-flags line, the
+flags the npu backend builds its kernel with (:mod:`aoe_optuna.backends.npu.gemm_kernel`
+holds that table and the names the shipped kernel declares its tunables under).
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.atomic_write import write_atomic
+from aoe_optuna.backends.npu.gemm_kernel import BUILD_OPTIONS, KERNEL_CONSTANTS
+from aoe_optuna.backends.npu.gemm_kernel import build_flags as _build_flags
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError, canonical_value, to_code
 from aoe_optuna.study.storage import redact_url
 
-COMPILE_OPTIONS = ("opt_level", "schedule")
+COMPILE_OPTIONS = BUILD_OPTIONS
 HEADER_BEGIN = "// ---- aoe-tune export: generated, replaced on the next export ----"
 HEADER_END = "// ---- end of aoe-tune export ----"
 
@@ -148,7 +152,7 @@ def rewrite_source(
     masked = _mask(body)
     names_of = _candidate_names(constants, aliases, source_name)
 
-    header = _header(config_text(constants, options), options, info, newline)
+    header = export_header(config_text(constants, options), options, info, newline)
     shift = header.count(newline) - old_header_lines
     edits: list[tuple[int, int, str]] = []
     changes: list[Change] = []
@@ -194,8 +198,9 @@ def export_kernel(
 
 
 def build_flags(options: Mapping[str, Any]) -> tuple[str, ...]:
-    """Compiler flags for the compile options that have one (``opt_level`` -> ``-O2``)."""
-    return (f"-{options['opt_level']}",) if "opt_level" in options else ()
+    """The kernel compiler's flags for the compile options given (``opt_level`` -> ``-O2``,
+    ``schedule`` -> its ``-mllvm -misched=...``), as the npu backend builds with them."""
+    return _build_flags(options)
 
 
 def config_text(*parts: Mapping[str, Any]) -> str:
@@ -264,9 +269,10 @@ def _candidate_names(
 
 
 def default_names(param: str) -> tuple[str, ...]:
-    """The identifiers a parameter is looked up under: as is, UPPER_CASE and kCamelCase."""
+    """The identifiers a parameter is looked up under: as is, the name the shipped kernel
+    declares it under (UPPER_CASE for a parameter it lacks) and kCamelCase."""
     camel = "k" + "".join(part[:1].upper() + part[1:] for part in param.split("_") if part)
-    return tuple(dict.fromkeys((param, param.upper(), camel)))
+    return tuple(dict.fromkeys((param, KERNEL_CONSTANTS.get(param, param.upper()), camel)))
 
 
 # --- finding declarations -----------------------------------------------------------------------
@@ -426,7 +432,10 @@ def _camel(name: str) -> str:
 # --- the header comment -------------------------------------------------------------------------
 
 
-def _header(config: str, options: Mapping[str, Any], info: ExportInfo | None, nl: str) -> str:
+def export_header(config: str, options: Mapping[str, Any], info: ExportInfo | None,
+                  nl: str = "\n") -> str:
+    """The generated comment an exported source starts with: where the config came from,
+    the config (``config_text``) and the build flags of the compile ``options``."""
     lines = [HEADER_BEGIN]
     if info is not None:
         where = [f"study {_quoted(info.study)}"]
@@ -447,10 +456,7 @@ def _header(config: str, options: Mapping[str, Any], info: ExportInfo | None, nl
     if options:
         lines.append(f"// compile options (not constants of this source): {config_text(options)}")
         flags = " ".join(build_flags(options)) or "(none)"
-        line = f"// build flags: {flags}"
-        if "schedule" in options:
-            line += "; schedule has no compiler flag here, set it in the build by hand"
-        lines.append(line)
+        lines.append(f"// build flags: {flags}")
     lines.append(HEADER_END)
     return nl.join(lines) + nl
 

@@ -16,18 +16,17 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.attrs import ATTR_LATENCY_US, RETIME_ATTR
 from aoe_optuna.operators.retime import Candidate, Retimed, candidates_to_retime
 from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import baseline_trial
 from aoe_optuna.study.objective import is_measured
 
-RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
-
 
 def trial_latency(trial: FrozenTrial) -> float:
     """A measured single-GEMM trial's latency (s); inf for a failed one."""
-    lat = trial.user_attrs.get("latency_us") or {}
+    lat = trial.user_attrs.get(ATTR_LATENCY_US) or {}
     return sum(lat.values()) * 1e-6 if lat else math.inf
 
 

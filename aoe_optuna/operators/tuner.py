@@ -21,6 +21,15 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
+from aoe_optuna.attrs import (
+    ALLOCATION_ATTR,
+    CLOSED_ATTR,
+    DONE_ATTR,
+    PLAN_ATTR,
+    RETIME_ATTR,
+    SCHEDULER_ATTR,
+    WARM_ATTR,
+)
 from aoe_optuna.backends.base import Backend
 from aoe_optuna.operators.retime import (
     ROUNDS,
@@ -32,7 +41,6 @@ from aoe_optuna.operators.retime import (
 from aoe_optuna.operators.scheduler import Scheduler, ShapeHistory
 from aoe_optuna.operators.shapes import OperatorShape, operator_shapes, shape_spec, step_latencies
 from aoe_optuna.operators.state import (
-    RETIME_ATTR,
     RetimeRecord,
     ShapeResult,
     best_curve,
@@ -43,11 +51,6 @@ from aoe_optuna.operators.state import (
     trial_latency,
 )
 from aoe_optuna.operators.warm_start import Donor, seeds_for
-from aoe_optuna.operators.workers import (
-    ALLOCATION_ATTR,
-    CLOSED_ATTR,
-    DONE_ATTR,
-)
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
@@ -57,8 +60,6 @@ from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget
 from aoe_optuna.study.session import SamplerRequest, StudySession
 
-PLAN_ATTR = "operators"  # on the parent study: the shapes
-WARM_ATTR = "warm_start"  # on an enqueued trial: where its config came from
 FIRST_SEEDS = 3  # donors a shape's first chunk starts from
 NEAR = 1.5  # later chunks take donors this near (log2 shape distance): 2.8x in one dimension
 # A chunk whose sampler proposes this many configs in a row with nothing new to measure
@@ -159,7 +160,7 @@ class OperatorTuner:
         elif held["shapes"] != plan["shapes"]:
             raise StudyError(f"study {self.parent_name!r} holds another operator plan")
         for key, value in (("budget", self.options.budget),
-                           ("scheduler", self.options.scheduler.name),
+                           (SCHEDULER_ATTR, self.options.scheduler.name),
                            ("warm_start", self.options.warm_start)):
             study.set_user_attr(key, value)
         return study

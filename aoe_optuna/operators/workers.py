@@ -15,11 +15,9 @@ from collections.abc import Callable
 
 import optuna
 
+from aoe_optuna.attrs import ALLOCATION_ATTR, CLOSED_ATTR, DONE_ATTR
 from aoe_optuna.study.objective import is_measured
 
-ALLOCATION_ATTR = "allocation"  # on the parent study: {shape study: measurements it may hold}
-DONE_ATTR = "done"  # on the parent study: the run has spent its budget
-CLOSED_ATTR = "closed"  # on the parent study: shape studies that get no more chunks
 FOLLOW_POLL_S = 1.0
 FOLLOW_IDLE_S = 600.0  # a follower that got no work for this long (a dead tuner) stops
 

@@ -25,7 +25,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-CLAIM_ATTR = "aoe:claim"
+from aoe_optuna.attrs import CLAIM_ATTR, OPTUNA_FIXED_PARAMS_KEY
+
 LIVE = (TrialState.RUNNING, TrialState.WAITING)
 
 
@@ -33,7 +34,7 @@ def claimed_params(trial: FrozenTrial) -> dict[str, Any]:
     """What a trial will measure: enqueued fixed params, its claim, its suggested params."""
     claim = trial.system_attrs.get(CLAIM_ATTR) if trial.state in LIVE else None
     return {
-        **trial.system_attrs.get("fixed_params", {}),
+        **trial.system_attrs.get(OPTUNA_FIXED_PARAMS_KEY, {}),
         **(claim if isinstance(claim, dict) else {}),
         **trial.params,
     }

@@ -58,6 +58,18 @@ def check_option_types(target: Callable[..., Any], options: Mapping[str, Any],
                               f"got {_json(value)}")
 
 
+def expected_of(kinds: list[Any]) -> str:
+    """What a value of one of ``kinds`` (types, or tuples of Literal choices) looks like."""
+    shown = []
+    for kind in kinds:
+        if isinstance(kind, tuple):
+            shown.append("one of " + ", ".join(repr(c) for c in kind))
+        else:
+            shown.append(_SHOWN.get("None" if kind is type(None) else kind.__name__,
+                                    kind.__name__))
+    return " or ".join(dict.fromkeys(shown))
+
+
 def _alternatives(annotation: Any) -> list[str] | None:
     """The outer names of ``"A | B[...] | None"``; None when any is not one we check."""
     if isinstance(annotation, str):

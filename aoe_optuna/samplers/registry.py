@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 
 from aoe_optuna.samplers.option_types import check_option_types
 from aoe_optuna.space.search_space import SearchSpace
+
+if TYPE_CHECKING:
+    from aoe_optuna.spec.loader import StudySpec
 
 Factory = Callable[..., optuna.samplers.BaseSampler]
 DEFAULT_SAMPLER = "gp-ucb"  # what a new study runs with when none is named
@@ -100,9 +103,16 @@ def sampler_class(name: str) -> type[optuna.samplers.BaseSampler]:
 
 
 def make_sampler(
-    name: str, *, space: SearchSpace | None = None, seed: int | None = None, **kwargs: Any
+    name: str, *, space: SearchSpace | None = None, seed: int | None = None,
+    spec: StudySpec | None = None, **kwargs: Any
 ) -> optuna.samplers.BaseSampler:
-    """Build sampler ``name``; kwargs are passed through (``--sampler-kwargs``)."""
+    """Build sampler ``name``; kwargs are passed through (``--sampler-kwargs``).
+
+    ``spec``: the study's spec. Our samplers are then built by their ``from_spec``, on its
+    space with its workload and SoC (their models' inputs); the others get its space.
+    """
+    if spec is not None:
+        space = spec.space
     entry = SAMPLERS.get(name)
     if entry is None:
         raise UnknownSamplerError(
@@ -112,5 +122,8 @@ def make_sampler(
     if target is not None:
         check_option_types(target.__init__, kwargs, name)
     if isinstance(entry, str):
-        return sampler_class(name)(space=space, seed=seed, **kwargs)
+        cls: Any = sampler_class(name)
+        if spec is not None and hasattr(cls, "from_spec"):
+            return cls.from_spec(spec, seed=seed, **kwargs)
+        return cls(space=space, seed=seed, **kwargs)
     return entry(space, seed, **kwargs)

@@ -12,10 +12,13 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from aoe_optuna.attrs import OPTUNA_CONSTRAINTS_KEY
+
 
 def constraint_values(trial: FrozenTrial) -> list[float]:
     """Every constraint value recorded for ``trial`` (both forms), in no particular order."""
-    values: Any = getattr(trial, "constraints", None) or trial.system_attrs.get("constraints")
+    values: Any = (getattr(trial, "constraints", None)
+                   or trial.system_attrs.get(OPTUNA_CONSTRAINTS_KEY))
     if isinstance(values, dict):
         values = list(values.values())
     return [float(c) for c in values or ()]

@@ -22,10 +22,16 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_CONSTRAINTS, ATTR_LATE_RESULT_OF
-from aoe_optuna.study.recovery import RETRY_HISTORY_KEY, WORKER_ATTR, worker_identity
-
-CONSTRAINTS_KEY = "constraints"  # Optuna's system attribute(s) of a trial's constraint values
+from aoe_optuna.attrs import (
+    ATTR_CONSTRAINTS,
+    ATTR_FAILURE_KIND,
+    ATTR_LATE_RESULT_OF,
+    ATTR_MEASURED,
+    OPTUNA_CONSTRAINTS_KEY,
+    RETRY_HISTORY_KEY,
+    WORKER_ATTR,
+)
+from aoe_optuna.study.recovery import worker_identity
 
 
 class EndedElsewhere(Exception):
@@ -54,8 +60,8 @@ def what_became_of(trial: FrozenTrial) -> str:
     head = f"trial {trial.number} was ended by another worker while this one was paused"
     if trial.state == TrialState.COMPLETE:
         return f"{head}; its stored result is kept ({trial.value:,.4g} tokens/s)"
-    if trial.user_attrs.get("measured"):
-        kind = "failed measurement" if trial.user_attrs.get("failure_kind") else "result"
+    if trial.user_attrs.get(ATTR_MEASURED):
+        kind = "failed measurement" if trial.user_attrs.get(ATTR_FAILURE_KIND) else "result"
         return f"{head}; its stored {kind} counts as a measurement"
     return f"{head}; its config goes back to the study"
 
@@ -116,7 +122,7 @@ def _write_as(storage: optuna.storages.BaseStorage, trial_id: int, dead: FrozenT
         dist = dead.distributions[name]
         storage.set_trial_param(trial_id, name, dist.to_internal_repr(value), dist)
     for key, value in dead.system_attrs.items():
-        if key == CONSTRAINTS_KEY or key.startswith(f"{CONSTRAINTS_KEY}:"):
+        if key == OPTUNA_CONSTRAINTS_KEY or key.startswith(f"{OPTUNA_CONSTRAINTS_KEY}:"):
             storage.set_trial_system_attr(trial_id, key, value)
     if ATTR_CONSTRAINTS in dead.user_attrs:
         storage.set_trial_user_attr(trial_id, ATTR_CONSTRAINTS, dead.user_attrs[ATTR_CONSTRAINTS])

@@ -46,6 +46,7 @@ from aoe_optuna.attrs import (
     ATTR_MEASURED,
     ATTR_REPEAT_OF,
     ATTR_SURPLUS,
+    ATTR_TOKENS_PER_S,
 )
 from aoe_optuna.backends.base import FAILURE_LOG, Backend
 from aoe_optuna.space.search_space import SearchSpace
@@ -314,7 +315,7 @@ def _serve_repeat(trial: optuna.Trial, earlier: FrozenTrial) -> float:
     if earlier.state == TrialState.COMPLETE:
         assert earlier.value is not None
         return float(earlier.value)
-    value = earlier.user_attrs.get("tokens_per_s")
+    value = earlier.user_attrs.get(ATTR_TOKENS_PER_S)
     if ATTR_FAILURE_KIND not in earlier.user_attrs and isinstance(value, (int, float)):
         return float(value)  # a whole result whose trial was failed (heartbeat) before its tell
     raise MeasurementFailed(f"same config as trial {earlier.number}, which failed")

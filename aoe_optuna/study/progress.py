@@ -11,6 +11,7 @@ from optuna.trial import FrozenTrial, TrialState
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from aoe_optuna.attrs import ATTR_FAILURE, ATTR_FAILURE_KIND
 from aoe_optuna.study.recovery import owner_text
 from aoe_optuna.study.runner import Budget, StudyProgress
 
@@ -122,10 +123,10 @@ class ProgressView:
         t = progress.last
         if t is None or t.state != TrialState.FAIL:
             return
-        kind = t.user_attrs.get("failure_kind")
+        kind = t.user_attrs.get(ATTR_FAILURE_KIND)
         if kind is None or "repeat_of" in t.user_attrs:
             return  # interrupted before measuring, or a repeat of a failure already reported
-        reason = str(t.user_attrs.get("failure_reason", "")).splitlines()
+        reason = str(t.user_attrs.get(ATTR_FAILURE, "")).splitlines()
         first = reason[0][:160] if reason else ""
         self.console.print(f"trial {t.number} failed ({kind}): {first}", markup=False,
                            highlight=False)

@@ -45,15 +45,17 @@ from aoe_optuna.attrs import (
     ATTR_FAILURE_KIND,
     ATTR_MEASURED,
     ATTR_REPEAT_OF,
+    ATTR_TOKENS_PER_S,
+    FAILED_TRIAL_KEY,
+    OPTUNA_FAIL_REASON_KEY,
+    OPTUNA_FIXED_PARAMS_KEY,
+    RETRY_HISTORY_KEY,
     SPEC_ATTR,
+    WORKER_ATTR,
 )
 from aoe_optuna.spec.format import SpecError
 from aoe_optuna.spec.loader import spec_from_dict
 
-WORKER_ATTR = "worker"  # {"host": ..., "pid": ...} of the process running the trial
-# Optuna's RetryHeartbeatStaleTrialCallback keeps a retry's lineage under these keys.
-FAILED_TRIAL_KEY = "failed_trial"
-RETRY_HISTORY_KEY = "retry_history"
 MAX_RETRY = 3  # retries of one config after its trial died, on every recovery path
 
 
@@ -158,7 +160,7 @@ def _orphaned(trial: FrozenTrial, now: datetime) -> bool:
 def _fail(study: optuna.Study, trial: FrozenTrial, reason: str) -> bool:
     """Mark a dead trial FAIL; False when another worker finished or swept it first."""
     try:
-        study._storage.set_trial_system_attr(trial._trial_id, "fail_reason", reason)
+        study._storage.set_trial_system_attr(trial._trial_id, OPTUNA_FAIL_REASON_KEY, reason)
         return bool(study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL))
     except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
         return False
@@ -176,7 +178,7 @@ def retry_history(trial: FrozenTrial) -> list[int]:
 
 def trial_config(trial: FrozenTrial) -> dict[str, Any]:
     """The config a trial was running: its params, or those it was enqueued with."""
-    return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
+    return {**trial.system_attrs.get(OPTUNA_FIXED_PARAMS_KEY, {}), **trial.params}
 
 
 def space_names(study: optuna.Study) -> set[str] | None:
@@ -205,7 +207,7 @@ def chosen_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
     names = space_names(study)
     if names is None or names <= set(config):
         return config
-    return dict(trial.system_attrs.get("fixed_params", {}))
+    return dict(trial.system_attrs.get(OPTUNA_FIXED_PARAMS_KEY, {}))
 
 
 def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
@@ -223,7 +225,7 @@ def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
     study.add_trial(optuna.create_trial(
         state=TrialState.WAITING,
         user_attrs=kept,
-        system_attrs={"fixed_params": config,
+        system_attrs={OPTUNA_FIXED_PARAMS_KEY: config,
                       FAILED_TRIAL_KEY: trial.system_attrs.get(FAILED_TRIAL_KEY, trial.number),
                       RETRY_HISTORY_KEY: history},
     ))
@@ -232,7 +234,7 @@ def _retry(study: optuna.Study, trial: FrozenTrial) -> bool:
 
 def stored_value(trial: FrozenTrial) -> float | None:
     """The tokens/s of a whole successful result in storage, else None."""
-    value = trial.user_attrs.get("tokens_per_s")
+    value = trial.user_attrs.get(ATTR_TOKENS_PER_S)
     if (holds_result(trial) and ATTR_FAILURE_KIND not in trial.user_attrs
             and isinstance(value, (int, float))):
         return float(value)

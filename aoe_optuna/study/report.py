@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -40,7 +39,7 @@ class Summary:
     wall_s: float
     stop_reason: str
     # how the best config leaves the study (see export_kind); the default for a
-    # Summary made by hand: the kernel source rewritten
+    # Summary made by hand: the npu backend's kernel
     export_kind: ExportKind = "kernel"
     folder: Path = field(default_factory=Path.cwd)  # where the run was started
 
@@ -99,7 +98,7 @@ def absolute_storage_url(url: str) -> str:
 def export_kind(spec: StudySpec) -> ExportKind:
     """Which export takes this study's best config to a kernel.
 
-    ``kernel``: the shipped kernel source with its tunables rewritten; ``catlass``: a
+    ``kernel``: the npu backend's kernel rendered with the config; ``catlass``: a
     catlass instantiation header (the kernel source has no declarations for catlass's
     knobs, ``l1_k`` there is derived); ``kb``: knowledge-base entries only (a catlass
     instantiation has one element type, this workload has several); ``none``: the space
@@ -111,12 +110,6 @@ def export_kind(spec: StudySpec) -> ExportKind:
         dtypes = {gemm.dtype for gemm in spec.workload.gemms}
         return "catlass" if len(dtypes) == 1 else "kb"
     return "kernel"
-
-
-def kernel_source() -> Path:
-    """The GEMM kernel source that ships with the package (equal to
-    studies/kernels/gemm_kernel.cpp), found wherever the package is installed."""
-    return Path(str(resources.files("aoe_optuna.backends.npu") / "templates" / "gemm_kernel.cpp"))
 
 
 def _fmt(v: float | None) -> str:
@@ -133,8 +126,7 @@ def next_steps(s: Summary) -> list[str]:
     export = f"aoe-tune export --storage {storage} --study-name {name} --kb " + shlex.quote(
         str(s.folder / "aoe_kb.json"))
     if s.export_kind == "kernel":
-        export += (f" --op-source {shlex.quote(str(kernel_source()))} --output "
-                   + shlex.quote(str(s.folder / "optimized_kernel.cpp")))
+        export += " --output " + shlex.quote(str(s.folder / "optimized_kernel.cpp"))
     elif s.export_kind == "catlass":
         export += " --catlass-header " + shlex.quote(str(s.folder / "aoe_catlass_gemm.h"))
     return [export, f"optuna-dashboard {storage}"]

@@ -65,7 +65,7 @@ def build_sampler(choice: SamplerChoice, spec: StudySpec,
 
     seed = None if choice.seed is None else choice.seed + worker_index
     try:
-        return make_sampler(choice.name, space=spec.space, seed=seed, **choice.kwargs)
+        return make_sampler(choice.name, spec=spec, seed=seed, **choice.kwargs)
     except TypeError as exc:
         raise SessionError(f"--sampler-kwargs: {choice.name} does not accept them "
                            f"({exc})") from None
@@ -110,7 +110,7 @@ class StudySession:
         if sampler.name is not None and sampler.name not in SAMPLERS:
             raise SessionError(f"--sampler: unknown sampler {sampler.name!r}: expected one of "
                                f"{', '.join(SAMPLERS)}")
-        local = _local_file(storage_url)
+        local = storage_file(storage_url)
         new_file = local is not None and not local.exists()
         if new_file and spec is None:
             raise SessionError(f"--storage: {local} does not exist; pass --config SPEC to "
@@ -202,7 +202,7 @@ def _stored_choice(storage: optuna.storages.BaseStorage, study_name: str,
                          request.seed if request.seed is not None else seed, stored=True)
 
 
-def _local_file(url: str) -> Path | None:
+def storage_file(url: str) -> Path | None:
     """The file of a SQLite URL or a Journal path (None for servers and memory)."""
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
         return Path(url[len("sqlite:///"):])

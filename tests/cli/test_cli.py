@@ -18,7 +18,6 @@ from aoe_optuna.study.objective import count_measured
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
 AOE = str(ROOT / "studies" / "aoe_config.json")
-KERNEL = ROOT / "studies" / "kernels" / "gemm_kernel.cpp"
 BIN = Path(sys.executable).parent
 
 
@@ -141,6 +140,14 @@ BAD_COMMAND_LINES = [
     (["--config", QWEN, "--sampler-kwargs", "[1]"], "--sampler-kwargs"),
     (["--config", QWEN, "--sampler", "tpe", "--sampler-kwargs", '{"nonsense": 1}'],
      "--sampler-kwargs"),
+    (["--config", QWEN, "--sampler-kwargs", '{"search": {"local_patiense": 5}}'],
+     "search: unknown settings ['local_patiense']"),
+    (["--config", QWEN, "--sampler-kwargs", '{"model": {"refit_every": "often"}}'],
+     "model.refit_every: expected an integer or null, got 'often'"),
+    (["--config", QWEN, "--sampler-kwargs", '{"failures": {"model": "never"}}'],
+     "failures.model: expected one of"),
+    (["--config", QWEN, "--sampler-kwargs", '{"use_feasibility_model": false}'],
+     "use_feasibility_model"),
     (["--config", QWEN, "--n-trials", "0"], "--n-trials"),
     (["--config", QWEN, "--n-trials", "ten"], "--n-trials"),
     (["--config", QWEN, "--timeout", "-5"], "--timeout"),
@@ -177,11 +184,10 @@ def test_bad_spec_writes_nothing(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "aoe.db").exists()
 
 
-@pytest.mark.skipif(not KERNEL.exists(), reason="studies/kernels/gemm_kernel.cpp not shipped yet")
 def test_short_form_tunes_then_writes_kernel_and_kb(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "optimized_kernel.cpp"
-    assert _tune("--config", AOE, "--op-source", str(KERNEL), "--output", str(out),
+    assert _tune("--config", AOE, "--output", str(out),
                  "--kb", "kb.json", "--n-trials", "8", "--seed", "0") == 0
     assert (tmp_path / "aoe.db").exists()
     study = _load("sqlite:///aoe.db", "GemmKernel-Ascend910B2-qwen2.5-7b-decode-b1")
@@ -192,7 +198,7 @@ def test_short_form_tunes_then_writes_kernel_and_kb(tmp_path: Path, monkeypatch)
     assert kb  # one entry per distinct GEMM shape of the workload
     # export again from storage alone, with a C header
     assert main(["export", "--storage", "sqlite:///aoe.db", "--study-name",
-                 study.study_name, "--op-source", str(KERNEL), "--output", "again.cpp",
+                 study.study_name, "--output", "again.cpp",
                  "--kb", "kb.json", "--header", "kb.h"]) == 0
     assert (tmp_path / "again.cpp").read_text().split("\n", 40)[-1] == text.split("\n", 40)[-1]
     assert (tmp_path / "kb.h").exists()

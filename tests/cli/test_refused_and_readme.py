@@ -59,8 +59,7 @@ README_COMMANDS = [  # the README's commands, in its order (storage: sqlite:///a
     "--study-name qwen-decode --n-trials 100",
     "aoe-tune --storage sqlite:///aoe.db --study-name qwen-decode --n-trials 100",
     "optuna best-trial --storage sqlite:///aoe.db --study-name qwen-decode",
-    "aoe-tune --config studies/aoe_config.json --op-source studies/kernels/gemm_kernel.cpp "
-    "--output optimized_kernel.cpp",
+    "aoe-tune --config studies/aoe_config.json --output optimized_kernel.cpp",
 ]
 
 

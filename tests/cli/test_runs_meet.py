@@ -18,13 +18,14 @@ from pathlib import Path
 import optuna
 import pytest
 
+from aoe_optuna.backends.npu.gemm_kernel import kernel_source_path
 from aoe_optuna.cli.main import main
 from aoe_optuna.study.objective import TuningObjective, is_measured
 from aoe_optuna.study.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
-KERNEL = str(ROOT / "studies" / "kernels" / "gemm_kernel.cpp")
+KERNEL = str(kernel_source_path())
 AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 
 

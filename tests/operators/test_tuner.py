@@ -9,11 +9,13 @@ from pathlib import Path
 import optuna
 import pytest
 
+from aoe_optuna.attrs import RETIME_ATTR
+from aoe_optuna.backends.npu.gemm_kernel import kernel_source_path
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.operators.scheduler import make_scheduler
 from aoe_optuna.operators.shapes import operator_shapes
-from aoe_optuna.operators.state import RETIME_ATTR, best_curve, trial_latency
+from aoe_optuna.operators.state import best_curve, trial_latency
 from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import load_spec
@@ -146,7 +148,7 @@ def test_best_curve_counts_failed_measurements_and_skips_unmeasured(tmp_path, sp
 def test_cli_runs_writes_kb_and_exports_then_resumes_from_the_name(tmp_path, spec_file, capsys):
     db = tmp_path / "cli.db"
     kb = tmp_path / "kb.json"
-    src = Path(__file__).resolve().parents[2] / "studies" / "kernels" / "gemm_kernel.cpp"
+    src = kernel_source_path()  # as a kernel source of the user's
     args = ["operators", "--config", str(spec_file), "--storage", f"sqlite:///{db}",
             "--n-trials", "45", "--sampler", "tpe", "--seed", "0", "--kb", str(kb),
             "--export-dir", str(tmp_path / "k"), "--op-source", str(src), "--no-progress"]

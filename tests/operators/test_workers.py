@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from aoe_optuna.operators.tuner import ALLOCATION_ATTR, DONE_ATTR
+from aoe_optuna.attrs import ALLOCATION_ATTR, DONE_ATTR
 from aoe_optuna.study.objective import is_measured
 from tests.operators.test_tuner import SPEC  # the same small decode study
 

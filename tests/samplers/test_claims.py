@@ -5,7 +5,8 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from aoe_optuna.samplers.claims import CLAIM_ATTR, FinishedClaims, claim_first_free
+from aoe_optuna.attrs import CLAIM_ATTR
+from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

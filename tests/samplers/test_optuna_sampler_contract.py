@@ -24,7 +24,7 @@ from aoe_optuna.samplers.reinforce import ReinforceSampler
 
 SAMPLERS = {
     "gp-ucb": lambda: GPUCBSampler(n_startup_trials=1),
-    "gp-ucb-grid5": lambda: GPUCBSampler(n_startup_trials=1, float_grid_points=5),
+    "gp-ucb-grid5": lambda: GPUCBSampler(n_startup_trials=1, search={"float_grid_points": 5}),
     "reinforce": lambda: ReinforceSampler(),
     "reinforce-grid5": lambda: ReinforceSampler(float_grid_points=5, int_grid_points=5, local=0.5),
 }

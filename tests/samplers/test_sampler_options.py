@@ -41,12 +41,37 @@ def test_fresh_seeds_differ_and_stay_below_the_limit() -> None:
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"target_transform": "rank"}, "target_transform: expected one of"),
-    ({"beta_schedule": "linear"}, "beta_schedule: expected None or 'srinivas'"),
+    ({"model": {"target_transform": "rank"}}, "model.target_transform: expected one of"),
+    ({"search": {"beta_schedule": "linear"}},
+     "search.beta_schedule: expected one of 'srinivas' or null, got 'linear'"),
+    ({"search": {"pool_size": "big"}}, "search.pool_size: expected an integer, got 'big'"),
+    ({"failures": "none"}, "failures.model: expected one of"),
 ])
 def test_gp_ucb_enumerations_are_checked(bad: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         GPUCBSampler(space=_space(), **bad)
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    ({"search": {"local_patiense": 5}}, TypeError,
+     r"GPUCBSampler: search: unknown settings \['local_patiense'\]; expected some of"),
+    ({"model": 3}, TypeError, "GPUCBSampler: model: expected ModelSettings or a mapping"),
+])
+def test_gp_ucb_settings_keys_and_groups_are_checked(bad: dict, error: type,
+                                                     message: str) -> None:
+    with pytest.raises(error, match=message):
+        GPUCBSampler(space=_space(), **bad)
+
+
+def test_gp_ucb_settings_as_objects_or_mappings() -> None:
+    from aoe_optuna.samplers.gp_ucb.settings import FailureModel, SearchSettings
+
+    as_objects = GPUCBSampler(space=_space(), failures=FailureModel("vote", "gain"),
+                              search=SearchSettings(local_patience=5))
+    as_json = GPUCBSampler(space=_space(), failures={"model": "vote", "weighting": "gain"},
+                           search={"local_patience": 5})
+    assert (as_objects.failures, as_objects.search) == (as_json.failures, as_json.search)
+    assert GPUCBSampler(space=_space(), failures="off").failures.resolve(False) is None
 
 
 def test_learner_settings_as_object_or_mapping() -> None:
@@ -59,8 +84,8 @@ def test_learner_settings_as_object_or_mapping() -> None:
 
 @pytest.mark.parametrize("learner, error, message", [
     ({"batch": 4}, TypeError, r"unknown settings \['batch'\]"),
-    ({"batch_size": 2.5}, ValueError, r"learner.batch_size: expected int, got 2.5"),
-    ({"lr": "fast"}, ValueError, r"learner.lr: expected float"),
+    ({"batch_size": 2.5}, ValueError, r"learner.batch_size: expected an integer, got 2.5"),
+    ({"lr": "fast"}, ValueError, r"learner.lr: expected a number"),
     ([("lr", 0.1)], TypeError, "expected LearnerSettings or a mapping"),
 ])
 def test_bad_learner_settings_are_refused(learner: object, error: type, message: str) -> None:
@@ -74,3 +99,20 @@ def test_config_row_is_none_for_configs_of_another_space() -> None:
     assert config_row(space, {"a": 3, "b": "y"}) is None  # not a choice
     assert config_row(space, {"a": 4}) is None  # a parameter missing
     assert config_row(space, {"a": [4], "b": "y"}) is None  # unhashable
+
+
+def test_reinforce_from_spec_gets_the_operator_features_and_a_bare_space_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from aoe_optuna.samplers.reinforce._features import workload_features
+    from aoe_optuna.spec.loader import load_spec
+
+    spec = load_spec("studies/qwen25_7b_decode_910b2.json")
+    built = ReinforceSampler.from_spec(spec, seed=0)
+    np.testing.assert_array_equal(built._features_for(spec.space),
+                                  workload_features(spec.workload, spec.profile))
+    bare = ReinforceSampler(space=spec.space, seed=0)
+    with caplog.at_level("WARNING"):
+        assert not bare._features_for(spec.space).any()
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "operator features are off" in said[0]

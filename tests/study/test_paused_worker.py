@@ -19,10 +19,9 @@ import optuna
 import pytest
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_LATE_RESULT_OF
+from aoe_optuna.attrs import ATTR_LATE_RESULT_OF, RETRY_HISTORY_KEY
 from aoe_optuna.study import storage as storage_module
 from aoe_optuna.study.objective import count_measured, is_measured
-from aoe_optuna.study.recovery import RETRY_HISTORY_KEY
 from aoe_optuna.study.storage import open_storage
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -38,13 +38,8 @@ from typing import Any
 from aoe_optuna.backends.npu.cann import CannToolkit
 from aoe_optuna.backends.npu.catlass_args import CatlassArgs
 from aoe_optuna.backends.npu.catlass_render import HEADER_FILE, render_header
-from aoe_optuna.backends.npu.render import (
-    RTOL,
-    RenderError,
-    check_soc,
-    kernel_options,
-    template_text,
-)
+from aoe_optuna.backends.npu.gemm_kernel import RenderError, kernel_options, template_text
+from aoe_optuna.backends.npu.render import RTOL, check_soc
 from aoe_optuna.hardware.profile import SocProfile
 
 ENV_VAR = "CATLASS_HOME"

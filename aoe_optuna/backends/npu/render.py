@@ -1,57 +1,41 @@
 """Render one npu-backend candidate: the Ascend C kernel, its host program and CMake project.
 
-The kernel template (``npu_templates/gemm_kernel.cpp``, shipped to users as
-``studies/kernels/gemm_kernel.cpp``) declares each tunable once at its top; the
-config's values replace those declarations' values. Nothing from a spec or a
+The kernel and its build flags come from :mod:`.gemm_kernel` (the one source, which
+``aoe-tune export`` writes from too: :func:`tuned_kernel`); this module validates
+the config and renders the project around the kernel. Nothing from a spec or a
 trial is pasted as text: every value written is an ``int`` that passed
-validation, ``true``/``false``, or a name looked up in a fixed table here
-(:data:`INPUT_TYPES`, :data:`OPT_FLAGS`, :data:`SCHEDULE_FLAGS`, the layout names
-of :mod:`aoe_optuna.space.params`). The toolkit path never enters a file: it is a
-CMake command-line argument.
+validation, ``true``/``false``, or a name looked up in a fixed table. The
+toolkit path never enters a file: it is a CMake command-line argument.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from typing import Any
 
+from aoe_optuna.backends.npu.gemm_kernel import (
+    INPUT_TYPES,
+    KERNEL_FILE,
+    KERNEL_NAME,
+    OPT_FLAGS,
+    RenderError,
+    kernel_options,
+    kernel_values,
+    render_kernel,
+    template_text,
+)
 from aoe_optuna.hardware.profile import SocProfile
-from aoe_optuna.space.params import KNOWN_PARAMS, LAYOUTS, ParamError, canonical_value
+from aoe_optuna.space.params import KNOWN_PARAMS, ParamError, canonical_value
 
-KERNEL_NAME = "gemm_kernel"
-KERNEL_FILE = f"{KERNEL_NAME}.cpp"
 CONFIG_HEADER = "aoe_gemm_config.h"
 RUN_MODES = ("npu", "sim", "cpu")
 TILE_LIMIT = 4096  # no tile edge past this fits any AI core buffer
 UNROLL_LIMIT = 64
 
-# The kernel's declaration of each tunable (opt_level and schedule are build flags).
-KERNEL_CONSTANTS = {
-    "tile_m": "TILE_M",
-    "tile_k": "TILE_K",
-    "tile_n": "TILE_N",
-    "pipeline": "PIPELINE",
-    "l1_prefetch": "L1_PREFETCH",
-    "output_align": "OUTPUT_ALIGN",
-    "unroll_factor": "UNROLL_FACTOR",
-    "layout": "LAYOUT",
-    "quantization": "QUANTIZATION",
-}
-# Workload dtype -> the kernel's InputT, and the relative tolerance of C: one ulp of the
-# output type (inputs are exact, so rounding C is the only error; see main.cpp).
-INPUT_TYPES = {"fp16": "half", "bf16": "bfloat16_t"}
+# The relative tolerance of C: one ulp of the output type (inputs are exact, so rounding
+# C is the only error; see main.cpp).
 RTOL = {"fp16": 2.0**-10, "bf16": 2.0**-7}
-OPT_FLAGS = {"O0": ("-O0",), "O1": ("-O1",), "O2": ("-O2",), "O3": ("-O3",)}
-# LLVM machine-scheduler choices of the bisheng (LLVM-based) kernel compiler; whether the
-# AI core back end honours each one is unverified (docs/NPU.md).
-SCHEDULE_FLAGS: dict[str, tuple[str, ...]] = {
-    "default": (),
-    "balanced": ("-mllvm", "-misched=converge"),
-    "throughput": ("-mllvm", "-misched=ilpmax"),
-    "latency": ("-mllvm", "-misched=ilpmin"),
-}
 IMPLEMENTED_LAYOUTS = ("row_major", "z_major")
 # catlass knobs the simple kernel does not have: it runs only at these values (the
 # catlass kernel, backend option kernel=catlass, has them all; docs/NPU.md).
@@ -59,15 +43,6 @@ CATLASS_ONLY = {"split_k": 1, "padding": 0, "preload": 0, "unit_flag": 0,
                 "layout_a": "row_major", "layout_b": "row_major", "swizzle_offset": 3,
                 "swizzle_direction": 0}
 _SOC_NAME = re.compile(r"Ascend[0-9A-Za-z_]{1,40}")
-
-
-class RenderError(ValueError):
-    """A config or template that cannot be rendered; the message names the value."""
-
-
-def template_text(name: str) -> str:
-    """A file of ``templates/`` (the package data of this backend)."""
-    return (resources.files("aoe_optuna.backends.npu") / "templates" / name).read_text()
 
 
 def validate_config(
@@ -118,60 +93,15 @@ def unsupported_reason(config: Mapping[str, Any], dtype: str, k: int) -> str | N
     return None
 
 
-def kernel_values(config: Mapping[str, Any], profile: SocProfile, dtype: str) -> dict[str, str]:
-    """Declaration name -> literal, for every constant the kernel template declares."""
-    if dtype not in INPUT_TYPES:
-        raise RenderError(f"dtype {dtype!r}: expected one of {sorted(INPUT_TYPES)}")
-    values = {
-        "TILE_M": str(int(config["tile_m"])),
-        "TILE_K": str(int(config["tile_k"])),
-        "TILE_N": str(int(config["tile_n"])),
-        "PIPELINE": str(int(config["pipeline"])),
-        "L1_PREFETCH": str(int(config["l1_prefetch"])),
-        "OUTPUT_ALIGN": str(int(config["output_align"])),
-        "UNROLL_FACTOR": str(int(config["unroll_factor"])),
-        "LAYOUT": LAYOUTS[LAYOUTS.index(config["layout"])],
-        "QUANTIZATION": "true" if config["quantization"] else "false",
-        "InputT": INPUT_TYPES[dtype],
-        "L1_K_STEPS": str(l1_k_steps(config, profile)),
-    }
-    return values
-
-
-def l1_k_steps(config: Mapping[str, Any], profile: SocProfile) -> int:
-    """MMADs per L1 block: l1_k / tile_k, or the profile's figure when l1_k is 0."""
-    l1_k = int(config.get("l1_k", 0))
-    return l1_k // int(config["tile_k"]) if l1_k > 0 else int(profile.l1_k_steps)
-
-
-def set_declaration(text: str, name: str, literal: str) -> str:
-    """``text`` with the value of its one declaration of ``name`` replaced by ``literal``.
-
-    Recognised forms: ``constexpr <type> NAME = v;``, ``#define NAME v`` and
-    ``using NAME = v;``. None or several matches are an error.
-    """
-    forms = (
-        rf"^(\s*(?:static\s+)?constexpr\s+[\w:]+\s+{name}\s*=\s*)([^;\n]+?)(\s*;)",
-        rf"^(\s*#\s*define\s+{name}\s+)(\S+)()",
-        rf"^(\s*using\s+{name}\s*=\s*)([\w:]+)(\s*;)",
-    )
-    hits = [m for form in forms for m in re.finditer(form, text, flags=re.MULTILINE)]
-    if len(hits) != 1:
-        raise RenderError(f"kernel template: expected one declaration of {name}, "
-                          f"found {len(hits)}")
-    m = hits[0]
-    return text[: m.start(2)] + literal + text[m.end(2):]
-
-
-def render_kernel(template: str, values: Mapping[str, str]) -> str:
-    for name, literal in values.items():
-        template = set_declaration(template, name, literal)
-    return template
-
-
-def kernel_options(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """The kernel compiler's flags for the config's opt_level and schedule."""
-    return OPT_FLAGS[config["opt_level"]] + SCHEDULE_FLAGS[config["schedule"]]
+def tuned_kernel(config: Mapping[str, Any], profile: SocProfile, dtype: str) -> str:
+    """The kernel source with ``config`` (every known parameter) written into it, as the
+    backend builds it; RenderError when the config is out of range or the kernel cannot
+    run it (a catlass knob, an int8 or col_major config, a dtype it lacks)."""
+    cfg = validate_config(config)
+    reason = unsupported_reason(cfg, dtype, 16)  # K=16: any K the kernel runs
+    if reason is not None:
+        raise RenderError(reason)
+    return render_kernel(template_text(KERNEL_FILE), kernel_values(cfg, profile, dtype))
 
 
 def check_soc(profile: SocProfile) -> str:

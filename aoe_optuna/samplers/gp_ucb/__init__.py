@@ -5,9 +5,11 @@ Small modules, one job each: ``_history`` (trials -> arrays), ``_targets``
 ``_candidates`` (the unseen feasible set or a pool), ``_design`` (space-filling
 start), ``_model`` (the GP and a fast posterior), ``_acquisition`` (UCB and its
 success weighting), ``_feasibility`` and ``_feasibility_halfspaces`` (P(success)
-from failures), ``_local`` (opt-in local phase); ``sampler`` only orchestrates.
+from failures), ``_local`` (opt-in local phase), ``settings`` (the grouped options); ``sampler``
+only orchestrates.
 """
 
 from aoe_optuna.samplers.gp_ucb.sampler import GPUCBSampler
+from aoe_optuna.samplers.gp_ucb.settings import FailureModel, ModelSettings, SearchSettings
 
-__all__ = ["GPUCBSampler"]
+__all__ = ["FailureModel", "GPUCBSampler", "ModelSettings", "SearchSettings"]

@@ -86,7 +86,7 @@ def by_feasibility(
     mean: np.ndarray, std: np.ndarray, beta: float,
 ) -> np.ndarray:
     """UCB ``score`` weighted by P(success): "success", "chance" or "gain"
-    (GPUCBSampler's ``feasibility_weighting``, "auto" resolved)."""
+    (GPUCBSampler's ``failures.weighting``, "auto" resolved)."""
     if weighting == "gain":
         return improvement_if_feasible(score, p_success, float(mean.max()))
     if weighting == "chance":

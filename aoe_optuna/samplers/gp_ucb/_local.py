@@ -39,13 +39,12 @@ import numpy as np
 
 from aoe_optuna.space.search_space import SearchSpace
 
-LOCAL_PATIENCE = 5  # the patience measured (GPUCBSampler(local_patience=...))
+LOCAL_PATIENCE = 5  # the patience measured (GPUCBSampler(search={"local_patience": ...}))
 LOCAL_RADIUS = 1  # moves (see near_any) from a centre
 # A local step never goes where the failure model expects a failure: next to a config
 # that built there may be a region that does not (every odd tile, every too-large one),
 # and the global steps already weigh such configs by their gain.
 LOCAL_MIN_SUCCESS = 0.5
-LOCAL_ATTR = "gp_ucb:local"  # trial system attr: the proposal was a local step
 # Where the constraints are unknown (a plain study), the configs one move from a good
 # one can fail as a rule (every odd tile size), and a smoothed P(success) cannot see
 # it. The phase stops once its own steps have failed this many times more often than

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from aoe_optuna.samplers.constrained import is_gemm_tiling
 from aoe_optuna.space.params import TILE_NAMES
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Gemm
@@ -61,8 +62,7 @@ class TilingFeatures:
         """The features of a GEMM tiling space, or None when the space or context lacks them."""
         if not gemms:
             return None
-        known = set(space.names) | set(space.fixed)
-        if not set(TILE_NAMES) <= known or not set(TILE_NAMES) & set(space.names):
+        if not is_gemm_tiling(space):
             return None
         return cls(space, gemms, cores)
 

@@ -19,7 +19,6 @@ whenever the masks are exact (materialised cores); plain softmax otherwise.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ import torch
 from aoe_optuna.samplers.reinforce._adam import Adam
 from aoe_optuna.samplers.reinforce._masking import ChoiceMasker
 from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy, masked_log_softmax
+from aoe_optuna.samplers.settings import settings_of
 
 REWARD_CLIP = 3.0
 
@@ -54,26 +54,7 @@ class LearnerSettings:
 
 def learner_settings(value: LearnerSettings | Mapping[str, Any] | None) -> LearnerSettings:
     """``value`` as LearnerSettings: the defaults for None, a mapping checked field by field."""
-    if value is None:
-        return LearnerSettings()
-    if isinstance(value, LearnerSettings):
-        return value
-    if not isinstance(value, Mapping):
-        raise TypeError(f"ReinforceSampler: learner: expected LearnerSettings or a mapping of "
-                        f"its fields, got {type(value).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(LearnerSettings)}
-    unknown = sorted(set(value) - set(fields))
-    if unknown:
-        raise TypeError(f"ReinforceSampler: learner: unknown settings {unknown}; "
-                        f"expected some of {sorted(fields)}")
-    checked = {}
-    for name, v in value.items():
-        kind = int if fields[name].type in ("int", int) else float
-        if isinstance(v, bool) or not isinstance(v, int | float) or (kind is int and v != int(v)):
-            raise ValueError(f"ReinforceSampler: learner.{name}: expected {kind.__name__}, "
-                             f"got {v!r}")
-        checked[name] = kind(v)
-    return LearnerSettings(**checked)
+    return settings_of(LearnerSettings, value, "ReinforceSampler: learner")
 
 
 def log_probs_and_entropy(

@@ -21,19 +21,19 @@ objective values of either direction become throughputs by
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
 import torch
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
-from optuna.samplers._base import _process_constraints_after_trial
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free, claimed_params
+from aoe_optuna.samplers.constrained import ConstrainedSampler, ConstraintsFunc
 from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
 from aoe_optuna.samplers.reinforce._explore import model_draw
@@ -53,11 +53,13 @@ from aoe_optuna.samplers.reinforce._policy import AutoregressivePolicy
 from aoe_optuna.samplers.reinforce._policy_file import load_policy
 from aoe_optuna.samplers.reinforce._propose import propose
 from aoe_optuna.samplers.reinforce._replay import ObservationCache, ReplayCache, TrialRows
-from aoe_optuna.samplers.seeding import resolve_seed
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.samplers.value_grid import FLOAT_GRID_POINTS, snap, snap_int
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Workload
+
+if TYPE_CHECKING:
+    from aoe_optuna.spec.loader import StudySpec
 
 # The share of proposals that are local moves, with or without a pretrained policy
 # (docs/decisions/0006-reinforce-local-moves.md).
@@ -90,7 +92,7 @@ def new_policy(n_shape: Sequence[int], hidden: int, seed: int) -> Autoregressive
         return AutoregressivePolicy(len(FEATURE_NAMES), n_shape, hidden)
 
 
-class ReinforceSampler(optuna.samplers.BaseSampler):
+class ReinforceSampler(ConstrainedSampler):
     """Policy-gradient sampler over a constrained discrete SearchSpace, or a plain study's space.
 
     Args:
@@ -101,7 +103,9 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         seed: fixes the initial policy and every draw (draw ``n`` uses ``(seed, n)``).
         policy: path of a pretrained policy file to start from.
         features: the operator feature vector; by default computed from
-            ``workload`` and ``profile``, or from the study's stored spec.
+            ``workload`` and ``profile`` (:meth:`from_spec` passes the spec's). Without
+            either, a GEMM tiling space runs with no operator features, and a warning
+            says so.
         local: the share of proposals that are small moves around the best
             configs measured (:mod:`._local`; a policy draw when no untried config
             is near), from the first measurement with a policy, from the
@@ -134,7 +138,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         learner: LearnerSettings | Mapping[str, Any] | None = None,
         float_grid_points: int = FLOAT_GRID_POINTS,
         int_grid_points: int = INT_GRID_POINTS,
-        constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
+        constraints_func: ConstraintsFunc | None = None,
     ) -> None:
         for name, points in (("float_grid_points", float_grid_points),
                              ("int_grid_points", int_grid_points)):
@@ -143,13 +147,12 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         self._settings = learner_settings(learner)
         self._local_share = _local_share(local)
         self._local_start = 1 if policy is not None else LOCAL_START_UNTRAINED
-        self._seed = resolve_seed(seed, "ReinforceSampler")
+        super().__init__("ReinforceSampler", seed, constraints_func)
         self._space = space
         self._given = space  # a space given or read from the stored spec: never re-inferred
         self._plain = PlainSpaces(float_grid_points, int_points=int_grid_points)
         self._float_grid_points = float_grid_points
         self._int_grid_points = int_grid_points
-        self._constraints_func = constraints_func
         self._policy_path = policy
         self._features = None if features is None else np.asarray(features, dtype=np.float32)
         if self._features is not None and self._features.shape != (len(FEATURE_NAMES),):
@@ -165,9 +168,14 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         self._rows: TrialRows | None = None
         self._observations: ObservationCache | None = None
         self._finished: FinishedClaims | None = None
-        self._fallback = optuna.samplers.RandomSampler(seed=self._seed)
         if space is not None:
             self._prepare(space)
+
+    @classmethod
+    def from_spec(cls, spec: StudySpec, **options: Any) -> ReinforceSampler:
+        """The sampler aoe-tune builds for ``spec``: its space, and the operator features
+        of its workload on its SoC."""
+        return cls(space=spec.space, workload=spec.workload, profile=spec.profile, **options)
 
     # ------------------------------------------------------------- set-up
     def _prepare(self, space: SearchSpace) -> None:
@@ -180,7 +188,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
     def _space_for(self, study: Study) -> SearchSpace | None:
         """The given or stored space, else the plain study's (None before any trial)."""
         if self._given is None:
-            space = _stored_space(study)
+            space = self._stored_space(study)
             if space is not None:
                 self._given = space
                 self._prepare(space)
@@ -197,17 +205,10 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
     def _plain_space(self, study: Study) -> PlainSpace | None:
         return None if self._given is not None else self._plain(study)
 
-    def _features_for(self, study: Study) -> np.ndarray:
+    def _features_for(self, space: SearchSpace) -> np.ndarray:
         if self._features is None:
+            self._warn_without_workload(space, "the policy's operator features")
             self._features = no_features()
-            try:
-                from aoe_optuna.spec.stored import stored_spec
-
-                spec = stored_spec(study)
-            except ImportError:
-                spec = None
-            if spec is not None:
-                self._features = workload_features(spec.workload, spec.profile)
         return self._features
 
     def _make_learner(self, features: np.ndarray) -> ReinforceLearner:
@@ -222,7 +223,8 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
     def _learner_cache(self, study: Study) -> ReplayCache:
         key = (id(study._storage), study._study_id, id(self._space))
         if self._cache is None or self._cache_key != key:
-            features = self._features_for(study)
+            assert self._space is not None
+            features = self._features_for(self._space)
             self._cache = ReplayCache(lambda: self._make_learner(features))
             self._cache_key = key
             assert self._space is not None
@@ -302,7 +304,7 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        value = self._fallback.sample_independent(study, trial, param_name, param_distribution)
+        value = self._independent.sample_independent(study, trial, param_name, param_distribution)
         if self._given is not None:
             return value
         # on the grid, so that this trial is a config of the plain study's space
@@ -311,15 +313,6 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         if isinstance(param_distribution, IntDistribution):
             return snap_int(param_distribution, value, self._int_grid_points)
         return value
-
-    def reseed_rng(self) -> None:
-        self._fallback.reseed_rng()
-
-    def after_trial(
-        self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
-    ) -> None:
-        if self._constraints_func is not None:
-            _process_constraints_after_trial(self._constraints_func, study, trial, state)
 
     @staticmethod
     def _tried_rows(
@@ -343,10 +336,3 @@ class ReinforceSampler(optuna.samplers.BaseSampler):
         """How many times this process rebuilt the learner from scratch (for tests and logs)."""
         return 0 if self._cache is None else self._cache.replays
 
-
-def _stored_space(study: Study) -> SearchSpace | None:
-    try:
-        from aoe_optuna.spec.stored import space_from_study
-    except ImportError:  # the spec loader is not installed in this checkout
-        return None
-    return space_from_study(study)

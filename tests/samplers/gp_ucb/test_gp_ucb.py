@@ -8,9 +8,9 @@ import pytest
 from gp_ucb_fixtures import SIZES, fails, optimum, run, small_space, throughput
 from optuna.trial import TrialState
 
+from aoe_optuna.attrs import GP_HYPER_ATTR as HYPER_ATTR
 from aoe_optuna.samplers.gp_ucb import GPUCBSampler
 from aoe_optuna.samplers.gp_ucb import _model as model_module
-from aoe_optuna.samplers.gp_ucb.sampler import HYPER_ATTR
 from aoe_optuna.samplers.registry import make_sampler, sampler_class
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -40,7 +40,7 @@ def _second_proposals(seed: int, n: int) -> tuple[dict, dict, dict]:
     propose exactly that runner-up.
     """
     space = small_space()
-    kw = {"space": space, "seed": seed, "n_startup_trials": 6, "use_feasibility_model": False}
+    kw = {"space": space, "seed": seed, "n_startup_trials": 6, "failures": "off"}
     storage = optuna.storages.InMemoryStorage()
     first = optuna.create_study(storage=storage, study_name="s", direction="maximize",
                                 sampler=GPUCBSampler(**kw))
@@ -169,7 +169,7 @@ def test_feasibility_model_wastes_fewer_measurements_on_failures() -> None:
     wasted = {True: 0, False: 0}
     for use in (True, False):
         for seed in range(2):
-            sampler = GPUCBSampler(space=space, seed=seed, use_feasibility_model=use)
+            sampler = GPUCBSampler(space=space, seed=seed, failures="auto" if use else "off")
             study = optuna.create_study(direction="maximize", sampler=sampler)
             run(study, space, 24, hidden_failures=True)
             wasted[use] += sum(t.state == TrialState.FAIL for t in study.trials)
@@ -177,9 +177,14 @@ def test_feasibility_model_wastes_fewer_measurements_on_failures() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"n_startup_trials": 0}, {"beta": -1.0},
-                                 {"beta_schedule": "cosine"}, {"refit_every": 0},
-                                 {"floor_quantile": 1.0}, {"local_patience": 0},
-                                 {"local_radius": 0}])
+                                 {"search": {"beta_schedule": "cosine"}},
+                                 {"model": {"refit_every": 0}},
+                                 {"model": {"floor_quantile": 1.0}},
+                                 {"search": {"local_patience": 0}},
+                                 {"search": {"local_radius": 0}},
+                                 {"search": {"local_patience": "5"}},
+                                 {"failures": {"model": "gp"}},
+                                 {"failures": {"model": "off", "weighting": "gain"}}])
 def test_bad_arguments_say_what_was_expected(bad) -> None:
     with pytest.raises(ValueError, match="expected"):
         GPUCBSampler(space=small_space(), **bad)
@@ -191,7 +196,7 @@ def test_hyperparameters_are_fitted_every_suggestion_until_the_study_is_large() 
     default = GPUCBSampler(space=small_space())
     assert [default._refit_period(n) for n in (2, REFIT_ALWAYS_BELOW - 1)] == [1, 1]
     assert default._refit_period(REFIT_ALWAYS_BELOW) == REFIT_EVERY > 1
-    fixed = GPUCBSampler(space=small_space(), refit_every=4)
+    fixed = GPUCBSampler(space=small_space(), model={"refit_every": 4})
     assert fixed._refit_period(2) == fixed._refit_period(10_000) == 4
 
 
@@ -238,7 +243,7 @@ def test_after_a_stall_every_other_suggestion_is_one_change_from_a_best_config()
     order = np.argsort(values)[::-1]
     # the best first, then 39 worse ones: the best is 39 measurements old (even count: 40)
     study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
-        space=space, seed=1, n_startup_trials=4, local_patience=5))
+        space=space, seed=1, n_startup_trials=4, search={"local_patience": 5}))
     for i in order[:1].tolist() + order[1:].tolist()[::-1]:
         study.add_trial(optuna.trial.create_trial(
             params=space.config(rows[i]), distributions=dists, value=values[i]))
@@ -247,7 +252,7 @@ def test_after_a_stall_every_other_suggestion_is_one_change_from_a_best_config()
     local_row = space.index(local.params)
     assert min(int((local_row != c).sum()) for c in best5) <= 1
     unrestricted = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
-        space=space, seed=1, n_startup_trials=4, local_patience=None))
+        space=space, seed=1, n_startup_trials=4))
     unrestricted.add_trials(study.get_trials()[:-1])
     far = space.index(unrestricted.ask(dists).params)
     assert min(int((far != c).sum()) for c in best5) > 1  # what global UCB would measure
@@ -255,7 +260,7 @@ def test_after_a_stall_every_other_suggestion_is_one_change_from_a_best_config()
     # the next one (odd count) is global again: the same sampler without the phase agrees
     global_step = study.ask(dists)
     twin = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
-        space=space, seed=1, n_startup_trials=4, local_patience=None))
+        space=space, seed=1, n_startup_trials=4))
     twin.add_trials(study.get_trials()[:-1])
     assert twin.ask(dists).params == global_step.params
 

@@ -44,8 +44,8 @@ def test_minimised_values_and_bad_transform() -> None:
     np.testing.assert_allclose(standardised(np.array([3.0, 3.0])), [0.0, 0.0])
     with pytest.raises(ValueError, match="target_transform: expected one of"):
         targets(times, "rank")
-    with pytest.raises(ValueError, match="target_transform"):
-        GPUCBSampler(space=_tile_space(), target_transform="rank")
+    with pytest.raises(ValueError, match="model.target_transform: expected one of"):
+        GPUCBSampler(space=_tile_space(), model={"target_transform": "rank"})
 
 
 # ----------------------------------------------------------- tiling features
@@ -93,7 +93,22 @@ def test_no_features_without_tile_sizes_or_workload() -> None:
     assert tiled(rows).shape == (rows.shape[0], _tile_space().encoded_dim + 4)
 
 
-def test_sampler_reads_the_workload_from_the_stored_spec() -> None:
+def test_from_spec_gives_the_gp_the_tiling_features() -> None:
+    from aoe_optuna.spec.loader import load_spec
+
+    spec = load_spec("studies/qwen25_7b_decode_910b2.json")
+    sampler = GPUCBSampler.from_spec(spec, seed=0)
+    inputs = sampler._inputs_for(spec.space)
+    assert inputs.tiling is not None and inputs.tiling.cores == spec.profile.cube_cores
+    assert inputs.tiling.dims.shape == (len(spec.workload.gemms), 3)
+    off = GPUCBSampler.from_spec(spec, seed=0, model={"tiling_features": False})
+    assert off._inputs_for(spec.space).tiling is None
+
+
+def test_a_tiling_space_without_a_workload_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The stored spec gives the space only: the workload is not read behind the user's back."""
     from aoe_optuna.spec.loader import load_spec
     from aoe_optuna.spec.stored import SPEC_ATTR
 
@@ -101,23 +116,19 @@ def test_sampler_reads_the_workload_from_the_stored_spec() -> None:
     sampler = GPUCBSampler(seed=0)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.set_user_attr(SPEC_ATTR, spec.canonical())
-    inputs = sampler._inputs_for(study, sampler._space_for(study))
-    assert inputs.tiling is not None and inputs.tiling.cores == spec.profile.cube_cores
-    assert inputs.tiling.dims.shape == (len(spec.workload.gemms), 3)
-    off = GPUCBSampler(seed=0, tiling_features=False)
-    study.sampler = off
-    assert off._inputs_for(study, off._space_for(study)).tiling is None
+    with caplog.at_level("WARNING"):
+        assert sampler._inputs_for(sampler._space_for(study)).tiling is None
+        sampler._inputs_for(spec.space)
+    said = [r.getMessage() for r in caplog.records if "tiling features are off" in r.getMessage()]
+    assert len(said) == 1 and "from_spec" in said[0] and "\n" not in said[0]
 
 
 def test_a_backend_off_the_soc_gets_the_fills_without_the_core_count() -> None:
     from aoe_optuna.spec.loader import load_spec
-    from aoe_optuna.spec.stored import SPEC_ATTR
 
     spec = load_spec("studies/cpu_gemm.json")
-    sampler = GPUCBSampler(seed=0)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    study.set_user_attr(SPEC_ATTR, spec.canonical())
-    inputs = sampler._inputs_for(study, sampler._space_for(study))
+    sampler = GPUCBSampler.from_spec(spec, seed=0)
+    inputs = sampler._inputs_for(spec.space)
     assert inputs.tiling is not None and inputs.tiling.cores is None
     rows = spec.space.sample_feasible(5, np.random.default_rng(0))
     assert inputs(rows).shape == (5, spec.space.encoded_dim + 3)

@@ -50,19 +50,19 @@ def test_floats_are_modelled_not_random() -> None:
 
 
 def test_bad_grid_size_is_one_line() -> None:
-    with pytest.raises(ValueError, match="float_grid_points: expected >= 2, got 1"):
-        GPUCBSampler(float_grid_points=1)
+    with pytest.raises(ValueError, match="search.float_grid_points: expected >= 2, got 1"):
+        GPUCBSampler(search={"float_grid_points": 1})
 
 
-def test_bad_feasibility_weighting_is_one_line() -> None:
-    expected = "feasibility_weighting: expected 'auto', 'success', 'chance' or 'gain'"
+def test_bad_failure_weighting_is_one_line() -> None:
+    expected = "failures.weighting: expected one of 'auto', 'success', 'chance', 'gain', got 'ei'"
     with pytest.raises(ValueError, match=expected):
-        GPUCBSampler(feasibility_weighting="ei")  # type: ignore[arg-type]
+        GPUCBSampler(failures={"weighting": "ei"})
 
 
-def test_bad_feasibility_model_is_one_line() -> None:
-    with pytest.raises(ValueError, match="feasibility_model: expected 'auto', 'vote' or"):
-        GPUCBSampler(feasibility_model="gp")  # type: ignore[arg-type]
+def test_bad_failure_model_is_one_line() -> None:
+    with pytest.raises(ValueError, match="failures.model: expected one of 'auto', 'vote'"):
+        GPUCBSampler(failures="gp")
 
 
 def _tiled(trial: optuna.Trial) -> float:
@@ -88,7 +88,7 @@ def test_a_plain_study_learns_a_divisibility_rule_from_its_failures() -> None:
         failed[model] = 0
         for seed in range(3):
             study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
-                seed=seed, feasibility_model=model, feasibility_weighting="success"))
+                seed=seed, failures={"model": model, "weighting": "success"}))
             study.optimize(_tiled, n_trials=40, catch=(RuntimeError,))
             failed[model] += sum(t.state == optuna.trial.TrialState.FAIL
                                  for t in study.trials[15:])
@@ -106,7 +106,7 @@ def test_gain_weighting_searches_through_failures_success_avoids_them() -> None:
     failed = {}
     for weighting in ("success", "gain"):
         study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
-            seed=0, feasibility_weighting=weighting))
+            seed=0, failures={"weighting": weighting}))
         study.optimize(objective, n_trials=30, catch=(RuntimeError,))
         failed[weighting] = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials[10:])
     assert failed["success"] < failed["gain"], failed
@@ -135,7 +135,9 @@ def test_halfspaces_only_where_every_parameter_is_discrete() -> None:
         study.optimize(objective, n_trials=3)
         space = sampler._space_for(study)
         assert space is not None
-        return sampler._halfspaces(study, space)
+        failures = sampler._failures_for(study, space)
+        assert failures is not None
+        return failures.model == "halfspaces"
 
     assert model_for(lambda t: t.suggest_int("tile", 16, 128, log=True)
                      + t.suggest_categorical("width", [1, 2, 4]))

@@ -1,0 +1,76 @@
+"""What GPUCBSampler and ReinforceSampler share as Optuna samplers.
+
+Both draw their seed by one rule, hand a parameter outside their space to a
+seeded RandomSampler, record ``constraints_func``'s values as Optuna's own
+samplers do, and read a study's space from the spec aoe-tune stored in it.
+Neither reads anything else from that spec: the workload and SoC that shape
+their models are passed in (``from_spec``), and a GEMM tiling space without
+them is said once, in one warning line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from optuna.samplers import BaseSampler, RandomSampler
+from optuna.samplers._base import _process_constraints_after_trial
+from optuna.study import Study
+from optuna.trial import FrozenTrial, TrialState
+
+from aoe_optuna.samplers.seeding import resolve_seed
+from aoe_optuna.space.params import TILE_NAMES
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.spec.stored import space_from_study
+
+_log = logging.getLogger(__name__)
+
+ConstraintsFunc = Callable[[FrozenTrial], Sequence[float]]
+
+
+class ConstrainedSampler(BaseSampler):
+    """The seed, the independent sampler, the constraints bookkeeping and the stored space."""
+
+    def __init__(self, owner: str, seed: int | None,
+                 constraints_func: ConstraintsFunc | None) -> None:
+        self._owner = owner
+        self._seed = resolve_seed(seed, owner)
+        self._independent = RandomSampler(seed=self._seed)
+        self._constraints_func = constraints_func
+        self._stored: dict[tuple[int, int], SearchSpace] = {}
+        self._warned = False
+
+    def _stored_space(self, study: Study) -> SearchSpace | None:
+        """The space of the spec stored in ``study`` (None for a plain Optuna study)."""
+        key = (id(study._storage), study._study_id)
+        if key not in self._stored:
+            space = space_from_study(study)
+            if space is None:
+                return None
+            self._stored[key] = space
+        return self._stored[key]
+
+    def _warn_without_workload(self, space: SearchSpace, what: str) -> None:
+        """Say once that a GEMM tiling space runs without the workload's ``what``."""
+        if self._warned or not is_gemm_tiling(space):
+            return
+        self._warned = True
+        _log.warning("%s: no workload and SoC profile given, so %s are off; pass workload= "
+                     "and profile= (%s.from_spec(spec) does, as aoe-tune does)",
+                     self._owner, what, self._owner)
+
+    def reseed_rng(self) -> None:
+        self._independent.reseed_rng()
+
+    def after_trial(
+        self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
+    ) -> None:
+        if self._constraints_func is not None:
+            _process_constraints_after_trial(self._constraints_func, study, trial, state)
+
+
+def is_gemm_tiling(space: SearchSpace) -> bool:
+    """Whether ``space`` tunes a GEMM tile (the tile sizes are known, some of them tuned)."""
+    known = set(space.names) | set(space.fixed)
+    return set(TILE_NAMES) <= known and bool(set(TILE_NAMES) & set(space.names))
+

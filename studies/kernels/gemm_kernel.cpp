@@ -1,1 +1,0 @@
-../../aoe_optuna/backends/npu/templates/gemm_kernel.cpp
