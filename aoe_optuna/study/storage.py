@@ -159,8 +159,9 @@ def _switch_to_wal(cursor: Any) -> None:
     The switch needs the file to itself, and SQLite answers "database is
     locked" at once instead of calling the busy handler while another
     connection writes it (Optuna makes the tables before this listener is set):
-    workers started together on a new file meet exactly there. A file already in WAL mode needs no lock, so only the first switch
-    waits, for at most the lock timeout.
+    workers started together on a new file meet exactly there. A file already
+    in WAL mode needs no lock, so only the first switch waits, for at most the
+    lock timeout.
     """
     deadline = time.monotonic() + SQLITE_LOCK_TIMEOUT_S
     while True:
