@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
-from aoe_optuna.samplers.gp_ucb._vote_relevance import fit_inverse_scales, loo_log_likelihood
+from aoe_optuna.samplers.gp_ucb._vote_relevance import (
+    _fit_subset,
+    fit_inverse_scales,
+    loo_log_likelihood,
+)
 
 
 def _region_space(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,3 +68,13 @@ def test_a_failed_region_warns_configs_that_differ_elsewhere() -> None:
     p = model.predict(test_x)
     assert p[~test_ok].mean() < 0.3
     assert p[test_ok].mean() > 0.9
+
+
+def test_a_long_study_fits_on_a_subset_that_keeps_every_failure() -> None:
+    rng = np.random.default_rng(5)
+    x, ok = _region_space(rng, 2000)
+    sub_x, sub_ok = _fit_subset(x, ok.astype(float), 300)
+    assert sub_x.shape == (300, 6)
+    assert (sub_ok == 0).sum() == (~ok).sum()
+    inv = fit_inverse_scales(x, ok.astype(float), 1.0, 0.9, 1.1)
+    assert inv[0] > 1.0 and inv[1] > 1.0 and (inv[2:] < inv[:2].min()).all()
