@@ -8,7 +8,9 @@ of a Beta prior centred on the study's overall success rate:
 
 It is cheap (one kernel block per candidate chunk), needs no iterative fit
 that could fail, is exactly 1 where nothing failed yet, and its one length
-scale is chosen by leave-one-out likelihood on the observed outcomes. A
+scale is chosen by leave-one-out likelihood on the observed outcomes, then
+one per encoded dimension (``_vote_relevance``), so that a failure warns every
+config that shares the parameter values it failed for. A
 classifier GP would be the textbook choice, but its variational fit costs
 seconds per suggestion, more than the whole 0.5 s budget.
 """
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aoe_optuna.samplers.gp_ucb._vote_relevance import fit_inverse_scales
+
 LENGTHSCALES = (0.05, 0.1, 0.2, 0.35, 0.6)  # in units of sqrt(encoded dims)
 PRIOR_STRENGTH = 2.0  # pseudo-observations behind the prior success rate
 CHUNK = 8192
@@ -26,9 +30,9 @@ CHUNK = 8192
 
 @dataclass
 class FeasibilityModel:
-    x: np.ndarray  # (n, D) encoded observed configs
+    x: np.ndarray  # (n, D) encoded observed configs, times inverse_scales
     ok: np.ndarray  # (n,) 1.0 success, 0.0 failure
-    lengthscale: float
+    inverse_scales: np.ndarray  # (D,) 1 / length scale per encoded dimension (0: ignored)
     prior_a: float
     prior_b: float
 
@@ -51,12 +55,14 @@ class FeasibilityModel:
             ll = float(np.sum(ok * np.log(p) + (1 - ok) * np.log1p(-p)))
             if ll > best_ll:
                 best, best_ll = ls * scale, ll
-        return cls(x, ok, best, a, b)
+        inv = fit_inverse_scales(x, ok, 1.0 / best, a, b)
+        return cls(x * inv, ok, inv, a, b)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         out = []
         for start in range(0, x.shape[0], CHUNK):
-            w = np.exp(-0.5 * _sq_dists(x[start : start + CHUNK], self.x) / self.lengthscale**2)
+            part = x[start : start + CHUNK] * self.inverse_scales
+            w = np.exp(-0.5 * _sq_dists(part, self.x))
             out.append((self.prior_a + w @ self.ok) / (self.prior_a + self.prior_b + w.sum(1)))
         return np.concatenate(out) if out else np.zeros(0)
 

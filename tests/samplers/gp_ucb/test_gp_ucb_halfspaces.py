@@ -50,7 +50,9 @@ def test_learns_a_divisibility_rule_a_vote_of_neighbours_cannot() -> None:
         return float(np.mean((p > 0.5) != truth))
 
     assert errors(halfspaces.predict(test)) < 0.03
-    assert errors(vote.predict(test)) > 0.1  # the rule splits configs a step apart
+    # the rule splits configs a step apart: the vote, even with a scale per dimension,
+    # errs more than twice as often
+    assert errors(vote.predict(test)) > 2 * errors(halfspaces.predict(test))
 
 
 def test_absent_without_failures_floored_and_seeded() -> None:
