@@ -1,10 +1,13 @@
 """Calibrate and benchmark the Ascend simulator; prints the tables docs/SIMULATOR.md quotes.
 
 Usage: python scripts/calibrate_simulator.py [--soc Ascend910B2] [--repeats 5] [--fit]
+       [--validate]
 
 1. the constants fitted to msKPP's single-core tables (MMAD, data movers);
 2. with --fit: the streaming and head constants refitted (least squares on
    log time) to the published 910B timings, next to the values in use;
+   with --validate: the error per source in sample and left out of the fit
+   (leave-one-source-out), and every published sweep's order in the model;
 3. the calibration table: every published timing, simulated;
 4. where Huawei's recommended block (128, 256, 64, double buffered) ranks;
 5. the wall time of evaluating the whole 49,152-point seed space for one GEMM;
@@ -14,17 +17,15 @@ Usage: python scripts/calibrate_simulator.py [--soc Ascend910B2] [--repeats 5] [
 from __future__ import annotations
 
 import argparse
-import contextlib
 import platform
 import time
-from collections.abc import Iterator
 
 import numpy as np
-from scipy.optimize import least_squares
 
-from aoe_optuna.backends.simulator import backend, calibration, cube, transfer, vector_passes
+from aoe_optuna.backends.simulator import calibration, cube, transfer
+from aoe_optuna.backends.simulator import source_validation as validation
 from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.backends.simulator.published import BEYOND_THE_MODEL, RANKING_PAIRS
+from aoe_optuna.backends.simulator.published import BEYOND_THE_MODEL, PUBLISHED
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.space.params import Param
@@ -33,14 +34,6 @@ from aoe_optuna.workload.models import Gemm, model_workload
 
 TILES = list(range(16, 257, 16))
 RECOMMENDED = {"tile_m": 128, "tile_k": 64, "tile_n": 256, "pipeline": 2}
-# (module, constant, scale to the printed unit, unit) of every refitted constant
-FITTED = (
-    (transfer, "STREAM_RUN_L2_S", 1e9, "ns"), (transfer, "STREAM_RUN_HBM_S", 1e9, "ns"),
-    (transfer, "STREAM_LINE_L2_S", 1e9, "ns"), (transfer, "STREAM_LINE_HBM_S", 1e9, "ns"),
-    (transfer, "STREAM_PARTIAL_S", 1e9, "ns"), (transfer, "STREAM_MISALIGNED_S", 1e9, "ns"),
-    (backend, "KERNEL_LAUNCH_S", 1e6, "us"), (vector_passes, "MIX_HEAD_S", 1e6, "us"),
-    (vector_passes, "HANDOVER_S", 1e6, "us"),
-)
 
 
 def seed_space(profile: SocProfile, dtype: str = "fp16") -> SearchSpace:
@@ -70,36 +63,50 @@ def print_fits(profile: SocProfile) -> None:
     print()
 
 
-@contextlib.contextmanager
-def constants(values: np.ndarray) -> Iterator[None]:
-    """The fitted constants set to ``values`` (printed units) while the block runs."""
-    saved = [getattr(mod, name) for mod, name, _, _ in FITTED]
-    for (mod, name, scale, _), v in zip(FITTED, values, strict=True):
-        setattr(mod, name, float(v) / scale)
-    try:
-        yield
-    finally:
-        for (mod, name, _, _), v in zip(FITTED, saved, strict=True):
-            setattr(mod, name, v)
-
-
-def residuals(values: np.ndarray) -> np.ndarray:
-    """Log errors of every figure, plus a penalty for every ranking pair out of order."""
-    with constants(values):
-        rows = calibration.table()
-    by_name = {r.figure.name: r.simulated_us for r in rows}
-    ranks = [3.0 * max(0.0, np.log(by_name[a] / by_name[b]) + 0.02) for a, b in RANKING_PAIRS]
-    return np.array([np.log(r.ratio) for r in rows] + ranks)
-
-
 def fit() -> None:
-    in_use = np.array([getattr(mod, name) * scale for mod, name, scale, _ in FITTED])
-    result = least_squares(residuals, in_use, bounds=(0.0, 40.0), diff_step=0.05)
+    values = validation.fit(PUBLISHED)
     print("## Streaming and head constants refitted to the published timings")
     print("| constant | fitted | in use |")
     print("|---|---|---|")
-    for (_, name, _, unit), new, old in zip(FITTED, result.x, in_use, strict=True):
+    for (_, name, _, unit), new, old in zip(validation.FITTED, values, validation.in_use(),
+                                            strict=True):
         print(f"| {name} | {new:.2f} {unit} | {old:.2f} {unit} |")
+    print()
+
+
+def _error_row(e: validation.SourceError) -> str:
+    return (f"| {e.source} | {e.figures} | {100 * e.median_error:.1f}% | "
+            f"{100 * e.max_error:.1f}% | {e.within_10} | {e.median_ratio:.2f} |")
+
+
+def validate() -> None:
+    """In-sample and leave-one-source-out errors per source, and every sweep's order."""
+    header = ("| source | figures | median abs(ratio - 1) | worst | within 10% | median ratio |\n"
+              "|---|---|---|---|---|---|")
+    fitted = validation.fit(PUBLISHED)
+    print("## In-sample: constants fitted to every source, per source")
+    print(header)
+    for e in validation.in_sample(fitted):
+        print(_error_row(e))
+    with validation.constants(fitted):
+        everything = calibration.summary(calibration.table())
+    print(f"all {len(PUBLISHED)}: median {100 * everything['median_error']:.1f}%, ranking pairs "
+          f"kept {everything['pairs_kept']} of {everything['pairs']}")
+    print()
+    print("## Leave-one-source-out: each source with constants fitted to the others")
+    print(header)
+    held: list[calibration.Row] = []
+    for e, rows in validation.leave_one_source_out():
+        print(_error_row(e))
+        held += rows
+    print(f"all {len(held)}, each left out with its source: median "
+          f"{100 * validation.pooled_median(held):.1f}%")
+    print()
+    print("## Published sweeps: configs of one shape from one source, in the model's order")
+    print("| sweep | configs | Spearman | model's rank of the published best |")
+    print("|---|---|---|---|")
+    for s in validation.sweeps(calibration.table()):
+        print(f"| {s.label} | {s.size} | {s.spearman:.2f} | {s.best_rank} of {s.size} |")
     print()
 
 
@@ -191,12 +198,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--fit", action="store_true",
                         help="refit the streaming and head constants (about a minute)")
+    parser.add_argument("--validate", action="store_true",
+                        help="leave-one-source-out errors and sweep ranks (a few minutes)")
     args = parser.parse_args()
     profile = load_profile(args.soc)
     print_fits(profile)
     if args.fit:
         fit()
     calibrate()
+    if args.validate:
+        validate()
     recommended_rank(profile)
     timing(profile, args.repeats)
     decode_landscape(profile)

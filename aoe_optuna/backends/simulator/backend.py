@@ -281,16 +281,16 @@ class AscendSimulator(BackendBase):
                                                 ovh.bubble_per_step)
         period = pipeline.stage_period_cycles(pipe, prefetch, steps, lat, load, compute)
 
-        # The block: its L1 tiles, the first tile's load (hidden by preload after a core's
-        # first block), then FixPipe writes L0C back (partly under the cube with unit flag).
-        preload = cols["preload"] != 0
+        # The block: its L1 tiles, then FixPipe writes L0C back (partly under the cube with
+        # unit flag); how the first tile's load shows is pipeline.block_tiles_cycles's job.
         fix = self._fixpipe_cycles(g, rows, width, cols["output_align"], gemm.N, out_bytes,
                                    clock, quant, g.splits)
         fix = pipeline.exposed_fixpipe_cycles(fix, mmad, cols["unit_flag"] != 0)
         fill = pipeline.fill_cycles(pipe, prefetch, g.l1_tiles, mte1, mmad)
-        start = lat + load / np.maximum(steps, 1.0)
-        block = g.l1_tiles * period + fill + fix + ovh.per_block + np.where(preload, 0.0, start)
-        return block, np.where(preload, start, 0.0)
+        tiles, first = pipeline.block_tiles_cycles(
+            pipe, prefetch, cols["preload"] != 0, g.l1_tiles, steps, lat, load, compute,
+            period, fix)
+        return tiles + fill + ovh.per_block, first
 
     def _with_shared_floors(self, t_core: np.ndarray, hbm: np.ndarray,
                             l2: np.ndarray) -> np.ndarray:

@@ -51,6 +51,41 @@ def stage_period_cycles(
     return np.where(pipeline == 0, serial, overlapped)
 
 
+def block_tiles_cycles(
+    pipeline: np.ndarray, prefetch: np.ndarray, preload: np.ndarray, tiles: np.ndarray,
+    steps: np.ndarray, lat: np.ndarray, load: np.ndarray, compute: np.ndarray,
+    period: np.ndarray, fixpipe: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cycles of a block's ``tiles`` L1 tiles and its write-back, and the load a core
+    waits for once, before its first block.
+
+    Each load is charged once. Without two L1 stages (``l1_prefetch`` 0, or
+    ``pipeline`` 0) every stage period already waits for its own load, so
+    nothing more shows. With two stages the first tile's first K step
+    (``lat + load/steps``) is waited for, and then:
+
+    * preload (catlass MmadAtlasA2Preload): the next block's first tile loads
+      under this block's last tiles, so a core streams tiles across blocks;
+      the wait shows once per core (the second value);
+    * ping-pong: the next block's first load is issued only when the block
+      starts, while this block's FixPipe drains into GM; the block runs
+      ``tiles - 1`` stage periods, then its last tile's compute (a lone tile
+      computes under the rest of its own load), and waits
+      ``max(fixpipe, first load)`` for its write-back and the next block's
+      first load. Once per core, ``min(fixpipe, first load)`` completes the sum
+      to: the first block's load alone, the last block's write-back alone.
+    """
+    start = lat + load / np.maximum(steps, 1.0)
+    two_stages = (prefetch != 0) & (pipeline != 0)
+    rest = load * (steps - 1) / np.maximum(steps, 1.0)
+    last = np.where(tiles > 1, compute, np.maximum(compute, rest))
+    streamed = tiles * period + fixpipe
+    pingpong = (tiles - 1) * period + last + np.maximum(fixpipe, start)
+    block = np.where(two_stages & ~preload, pingpong, streamed)
+    once = np.where(preload, start, np.minimum(fixpipe, start))
+    return block, np.where(two_stages, once, 0.0)
+
+
 def fill_cycles(
     pipeline: np.ndarray, prefetch: np.ndarray, stages: np.ndarray, mte1: np.ndarray,
     mmad: np.ndarray,
