@@ -10,8 +10,11 @@ them is said once, in one warning line.
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.samplers._base import _process_constraints_after_trial
@@ -26,6 +29,19 @@ from aoe_optuna.spec.stored import space_from_study
 _log = logging.getLogger(__name__)
 
 ConstraintsFunc = Callable[[FrozenTrial], Sequence[float]]
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def serialized(method: _Method) -> _Method:
+    """Run ``method`` under the sampler's lock: ``optimize(n_jobs=k)`` calls one sampler
+    from k threads, and its caches (space, policy, GP history) are built lazily."""
+
+    @functools.wraps(method)
+    def locked(self: ConstrainedSampler, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
 
 
 class ConstrainedSampler(BaseSampler):
@@ -39,6 +55,16 @@ class ConstrainedSampler(BaseSampler):
         self._constraints_func = constraints_func
         self._stored: dict[tuple[int, int], SearchSpace] = {}
         self._warned = False
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]  # a lock does not pickle; a copy gets its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     def _stored_space(self, study: Study) -> SearchSpace | None:
         """The space of the spec stored in ``study`` (None for a plain Optuna study)."""

@@ -21,7 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import GP_HYPER_ATTR, GP_LOCAL_ATTR
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
-from aoe_optuna.samplers.constrained import ConstrainedSampler, ConstraintsFunc
+from aoe_optuna.samplers.constrained import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.gp_ucb._acquisition import DEFAULT_BETA, beta_at, by_feasibility, ucb
 from aoe_optuna.samplers.gp_ucb._candidates import Candidates, CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
@@ -194,6 +194,7 @@ class GPUCBSampler(ConstrainedSampler):
         return self._sources[id(space)]
 
     # ------------------------------------------------------- BaseSampler API
+    @serialized
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
@@ -202,6 +203,7 @@ class GPUCBSampler(ConstrainedSampler):
             return {}
         return self._plain_distributions(study, space) or space.distributions()
 
+    @serialized
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free, claimed_params
-from aoe_optuna.samplers.constrained import ConstrainedSampler, ConstraintsFunc
+from aoe_optuna.samplers.constrained import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
 from aoe_optuna.samplers.reinforce._explore import model_draw
@@ -236,6 +236,7 @@ class ReinforceSampler(ConstrainedSampler):
         return self._cache
 
     # ---------------------------------------------------------- the sampler API
+    @serialized
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
@@ -245,6 +246,7 @@ class ReinforceSampler(ConstrainedSampler):
         plain = self._plain_space(study)
         return plain.distributions if plain is not None else space.distributions()
 
+    @serialized
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
