@@ -142,11 +142,17 @@ def violations(profile: SocProfile, shape: DecodeAttention, t: AttentionTiling) 
 
 
 def feasible_tilings(profile: SocProfile, shape: DecodeAttention) -> list[AttentionTiling]:
-    """Every tiling the rules allow: the space is small enough to enumerate."""
+    """Every tiling the rules allow: the space is small enough to enumerate.
+
+    A softmax block larger than a unit's tokens runs the same kernel as the
+    smallest block that holds them, so only that one is listed.
+    """
     max_split = min(2 * profile.cube_cores, math.ceil(shape.context / shape.page_tokens))
     out = []
     for split in range(1, max_split + 1):
-        for block in BLOCK_TILES:
+        holds_all = min([o for o in BLOCK_TILES if o >= tokens_per_unit(shape, split)],
+                        default=BLOCK_TILES[-1])
+        for block in (o for o in BLOCK_TILES if o <= holds_all):
             for l1 in L1_TILES:
                 for l0 in L0_TILES:
                     for stages in PIPELINES:

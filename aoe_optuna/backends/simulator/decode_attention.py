@@ -184,12 +184,14 @@ def best_tiling(profile: SocProfile, shape: DecodeAttention) -> tuple[AttentionT
                                                                       AttentionCost]:
     """The fastest feasible tiling by exhaustive search (a few thousand points).
 
-    A tiling must beat the CANN default by more than ``TIE`` to replace it, so
-    a shape no tiling can speed up (bandwidth-bound) reports the default.
+    A tiling must beat the CANN default (and then the best so far) by more
+    than ``TIE`` to replace it, so a shape no tiling can speed up
+    (bandwidth-bound) reports the default, and among tilings that tie the
+    one with the larger tiles (fewer instructions) is kept.
     """
     default = cann_default_tiling(profile, shape)
     best = (default, decode_attention_cost(profile, shape, default))
-    for t in feasible_tilings(profile, shape):
+    for t in reversed(feasible_tilings(profile, shape)):  # on ties, the larger tiles
         cost = decode_attention_cost(profile, shape, t)
         if cost.total_s < best[1].total_s * (1.0 - TIE):
             best = (t, cost)
