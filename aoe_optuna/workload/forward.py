@@ -21,6 +21,7 @@ from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
+from aoe_optuna.workload.vector_ops import VectorOp, step_vector_ops
 
 PHASES = ("decode", "prefill")
 
@@ -59,11 +60,14 @@ def forward_workload(
     tp: int = 1,
     dtype: str = "fp16",
     attention_model: Callable[[DecodeAttention], float] | None = None,
+    vector_model: Callable[[VectorOp], float] | None = None,
 ) -> Workload:
     """The forward step of ``arch``: decode (one new token per sequence) or prefill.
 
     ``attention_model`` gives the seconds of one layer's decode attention call;
     None charges it at the HBM roofline. Prefill and MLA stay at the roofline.
+    ``vector_model`` likewise gives the seconds of one vector kernel (norms,
+    SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
     """
     if phase not in PHASES:
         raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
@@ -96,6 +100,10 @@ def forward_workload(
         width = e.per_token * e.intermediate + e.shared_intermediate
         act_bytes += arch.moe_layers * m * b * (4 * h + 3 * width // tp) * 2
     elementwise_s = act_bytes / bw
+    if vector_model is not None:
+        details["elementwise_roofline_s"] = elementwise_s
+        elementwise_s = sum(n * vector_model(op) for op, n in
+                            step_vector_ops(arch, phase, batch, seq_len, tp, dtype))
     comm_s = 0.0
     if tp > 1:
         per_allreduce = 2 * (tp - 1) / tp * m * h * b / (profile.interconnect_gbs * 1e9)
