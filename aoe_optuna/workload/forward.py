@@ -5,8 +5,10 @@ Tensor parallelism (Megatron style): column-parallel GEMMs (QKV, gate+up,
 lm_head, the experts' gate+up) split N by ``tp``; row-parallel ones (O, down)
 split K and are followed by an all-reduce of the activations, two per layer.
 Experts are tensor-parallel too (each card holds 1/tp of every expert), so
-there is no all-to-all. Attention, norms and activations are charged as HBM
-traffic; attention in prefill also as cube work. A caller may pass
+there is no all-to-all. Prefill computes logits for the last token of each
+sequence only (lm_head has ``batch`` rows), as serving engines do. Attention,
+norms and activations are charged as HBM traffic; attention in prefill also
+as cube work. A caller may pass
 ``attention_model`` (e.g. the simulator's decode attention model at CANN's
 default tiling) to charge GQA/MQA decode attention with it instead of the
 roofline; without one every figure stays at the roofline.
@@ -84,7 +86,8 @@ def forward_workload(
                   Gemm(m, inter // tp, h, dtype, "down_proj", arch.dense_layers)]
     if arch.experts is not None:
         gemms += _expert_gemms(arch.experts, h, m, tp, dtype, details)
-    gemms.append(Gemm(m, h, arch.vocab // tp, dtype, "lm_head", 1))
+    # Serving engines compute logits for the last token of each sequence only.
+    gemms.append(Gemm(batch, h, arch.vocab // tp, dtype, "lm_head", 1))
 
     b = DTYPE_BYTES[dtype]
     bw = profile.hbm_bandwidth()
