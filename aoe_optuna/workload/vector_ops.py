@@ -104,9 +104,10 @@ def step_vector_ops(arch: Architecture, phase: str, batch: int, seq_len: int, tp
     """The vector kernels of one forward step on one of ``tp`` cards, with their counts.
 
     Per layer: two RMSNorms, each after a residual add (the fused kernel's
-    problem), one SwiGLU over the MLP's width on this card (a MoE layer's routed
-    rows and its shared expert together), one rotary pass over Q and K (MLA
-    rotates only its rope dimensions); the final norm before lm_head.
+    problem) except the first layer's input norm, one SwiGLU over the MLP's
+    width on this card (a MoE layer's routed rows and its shared expert
+    together), one rotary pass over Q and K (MLA rotates only its rope
+    dimensions); and the final norm before lm_head.
     """
     tokens = batch if phase == "decode" else batch * seq_len
     h = arch.hidden
@@ -116,8 +117,8 @@ def step_vector_ops(arch: Architecture, phase: str, batch: int, seq_len: int, tp
     else:
         rope_dim = arch.mla.qk_rope_head_dim
         rope_width = (arch.q_heads // tp + 1) * rope_dim
-    out = [(VectorOp("add_rmsnorm", tokens, h, dtype), 2 * arch.layers),
-           (VectorOp("rmsnorm", tokens, h, dtype), 1),
+    out = [(VectorOp("add_rmsnorm", tokens, h, dtype), 2 * arch.layers - 1),
+           (VectorOp("rmsnorm", tokens, h, dtype), 2),
            (VectorOp("rope", tokens, rope_width, dtype, rope_dim), arch.layers)]
     if arch.dense_layers:
         out.append((VectorOp("swiglu", tokens, arch.intermediate // tp, dtype),

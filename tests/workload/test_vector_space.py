@@ -6,9 +6,13 @@ import numpy as np
 import pytest
 
 from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.workload.architecture import Architecture, LatentAttention
+from aoe_optuna.workload.hf_config import read_hf_config
 from aoe_optuna.workload.models import builtin_architecture
 from aoe_optuna.workload.vector_ops import VectorOp, step_vector_ops
 from aoe_optuna.workload.vector_space import default_config, ub_bytes, vector_space
+
+from .conftest import MODELS_DIR
 
 PROFILE = load_profile("Ascend910B2")
 OPS = [VectorOp("add_rmsnorm", 64, 3584), VectorOp("rmsnorm", 1, 3584),
@@ -55,8 +59,9 @@ def test_the_default_uses_every_core_with_work_double_buffered_and_fused() -> No
 def test_step_vector_ops_counts_two_norms_a_swiglu_and_a_rope_per_layer() -> None:
     arch = builtin_architecture("qwen2.5-7b")
     ops = {op.kind: (op, n) for op, n in step_vector_ops(arch, "decode", 8, 1024, 2, "fp16")}
-    assert ops["add_rmsnorm"][1] == 2 * arch.layers
-    assert ops["rmsnorm"][1] == 1
+    # every norm but the first layer's input norm follows a residual add
+    assert ops["add_rmsnorm"][1] == 2 * arch.layers - 1
+    assert ops["rmsnorm"][1] == 2
     swiglu, n = ops["swiglu"]
     assert (swiglu.rows, swiglu.width, n) == (8, arch.intermediate // 2, arch.layers)
     rope, _ = ops["rope"]
@@ -68,3 +73,23 @@ def test_step_vector_ops_counts_two_norms_a_swiglu_and_a_rope_per_layer() -> Non
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="kind: expected one of"):
         VectorOp("layernorm", 1, 128)
+
+
+
+def test_a_moe_layer_runs_swiglu_over_its_routed_and_shared_widths() -> None:
+    arch, _ = read_hf_config(MODELS_DIR / "qwen3-30b-a3b.json")
+    assert arch.experts is not None
+    e = arch.experts
+    widths = {op.width for op, _ in step_vector_ops(arch, "decode", 2, 256, 2, "fp16")
+              if op.kind == "swiglu"}
+    assert widths == {(e.per_token * e.intermediate + e.shared_intermediate) // 2}
+
+
+def test_latent_attention_rotates_only_its_rope_dimensions() -> None:
+    mla = LatentAttention(q_lora_rank=0, kv_lora_rank=512, qk_nope_head_dim=128,
+                          qk_rope_head_dim=64, v_head_dim=128)
+    arch = Architecture("mla", hidden=2048, intermediate=10944, layers=27, q_heads=16,
+                        kv_heads=16, head_dim=192, vocab=102400, mla=mla)
+    rope = next(op for op, _ in step_vector_ops(arch, "decode", 1, 128, 2, "fp16")
+                if op.kind == "rope")
+    assert (rope.width, rope.head_dim) == ((16 // 2 + 1) * 64, 64)  # local heads + shared key
