@@ -30,8 +30,9 @@ def reference_model_workload(
 
     Column-parallel GEMMs (QKV, gate+up, lm_head) split N by ``tp``; row-parallel
     ones (O, down) split K and are followed by an all-reduce of the activations.
-    lm_head computes logits for the last token of each sequence only. Attention, norms and activations are charged as HBM traffic (they do not
-    depend on the GEMM tiling); attention in prefill also as cube work.
+    lm_head computes logits for the last token of each sequence only. Attention,
+    norms and activations are charged as HBM traffic (they do not depend on the
+    GEMM tiling); attention in prefill also as cube work.
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
