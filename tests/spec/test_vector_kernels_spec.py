@@ -1,0 +1,54 @@
+"""``workload.vector_kernels``: a model's norms, SwiGLU and rope charged at the roofline (the
+default, canonical form unchanged), or with the vector-core model; a bad value is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aoe_optuna.spec.loader import SpecError, load_spec, spec_from_dict
+
+
+def rebuilt(spec: Any) -> Any:
+    return spec_from_dict(json.loads(json.dumps(spec.canonical())))
+
+
+def test_roofline_is_the_default_and_leaves_the_canonical_form_alone() -> None:
+    plain = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096}})
+    roof = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096,
+                                        "vector_kernels": "roofline"}})
+    assert roof.canonical() == plain.canonical()
+    assert "vector_kernels" not in plain.canonical()["workload"]
+    assert roof.workload == plain.workload
+
+
+@pytest.mark.parametrize("charge", ["default", "best"])
+def test_the_model_charges_more_than_the_roofline_and_is_stored(charge: str) -> None:
+    plain = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096}})
+    modelled = spec_from_dict({"workload": {"batch": [1, 64], "seq_len": 4096,
+                                            "vector_kernels": charge}})
+    assert modelled.canonical()["workload"]["vector_kernels"] == charge
+    b64 = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096, "vector_kernels": charge}})
+    assert b64.workload.gemms == plain.workload.gemms
+    assert b64.workload.fixed_s > plain.workload.fixed_s
+    assert rebuilt(modelled).workload == modelled.workload
+
+
+def test_best_is_never_slower_than_default() -> None:
+    wl = {"batch": 64, "seq_len": 4096}
+    default = spec_from_dict({"workload": {**wl, "vector_kernels": "default"}}).workload
+    best = spec_from_dict({"workload": {**wl, "vector_kernels": "best"}}).workload
+    assert best.details["elementwise_s"] < default.details["elementwise_s"]
+
+
+def test_an_unknown_charge_is_one_line_naming_the_choices(tmp_path: Path) -> None:
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps({"workload": {"vector_kernels": "tuned"}}))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}: ") and "\n" not in msg
+    assert "vector_kernels" in msg and "roofline" in msg and "best" in msg, msg
