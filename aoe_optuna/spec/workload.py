@@ -266,6 +266,8 @@ def study_name_part(doc: dict[str, Any], workload: Workload) -> tuple[str, str]:
         what += f"-s{_spell(doc['seq_len'])}"
     if doc["tp"] > 1:
         what += f"-tp{doc['tp']}"
+    if "vector_kernels" in doc:  # another step time: not the roofline-charged study
+        what += f"-vk{doc['vector_kernels']}"
     return what, doc["dtype"]
 
 

@@ -31,6 +31,8 @@ def test_the_model_charges_more_than_the_roofline_and_is_stored(charge: str) -> 
     modelled = spec_from_dict({"workload": {"batch": [1, 64], "seq_len": 4096,
                                             "vector_kernels": charge}})
     assert modelled.canonical()["workload"]["vector_kernels"] == charge
+    assert modelled.default_study_name().endswith(f"-decode-b1_64-vk{charge}")
+    assert plain.default_study_name() == "GemmKernel-Ascend910B2-qwen2.5-7b-decode-b64"
     b64 = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096, "vector_kernels": charge}})
     assert b64.workload.gemms == plain.workload.gemms
     assert b64.workload.fixed_s > plain.workload.fixed_s
