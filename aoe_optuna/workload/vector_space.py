@@ -27,7 +27,7 @@ import numpy as np
 
 from aoe_optuna.hardware.capacity import CapacityRule
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.space.constraints import Columns
+from aoe_optuna.space.constraints import Columns, Rule
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.vector_ops import VectorOp
@@ -61,7 +61,8 @@ def ub_bytes(op: VectorOp, c: Columns) -> np.ndarray:
     return c["tile_len"] * (tensors * b * buffers + WORK_TILES * WORK_BYTES)
 
 
-def vector_rules(profile: SocProfile, op: VectorOp) -> list[CapacityRule]:
+def vector_rules(profile: SocProfile, op: VectorOp) -> list[Rule]:
+    """UB capacity, the SoC's vector cores, and no core without work."""
     return [
         CapacityRule("UB", frozenset({"tile_len", "double_buffer"}), profile.ub_bytes,
                      lambda c: ub_bytes(op, c)),
@@ -96,8 +97,12 @@ def vector_space(profile: SocProfile, op: VectorOp) -> SearchSpace:
 
 
 def default_config(profile: SocProfile, op: VectorOp) -> dict[str, int]:
-    """How CANN's vector kernels tile by default: every vector core that has work,
-    double buffering, the largest tile UB holds, the fused kernel where one exists."""
+    """The reference tiling tuning is compared with: every vector core that has work,
+    double buffering, the largest tile UB holds, the fused kernel where one exists.
+
+    What a library kernel's host tiling typically does; an assumption, not read
+    from CANN's tiling code.
+    """
     space = vector_space(profile, op)
     rows = space.configs(space.all_feasible())
     preferred = [c for c in rows if c["double_buffer"] == 1 and c.get("fused", 1) == 1]
