@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.backends.simulator.decode_attention import attention_charge
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.spec.format import Section, SpecError, describe
@@ -34,12 +35,16 @@ from aoe_optuna.workload.models import (
 from aoe_optuna.workload.vector_ops import VectorOp
 
 SOURCES = ("gemm", "model", "hf_config", "shapes", "msprof")
-MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_kernels")
+MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_kernels",
+              "attention")
 # How a model's vector kernels (norms, SwiGLU, rope) are charged: at the roofline
 # (the default; studies made before the key keep their figures), or with the
 # simulator's vector-core model at CANN-style default tilings or at each kernel's
 # best tiling (docs/VECTOR_KERNELS.md).
 VECTOR_CHARGES = ("roofline", "default", "best")
+# Decode attention (GQA/MQA) likewise: at the roofline, or with the simulator's decode
+# attention model at CANN's default tiling or at its best tiling (docs/ATTENTION.md).
+ATTENTION_CHARGES = ("roofline", "default", "best")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}
 MAX_BUCKETS = 64
@@ -108,10 +113,17 @@ def _model(section: Section, profile: SocProfile,
     charge = section.string("vector_kernels", "roofline", list(VECTOR_CHARGES))
     if charge != "roofline":  # absent from the canonical form: older studies stay the same
         doc["vector_kernels"] = charge
+    attention = section.string("attention", "roofline", list(ATTENTION_CHARGES))
+    if attention != "roofline":
+        if phase != "decode" or arch.mla is not None:
+            raise section.error("attention", "'roofline' for prefill or MLA (the attention "
+                                "model covers GQA/MQA decode)", attention)
+        doc["attention"] = attention
     try:
-        workload = serving_workload(profile, arch, phase, batches, seq_lens, doc["tp"],
-                                    doc["dtype"], doc.get("weights"),
-                                    vector_charge(profile, charge))
+        workload = serving_workload(
+            profile, arch, phase, batches, seq_lens, doc["tp"], doc["dtype"],
+            doc.get("weights"), vector_charge(profile, charge),
+            None if attention == "roofline" else attention_charge(profile, attention))
     except ValueError as exc:
         key, _, detail = str(exc).partition(": ")
         raise section.error(key if key in doc else None, "a workload the model allows",
@@ -266,7 +278,9 @@ def study_name_part(doc: dict[str, Any], workload: Workload) -> tuple[str, str]:
         what += f"-s{_spell(doc['seq_len'])}"
     if doc["tp"] > 1:
         what += f"-tp{doc['tp']}"
-    if "vector_kernels" in doc:  # another step time: not the roofline-charged study
+    if "attention" in doc:  # another step time: not the roofline-charged study
+        what += f"-attn{doc['attention']}"
+    if "vector_kernels" in doc:
         what += f"-vk{doc['vector_kernels']}"
     return what, doc["dtype"]
 

@@ -1,5 +1,6 @@
-"""``workload.vector_kernels``: a model's norms, SwiGLU and rope charged at the roofline (the
-default, canonical form unchanged), or with the vector-core model; a bad value is one line."""
+"""``workload.vector_kernels`` and ``workload.attention``: a model's norms, SwiGLU, rope and
+decode attention charged at the roofline (the default, canonical form unchanged) or with the
+simulator's models; a bad value is one line."""
 
 from __future__ import annotations
 
@@ -54,3 +55,26 @@ def test_an_unknown_charge_is_one_line_naming_the_choices(tmp_path: Path) -> Non
     msg = str(info.value)
     assert msg.startswith(f"{path}: ") and "\n" not in msg
     assert "vector_kernels" in msg and "roofline" in msg and "best" in msg, msg
+
+
+@pytest.mark.parametrize("charge", ["default", "best"])
+def test_decode_attention_charged_by_its_model_and_named(charge: str) -> None:
+    plain = spec_from_dict({"workload": {"batch": 1, "seq_len": 32768}})
+    modelled = spec_from_dict({"workload": {"batch": 1, "seq_len": 32768, "attention": charge,
+                                            "vector_kernels": "default"}})
+    assert modelled.canonical()["workload"]["attention"] == charge
+    assert modelled.default_study_name().endswith(f"-b1-attn{charge}-vkdefault")
+    d = modelled.workload.details
+    assert d["attention_roofline_s"] == plain.workload.details["attention_s"]
+    assert d["attention_s"] > d["attention_roofline_s"]
+    assert rebuilt(modelled).workload == modelled.workload
+
+
+def test_attention_model_refused_for_prefill_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps({"workload": {"phase": "prefill", "attention": "best"}}))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}: ") and "\n" not in msg
+    assert "workload.attention" in msg and "GQA/MQA decode" in msg, msg
