@@ -17,6 +17,7 @@ import numpy as np
 from aoe_optuna.space.params import to_code
 from aoe_optuna.space.presets import CATLASS_DEFAULT, CATLASS_PARAMS, seed_params
 from aoe_optuna.spec.loader import StudySpec, load_spec
+from aoe_optuna.workload.step_split import describe_split, step_split
 
 
 def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
@@ -30,6 +31,8 @@ def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
     if roofline is None:
         return
     yield f"  roofline         {roofline:,.4g} tokens/s"
+    yield ("  step             "
+           + describe_split(step_split(spec.workload, spec.profile)) + "; GEMMs at roofline")
     if not spec.exact_model or not optimum:
         return
     from aoe_optuna.bench.exhaustive import simulator_costs, simulator_exhaustive

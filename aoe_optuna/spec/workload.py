@@ -12,9 +12,12 @@ inline value instead of a path are how a stored study is read back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.backends.simulator.decode_attention import attention_charge
+from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.spec.format import Section, SpecError, describe
 from aoe_optuna.workload import hf_config, msprof, shape_list
@@ -29,9 +32,19 @@ from aoe_optuna.workload.models import (
     builtin_architecture,
     single_gemm,
 )
+from aoe_optuna.workload.vector_ops import VectorOp
 
 SOURCES = ("gemm", "model", "hf_config", "shapes", "msprof")
-MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights")
+MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_kernels",
+              "attention")
+# How a model's vector kernels (norms, SwiGLU, rope) are charged: at the roofline
+# (the default; studies made before the key keep their figures), or with the
+# simulator's vector-core model at CANN-style default tilings or at each kernel's
+# best tiling (docs/VECTOR_KERNELS.md).
+VECTOR_CHARGES = ("roofline", "default", "best")
+# Decode attention (GQA/MQA) likewise: at the roofline, or with the simulator's decode
+# attention model at CANN's default tiling or at its best tiling (docs/ATTENTION.md).
+ATTENTION_CHARGES = ("roofline", "default", "best")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}
 MAX_BUCKETS = 64
@@ -97,14 +110,34 @@ def _model(section: Section, profile: SocProfile,
     weights = _weights(section, n_buckets)
     if weights is not None and n_buckets > 1:
         doc["weights"] = weights
+    charge = section.string("vector_kernels", "roofline", list(VECTOR_CHARGES))
+    if charge != "roofline":  # absent from the canonical form: older studies stay the same
+        doc["vector_kernels"] = charge
+    attention = section.string("attention", "roofline", list(ATTENTION_CHARGES))
+    if attention != "roofline":
+        if phase != "decode" or arch.mla is not None:
+            raise section.error("attention", "'roofline' for prefill or MLA (the attention "
+                                "model covers GQA/MQA decode)", attention)
+        doc["attention"] = attention
     try:
-        workload = serving_workload(profile, arch, phase, batches, seq_lens, doc["tp"],
-                                    doc["dtype"], doc.get("weights"))
+        workload = serving_workload(
+            profile, arch, phase, batches, seq_lens, doc["tp"], doc["dtype"],
+            doc.get("weights"), vector_charge(profile, charge),
+            None if attention == "roofline" else attention_charge(profile, attention))
     except ValueError as exc:
         key, _, detail = str(exc).partition(": ")
         raise section.error(key if key in doc else None, "a workload the model allows",
                             raw=detail or str(exc)) from None
     return workload, doc
+
+
+def vector_charge(profile: SocProfile, charge: str) -> Callable[[VectorOp], float] | None:
+    """Seconds of one vector kernel under ``charge``; None for the roofline."""
+    if charge == "default":
+        return lambda op: default_vector_cost(profile, op)[1].total_s
+    if charge == "best":
+        return lambda op: best_vector_config(profile, op)[1].total_s
+    return None
 
 
 def _hf_config(section: Section) -> tuple[Architecture, dict[str, Any]]:
@@ -245,6 +278,10 @@ def study_name_part(doc: dict[str, Any], workload: Workload) -> tuple[str, str]:
         what += f"-s{_spell(doc['seq_len'])}"
     if doc["tp"] > 1:
         what += f"-tp{doc['tp']}"
+    if "attention" in doc:  # another step time: not the roofline-charged study
+        what += f"-attn{doc['attention']}"
+    if "vector_kernels" in doc:
+        what += f"-vk{doc['vector_kernels']}"
     return what, doc["dtype"]
 
 

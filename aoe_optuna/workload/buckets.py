@@ -15,12 +15,14 @@ mix seen in a serving log).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.forward import forward_workload
 from aoe_optuna.workload.gemm import Gemm, Workload
+from aoe_optuna.workload.vector_ops import VectorOp
 
 
 def bucket_label(batch: int, seq_len: int, batches: int, seq_lens: int) -> str:
@@ -68,17 +70,25 @@ def merge_buckets(buckets: Sequence[tuple[str, Workload]],
 
 def serving_workload(profile: SocProfile, arch: Architecture, phase: str,
                      batches: Sequence[int], seq_lens: Sequence[int], tp: int = 1,
-                     dtype: str = "fp16", weights: Sequence[int] | None = None) -> Workload:
+                     dtype: str = "fp16", weights: Sequence[int] | None = None,
+                     vector_model: Callable[[VectorOp], float] | None = None,
+                     attention_model: Callable[[DecodeAttention], float] | None = None,
+                     ) -> Workload:
     """The model's workload over every (batch, seq_len) bucket, batch-major.
 
     One bucket is that bucket's workload as it is, names unprefixed (a weight
-    scales its tokens and its time alike).
+    scales its tokens and its time alike). ``vector_model`` and
+    ``attention_model`` charge the vector kernels and decode attention
+    (forward.py); None charges them at the roofline.
     """
     pairs = [(b, s) for b in batches for s in seq_lens]
     if len(pairs) == 1 and (weights is None or len(weights) == 1):
-        return forward_workload(profile, arch, phase, pairs[0][0], pairs[0][1], tp, dtype)
+        return forward_workload(profile, arch, phase, pairs[0][0], pairs[0][1], tp, dtype,
+                                attention_model=attention_model, vector_model=vector_model)
     buckets = [(bucket_label(b, s, len(batches), len(seq_lens)),
-                forward_workload(profile, arch, phase, b, s, tp, dtype)) for b, s in pairs]
+                forward_workload(profile, arch, phase, b, s, tp, dtype,
+                                 attention_model=attention_model, vector_model=vector_model))
+               for b, s in pairs]
     name = (f"{arch.name} {phase} batch={_spell(batches)} seq_len={_spell(seq_lens)} "
             f"tp={tp} {dtype}")
     return merge_buckets(buckets, weights, name)

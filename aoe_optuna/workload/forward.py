@@ -5,17 +5,25 @@ Tensor parallelism (Megatron style): column-parallel GEMMs (QKV, gate+up,
 lm_head, the experts' gate+up) split N by ``tp``; row-parallel ones (O, down)
 split K and are followed by an all-reduce of the activations, two per layer.
 Experts are tensor-parallel too (each card holds 1/tp of every expert), so
-there is no all-to-all. Attention, norms and activations are charged as HBM
-traffic; attention in prefill also as cube work.
+there is no all-to-all. Prefill computes logits for the last token of each
+sequence only (lm_head has ``batch`` rows), as serving engines do. Attention,
+norms and activations are charged as HBM traffic; attention in prefill also
+as cube work. A caller may pass
+``attention_model`` (e.g. the simulator's decode attention model at CANN's
+default tiling) to charge GQA/MQA decode attention with it instead of the
+roofline; without one every figure stays at the roofline.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
+from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
+from aoe_optuna.workload.vector_ops import VectorOp, step_vector_ops
 
 PHASES = ("decode", "prefill")
 
@@ -53,8 +61,16 @@ def forward_workload(
     seq_len: int = 1024,
     tp: int = 1,
     dtype: str = "fp16",
+    attention_model: Callable[[DecodeAttention], float] | None = None,
+    vector_model: Callable[[VectorOp], float] | None = None,
 ) -> Workload:
-    """The forward step of ``arch``: decode (one new token per sequence) or prefill."""
+    """The forward step of ``arch``: decode (one new token per sequence) or prefill.
+
+    ``attention_model`` gives the seconds of one layer's decode attention call;
+    None charges it at the HBM roofline. Prefill and MLA stay at the roofline.
+    ``vector_model`` likewise gives the seconds of one vector kernel (norms,
+    SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
+    """
     if phase not in PHASES:
         raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
     if dtype not in DTYPE_BYTES:
@@ -70,11 +86,16 @@ def forward_workload(
                   Gemm(m, inter // tp, h, dtype, "down_proj", arch.dense_layers)]
     if arch.experts is not None:
         gemms += _expert_gemms(arch.experts, h, m, tp, dtype, details)
-    gemms.append(Gemm(m, h, arch.vocab // tp, dtype, "lm_head", 1))
+    # Serving engines compute logits for the last token of each sequence only.
+    gemms.append(Gemm(batch, h, arch.vocab // tp, dtype, "lm_head", 1))
 
     b = DTYPE_BYTES[dtype]
     bw = profile.hbm_bandwidth()
     attention_s = _attention_s(profile, arch, phase, batch, seq_len, tp, dtype)
+    if attention_model is not None and phase == "decode" and arch.mla is None:
+        details["attention_roofline_s"] = attention_s
+        attention_s = arch.layers * attention_model(
+            decode_attention_shape(arch, batch, seq_len, tp, dtype))
     # RMSNorm x2, SwiGLU, residual adds: a few reads and writes of the activations.
     act_bytes = arch.dense_layers * m * b * (4 * h + 3 * arch.intermediate // tp) * 2
     if arch.experts is not None:
@@ -82,6 +103,10 @@ def forward_workload(
         width = e.per_token * e.intermediate + e.shared_intermediate
         act_bytes += arch.moe_layers * m * b * (4 * h + 3 * width // tp) * 2
     elementwise_s = act_bytes / bw
+    if vector_model is not None:
+        details["elementwise_roofline_s"] = elementwise_s
+        elementwise_s = sum(n * vector_model(op) for op, n in
+                            step_vector_ops(arch, phase, batch, seq_len, tp, dtype))
     comm_s = 0.0
     if tp > 1:
         per_allreduce = 2 * (tp - 1) / tp * m * h * b / (profile.interconnect_gbs * 1e9)
@@ -95,6 +120,22 @@ def forward_workload(
         details={"attention_s": attention_s, "elementwise_s": elementwise_s, "comm_s": comm_s,
                  **details},
     )
+
+
+def decode_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int,
+                           dtype: str) -> DecodeAttention:
+    """One layer's decode attention on one card: its share of the Q heads and KV heads.
+
+    A model with fewer KV heads than ``tp`` replicates them, one per card.
+    """
+    if arch.kv_heads >= tp:
+        kv_heads = math.ceil(arch.kv_heads / tp)
+        q_heads = kv_heads * (arch.q_heads // arch.kv_heads)
+    else:
+        kv_heads, q_heads = 1, math.ceil(arch.q_heads / tp)
+    return DecodeAttention(batch=batch, q_heads=q_heads, kv_heads=kv_heads,
+                           head_dim=arch.head_dim, context=seq_len,
+                           dtype_bytes=DTYPE_BYTES[dtype])
 
 
 def _attention_gemms(arch: Architecture, m: int, batch: int, phase: str, tp: int,

@@ -30,8 +30,9 @@ def reference_model_workload(
 
     Column-parallel GEMMs (QKV, gate+up, lm_head) split N by ``tp``; row-parallel
     ones (O, down) split K and are followed by an all-reduce of the activations.
-    Attention, norms and activations are charged as HBM traffic (they do not
-    depend on the GEMM tiling); attention in prefill also as cube work.
+    lm_head computes logits for the last token of each sequence only. Attention,
+    norms and activations are charged as HBM traffic (they do not depend on the
+    GEMM tiling); attention in prefill also as cube work.
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
@@ -47,7 +48,7 @@ def reference_model_workload(
         Gemm(m, qd // tp, h, dtype, "o_proj", layers),
         Gemm(m, h, 2 * inter // tp, dtype, "gate_up_proj", layers),
         Gemm(m, inter // tp, h, dtype, "down_proj", layers),
-        Gemm(m, h, cfg["vocab"] // tp, dtype, "lm_head", 1),
+        Gemm(batch, h, cfg["vocab"] // tp, dtype, "lm_head", 1),  # last token only
     )
     bw = profile.hbm_bandwidth()
     # Attention: read the KV cache (decode) or Q/K/V and write O (prefill).

@@ -36,7 +36,9 @@ def test_qwen_decode_gemms(profile):
 
 def test_prefill_multiplies_m_by_the_sequence(profile):
     wl = model_workload(profile, "qwen2.5-7b", "prefill", batch=2, seq_len=512)
-    assert {g.M for g in wl.gemms} == {1024} and wl.tokens_per_step == 1024
+    rows = {g.name: g.M for g in wl.gemms}
+    assert rows.pop("lm_head") == 2  # logits for the last token of each sequence
+    assert set(rows.values()) == {1024} and wl.tokens_per_step == 1024
 
 
 def test_tensor_parallel_splits_n_of_column_and_k_of_row_parallel_gemms(profile):

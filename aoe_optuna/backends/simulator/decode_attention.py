@@ -1,0 +1,207 @@
+"""Decode attention on the AI cores: KV streaming, cube and vector work, occupancy, combine.
+
+A unit (sequence, KV head, KV split) runs on one AI core: its cube core
+streams K and V from HBM (MTE2), computes S = Q K^T and O += P V, and its two
+vector cores run the online softmax of each ``block_tile`` step (max, exp,
+sum, cast to P, rescale of the running O). With ``pipeline = 2`` the three
+stages overlap (ping-pong buffers) and a step costs the slowest of them;
+with ``pipeline = 1`` they run in turn and each load pays the HBM latency.
+
+The kernel takes as long as its busiest core (units are dealt to the cube
+cores, so batch 1 with 4 KV heads and no split keeps 4 cores busy and reads
+the cache at 4 cores' bandwidth), never less than the chip's HBM bandwidth
+allows, plus the combine pass when the KV is split and a launch head.
+
+Constants reuse the GEMM simulator's: per-core GM streaming and the cross-core
+hand-over are the fits of scripts/calibrate_simulator.py (transfer.py,
+vector_passes.py), MMAD timing is the msKPP fit (cube.py). The vector-core
+figures below are hardware widths, not fitted; the per-step flag cost is an
+assumed order of magnitude. No attention timing was used to set any of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from aoe_optuna.backends.simulator import cube, transfer
+from aoe_optuna.backends.simulator.vector_passes import HANDOVER_S, MIX_HEAD_S
+from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.space.decode_attention import (
+    ACCUMULATOR_BYTES,
+    AttentionTiling,
+    DecodeAttention,
+    cann_default_tiling,
+    feasible_tilings,
+    tokens_per_unit,
+    violations,
+)
+
+# Ascend C vector instructions process 256 B per repeat, one repeat per cycle
+# (64 fp32 lanes); two vector cores per AI core (../shared/reference/ascend-910b.md).
+VECTOR_BYTES_PER_CYCLE = 256
+VECTOR_CORES_PER_AI_CORE = 2
+# Vector instructions per score of the online softmax: max, subtract, exp (charged
+# as 2 repeats), sum, cast to P. Counted from the algorithm, not measured.
+VECTOR_OPS_PER_SCORE = 6
+# Per output element and step: rescale O by exp(m_old - m_new) and add P V.
+VECTOR_OPS_PER_OUTPUT = 3
+# GM<->UB mover, bytes per cycle per vector core (msKPP TheoreticalBandwidth()).
+GM_UB_BYTES_PER_CYCLE = 128
+# Assumed (not measured): set/wait cross-core flags cube -> vector -> cube per step.
+STEP_FLAG_S = 0.3e-6
+TIE = 1e-3  # relative gain below which a tiling does not displace the default
+HBM_LATENCY_S = transfer.gm_to_l1().startup_s  # exposed per load without double buffering
+
+
+@dataclass(frozen=True)
+class AttentionCost:
+    """Seconds of one decode attention call and where they go (busiest core)."""
+
+    total_s: float
+    stream_s: float  # K/V GM->L1 on the busiest core
+    cube_s: float
+    vector_s: float
+    combine_s: float
+    busy_cores: int
+    roofline_s: float
+
+
+def roofline_s(profile: SocProfile, shape: DecodeAttention) -> float:
+    """The bound forward.py charged before: KV bytes at HBM bandwidth or FLOPs at peak."""
+    peak = profile.cube_cores * profile.macs_per_cycle["fp16"] * 2 * profile.clock_hz
+    return max(shape.kv_bytes / profile.hbm_bandwidth(), shape.flops / peak)
+
+
+@dataclass(frozen=True)
+class _Stages:
+    """Seconds of one softmax step's three stages on one AI core."""
+
+    stream: float
+    cube: float
+    vector: float
+
+
+def _step(profile: SocProfile, shape: DecodeAttention, t: AttentionTiling,
+          tokens: int) -> _Stages:
+    """The stages of a step over ``tokens`` cached tokens (a full block or the tail)."""
+    clock = profile.clock_hz
+    d, b, g = shape.head_dim, shape.dtype_bytes, shape.group_rows
+    loads = math.ceil(tokens / t.l1_tile)
+    mmads = math.ceil(tokens / t.l0_tile)
+
+    # MTE2: K and V of the step, in runs set by the cache layout.
+    kv = 2 * tokens * d * b
+    if shape.kv_layout == "BNSD":
+        run = min(t.l1_tile, shape.page_tokens) * d * b
+        stride = run
+    else:
+        run = d * b
+        stride = shape.kv_heads * d * b
+    stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, clock)
+    stream_s = float(stream.seconds(np.array(kv, dtype=float), np.array(run, dtype=float),
+                                    np.array(stride), np.array(1.0)))
+    if t.pipeline == 1:
+        stream_s += 2 * loads * HBM_LATENCY_S
+
+    # Cube: QK^T (g x d x l0) and PV (g x l0 x d) per l0 slice, L1->L0B of K and V,
+    # FixPipe of the fp32 scores.
+    c0 = np.array(profile.c0["fp16"])
+    startup = cube.mmad_startup_cycles(profile.soc)
+    qk = cube.mmad_cycles(np.array(g), np.array(d), np.array(t.l0_tile), c0, startup)
+    pv = cube.mmad_cycles(np.array(g), np.array(t.l0_tile), np.array(d), c0, startup)
+    mmad_s = float(mmads * (qk + pv)) / clock
+    l0b_s = float(transfer.l1_to_l0b().cycles(np.array(kv, dtype=float), clock,
+                                               2.0 * mmads)) / clock
+    scores = g * tokens
+    fixpipe_s = float(transfer.l0c_to_gm().cycles(
+        np.array(scores * ACCUMULATOR_BYTES, dtype=float), clock, loads)) / clock
+
+    # Vector: softmax of the step's scores, rescale of O, S in and P out through GM/L2.
+    lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * VECTOR_CORES_PER_AI_CORE
+    ops = scores * VECTOR_OPS_PER_SCORE + g * d * VECTOR_OPS_PER_OUTPUT
+    moved = scores * (ACCUMULATOR_BYTES + b)
+    vector_s = (ops / lanes + moved / (GM_UB_BYTES_PER_CYCLE * VECTOR_CORES_PER_AI_CORE)) / clock
+    return _Stages(stream_s, mmad_s + l0b_s + fixpipe_s, vector_s)
+
+
+def _unit_s(t: AttentionTiling, steps: list[_Stages]) -> float:
+    """One unit's steps, overlapped (pipeline 2: the slowest stage per step, plus the
+    first load and the last step's drain) or in turn (pipeline 1)."""
+    if t.pipeline == 1:
+        return sum(s.stream + s.cube + s.vector + STEP_FLAG_S for s in steps)
+    body = sum(max(s.stream, s.cube, s.vector) + STEP_FLAG_S for s in steps)
+    first, last = steps[0], steps[-1]
+    return body + HBM_LATENCY_S + min(first.stream, first.cube, first.vector) \
+        + min(last.cube, last.vector)
+
+
+def decode_attention_cost(profile: SocProfile, shape: DecodeAttention,
+                          t: AttentionTiling) -> AttentionCost:
+    """Modelled time of ``shape`` under tiling ``t``; a tiling the rules refuse raises."""
+    broken = violations(profile, shape, t)
+    if broken:
+        raise ValueError(f"attention tiling {t}: {'; '.join(broken)}")
+    d, b = shape.head_dim, shape.dtype_bytes
+    tokens = tokens_per_unit(shape, t.kv_split)
+    full, tail = divmod(tokens, t.block_tile)
+    steps = [_step(profile, shape, t, t.block_tile)] * full
+    if tail:
+        steps.append(_step(profile, shape, t, tail))
+    unit_s = _unit_s(t, steps)
+
+    units = shape.batch * shape.kv_heads * t.kv_split
+    busy = min(units, profile.cube_cores)
+    per_core_units = math.ceil(units / profile.cube_cores)
+    core_s = per_core_units * unit_s
+    chip_s = units * 2 * tokens * d * b / profile.hbm_bandwidth()  # pages read whole
+    main_s = max(core_s, chip_s)
+
+    combine_s = 0.0
+    if t.kv_split > 1:
+        rows = shape.batch * shape.q_heads
+        moved_bytes = rows * (t.kv_split * (d + 2) * ACCUMULATOR_BYTES * 2 + d * b)
+        gm_ub = GM_UB_BYTES_PER_CYCLE * profile.vector_cores * profile.clock_hz
+        combine_s = HANDOVER_S + moved_bytes / min(gm_ub, profile.hbm_bandwidth())
+    total = max(main_s + combine_s + MIX_HEAD_S, roofline_s(profile, shape))
+    return AttentionCost(
+        total_s=total, stream_s=per_core_units * sum(s.stream for s in steps),
+        cube_s=per_core_units * sum(s.cube for s in steps),
+        vector_s=per_core_units * sum(s.vector for s in steps),
+        combine_s=combine_s, busy_cores=busy, roofline_s=roofline_s(profile, shape),
+    )
+
+
+def default_cost(profile: SocProfile, shape: DecodeAttention) -> AttentionCost:
+    """Cost at the tiling CANN's IncreFlashAttention would pick."""
+    return decode_attention_cost(profile, shape, cann_default_tiling(profile, shape))
+
+
+def best_tiling(profile: SocProfile, shape: DecodeAttention) -> tuple[AttentionTiling,
+                                                                      AttentionCost]:
+    """The fastest feasible tiling by exhaustive search (a few thousand points).
+
+    A tiling must beat the CANN default (and then the best so far) by more
+    than ``TIE`` to replace it, so a shape no tiling can speed up
+    (bandwidth-bound) reports the default, and among tilings that tie the
+    one with the larger tiles (fewer instructions) is kept.
+    """
+    default = cann_default_tiling(profile, shape)
+    best = (default, decode_attention_cost(profile, shape, default))
+    for t in reversed(feasible_tilings(profile, shape)):  # on ties, the larger tiles
+        cost = decode_attention_cost(profile, shape, t)
+        if cost.total_s < best[1].total_s * (1.0 - TIE):
+            best = (t, cost)
+    return best
+
+
+def attention_charge(profile: SocProfile, tiling: str) -> Callable[[DecodeAttention], float]:
+    """Seconds per call at CANN's ``default`` tiling or the ``best`` one, for forward.py."""
+    if tiling == "default":
+        return lambda shape: default_cost(profile, shape).total_s
+    if tiling == "best":
+        return lambda shape: best_tiling(profile, shape)[1].total_s
+    raise ValueError(f"attention tiling: expected 'default' or 'best', got {tiling!r}")

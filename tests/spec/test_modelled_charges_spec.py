@@ -1,0 +1,80 @@
+"""``workload.vector_kernels`` and ``workload.attention``: a model's norms, SwiGLU, rope and
+decode attention charged at the roofline (the default, canonical form unchanged) or with the
+simulator's models; a bad value is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aoe_optuna.spec.loader import SpecError, load_spec, spec_from_dict
+
+
+def rebuilt(spec: Any) -> Any:
+    return spec_from_dict(json.loads(json.dumps(spec.canonical())))
+
+
+def test_roofline_is_the_default_and_leaves_the_canonical_form_alone() -> None:
+    plain = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096}})
+    roof = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096,
+                                        "vector_kernels": "roofline"}})
+    assert roof.canonical() == plain.canonical()
+    assert "vector_kernels" not in plain.canonical()["workload"]
+    assert roof.workload == plain.workload
+
+
+@pytest.mark.parametrize("charge", ["default", "best"])
+def test_the_model_charges_more_than_the_roofline_and_is_stored(charge: str) -> None:
+    plain = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096}})
+    modelled = spec_from_dict({"workload": {"batch": [1, 64], "seq_len": 4096,
+                                            "vector_kernels": charge}})
+    assert modelled.canonical()["workload"]["vector_kernels"] == charge
+    assert modelled.default_study_name().endswith(f"-decode-b1_64-vk{charge}")
+    assert plain.default_study_name() == "GemmKernel-Ascend910B2-qwen2.5-7b-decode-b64"
+    b64 = spec_from_dict({"workload": {"batch": 64, "seq_len": 4096, "vector_kernels": charge}})
+    assert b64.workload.gemms == plain.workload.gemms
+    assert b64.workload.fixed_s > plain.workload.fixed_s
+    assert rebuilt(modelled).workload == modelled.workload
+
+
+def test_best_is_never_slower_than_default() -> None:
+    wl = {"batch": 64, "seq_len": 4096}
+    default = spec_from_dict({"workload": {**wl, "vector_kernels": "default"}}).workload
+    best = spec_from_dict({"workload": {**wl, "vector_kernels": "best"}}).workload
+    assert best.details["elementwise_s"] < default.details["elementwise_s"]
+
+
+def test_an_unknown_charge_is_one_line_naming_the_choices(tmp_path: Path) -> None:
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps({"workload": {"vector_kernels": "tuned"}}))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}: ") and "\n" not in msg
+    assert "vector_kernels" in msg and "roofline" in msg and "best" in msg, msg
+
+
+@pytest.mark.parametrize("charge", ["default", "best"])
+def test_decode_attention_charged_by_its_model_and_named(charge: str) -> None:
+    plain = spec_from_dict({"workload": {"batch": 1, "seq_len": 32768}})
+    modelled = spec_from_dict({"workload": {"batch": 1, "seq_len": 32768, "attention": charge,
+                                            "vector_kernels": "default"}})
+    assert modelled.canonical()["workload"]["attention"] == charge
+    assert modelled.default_study_name().endswith(f"-b1-attn{charge}-vkdefault")
+    d = modelled.workload.details
+    assert d["attention_roofline_s"] == plain.workload.details["attention_s"]
+    assert d["attention_s"] > d["attention_roofline_s"]
+    assert rebuilt(modelled).workload == modelled.workload
+
+
+def test_attention_model_refused_for_prefill_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps({"workload": {"phase": "prefill", "attention": "best"}}))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}: ") and "\n" not in msg
+    assert "workload.attention" in msg and "GQA/MQA decode" in msg, msg
