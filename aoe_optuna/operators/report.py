@@ -18,6 +18,7 @@ from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kern
 from aoe_optuna.operators.tuner import OperatorResult
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.loader import StudySpec
+from aoe_optuna.study import dashboard_writers
 
 OBJECTIVE = "TFLOPS"  # a shape's own figure in the knowledge base (higher is better)
 
@@ -100,9 +101,8 @@ def note_markdown(result: OperatorResult) -> str:
 
 def save_note(study: optuna.Study, result: OperatorResult) -> None:
     """The table as the parent study's dashboard note; skipped without the extra."""
-    try:
-        from optuna_dashboard import save_note as dashboard_note
-    except ImportError:
+    dashboard_note = dashboard_writers.save_note()
+    if dashboard_note is None:
         return
     dashboard_note(study, note_markdown(result))
 

@@ -21,6 +21,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import ATTR_FAILURE_KIND
+from aoe_optuna.study import dashboard_writers
 from aoe_optuna.study.objective import is_measured
 
 if TYPE_CHECKING:
@@ -111,8 +112,10 @@ def save_convergence_plot(
     """Store the plot in the study for the dashboard; False without the ``dashboard`` extra."""
     try:
         import plotly  # noqa: F401
-        from optuna_dashboard import save_plotly_graph_object
     except ImportError:
+        return False
+    save_plotly_graph_object = dashboard_writers.save_plotly_graph_object()
+    if save_plotly_graph_object is None:
         return False
     figure = convergence_figure(study.get_trials(deepcopy=False), roofline, baseline)
     save_plotly_graph_object(study, figure, graph_object_id=GRAPH_ID)

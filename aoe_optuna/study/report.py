@@ -15,6 +15,7 @@ from rich.table import Table
 from aoe_optuna.space.presets import CATLASS_PARAMS
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR
+from aoe_optuna.study import dashboard_writers
 from aoe_optuna.study.create import baseline_trial, best_trial
 from aoe_optuna.study.dashboard_plot import save_convergence_plot
 from aoe_optuna.study.runner import RunResult
@@ -192,9 +193,8 @@ def summary_markdown(s: Summary) -> str:
 def save_dashboard_note(study: optuna.Study, s: Summary) -> None:
     """The summary as the study's dashboard note, and beside it the convergence plot
     (:mod:`aoe_optuna.study.dashboard_plot`); both skipped without the `dashboard` extra."""
-    try:
-        from optuna_dashboard import save_note
-    except ImportError:
+    save_note = dashboard_writers.save_note()
+    if save_note is None:
         return
     save_note(study, summary_markdown(s))
     save_convergence_plot(study, s.roofline, s.baseline)
