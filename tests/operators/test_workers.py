@@ -52,11 +52,11 @@ def test_two_workers_measure_each_chunk_and_keep_the_allocation(tmp_path: Path) 
     spec.write_text(json.dumps(SPEC))
     url = f"sqlite:///{tmp_path / 'w.db'}"
     run = subprocess.run(aoe("operators", "--config", str(spec), "--storage", url,
-                             "--n-trials", "60", "--n-workers", "2", "--sampler", "gp-ucb",
+                             "--n-trials", "40", "--n-workers", "2", "--sampler", "gp-ucb",
                              "--seed", "0", "--no-progress"),
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
-    check_run(url, 60)
+    check_run(url, 40)
 
 
 def test_a_follower_joins_the_allocation_until_the_run_is_done(tmp_path: Path) -> None:

@@ -87,13 +87,15 @@ def _wait_for_progress(url: str, name: str, step: int, limit_s: float = 120) -> 
 
 
 @pytest.mark.slow
-def test_kill_all_workers_ten_times_then_resume(tmp_path: Path) -> None:
+def test_kill_all_workers_six_times_then_resume(tmp_path: Path) -> None:
+    """Six kills of the parent and both workers at varying points (scripts/chaos.py
+    runs hundreds, with pauses, on every storage)."""
     url = f"sqlite:///{tmp_path / 'aoe.db'}"
-    n = 60
+    n = 40
     args = ["--config", QWEN, "--storage", url, "--study-name", "k", "--n-trials", str(n),
             "--n-workers", "2", "--sampler", "random"]
     completed_before: dict[int, float] = {}
-    for cycle in range(10):
+    for cycle in range(6):
         proc = subprocess.Popen([str(AOE_TUNE), *args, "--seed", str(cycle), "--no-progress"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
