@@ -10,8 +10,9 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path``, fsync it, then rename it over ``path``.
+def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to a temporary file next to ``path``, fsync it, then rename
+    it over ``path``.
 
     An error leaves ``path`` as it was and removes the temporary file. A process
     killed mid-write cannot remove its own, so the temporary file's name holds
@@ -23,7 +24,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
     try:
         os.chmod(tmp, _mode_for(path))
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
+              else os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

@@ -19,6 +19,7 @@ under a hash of what defines them, since enumerating a large space takes minutes
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.backends.replay.kt_cache import RecordedSpace
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Workload
@@ -169,11 +171,11 @@ def store_cached(key: str, result: Exhaustive, cache_dir: Path | None = None) ->
     folder = cache_dir or DEFAULT_CACHE
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key}.npz"
-    tmp = folder / f".{key}.tmp.npz"
     meta = json.dumps({"best_config": result.best_config, "n_unmeasured": result.n_unmeasured},
                       default=_plain)
-    np.savez_compressed(tmp, costs=result.costs, meta=np.array(meta))
-    tmp.replace(path)
+    data = io.BytesIO()
+    np.savez_compressed(data, costs=result.costs, meta=np.array(meta))
+    write_atomic(path, data.getvalue())  # a temp file per writer: benches may share the cache
     return path
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
+from pathlib import Path
+
 import numpy as np
 import pytest
 from kt_fixture import write_cache
@@ -87,3 +90,31 @@ def test_simulator_cache_key_follows_the_model_code() -> None:
     assert first == simulator_fingerprint() and len(first) == 16
     spec = {"spec": {"op_name": "x"}}
     assert cache_key({**spec, "model": first}) != cache_key({**spec, "model": "0" * 16})
+
+
+def _store_many(key: str, folder: str, costs: list[float], times: int, go) -> None:
+    from aoe_optuna.bench.exhaustive import Exhaustive
+
+    ex = Exhaustive(np.asarray(costs), {"a": 1}, 0)
+    go.wait(60)  # all writers start together
+    for _ in range(times):
+        store_cached(key, ex, Path(folder))
+
+
+def test_benches_sharing_a_cache_store_the_same_entry_together(tmp_path):
+    """Two processes writing one entry at once: each through its own temporary file."""
+    key = cache_key({"spec": {"x": 3}})
+    costs = list(np.linspace(1e-3, 2e-3, 20_000))
+    ctx = multiprocessing.get_context("spawn")
+    go = ctx.Event()
+    procs = [ctx.Process(target=_store_many, args=(key, str(tmp_path), costs, 40, go))
+             for _ in range(3)]
+    for p in procs:
+        p.start()
+    go.set()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    back = load_cached(key, tmp_path)
+    assert back is not None and back.best_config == {"a": 1}
+    assert sorted(f.name for f in tmp_path.iterdir()) == [f"{key}.npz"]
