@@ -239,7 +239,11 @@ def describe_storage_error(url: str, exc: BaseException) -> str:
     text = _first_line(getattr(cause, "orig", None) or cause)
     hint = ""
     if "locked" in text:
-        hint = f" (another process held the database for over {SQLITE_LOCK_TIMEOUT_S:g} s)"
+        # SQLite waits for a lock up to the timeout, but refuses at once where waiting
+        # could deadlock (a read turning into a write while another process writes).
+        hint = (f" (another process held the database: past the {SQLITE_LOCK_TIMEOUT_S:g} s "
+                "wait, or at once where waiting could deadlock; run the same command to "
+                "resume)")
     elif "readonly" in text or "read-only" in text:
         hint = " (the file or its folder is read-only)"
     elif "full" in text or "disk I/O" in text:

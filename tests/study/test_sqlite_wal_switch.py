@@ -61,3 +61,18 @@ def test_a_file_already_in_wal_mode_needs_no_lock(tmp_path: Path) -> None:
     _switch_to_wal(other.cursor())
     assert time.monotonic() - started < 1.0
     first.execute("COMMIT")
+
+
+def test_an_immediate_refusal_is_not_described_as_a_long_wait(tmp_path: Path) -> None:
+    """The one line for a "locked" error is true of SQLite's immediate refusals too."""
+    from aoe_optuna.study.storage import describe_storage_error
+
+    path = tmp_path / "new.db"
+    writer = _writer_holding_the_file(path)
+    other = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        other.execute("PRAGMA journal_mode=WAL")
+    writer.execute("COMMIT")
+    line = describe_storage_error(f"sqlite:///{path}", refused.value)
+    assert "database is locked" in line and "at once where waiting could deadlock" in line
+    assert "run the same command to resume" in line
