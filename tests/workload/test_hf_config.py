@@ -110,7 +110,13 @@ def test_deepseek_layout_latent_attention_and_shared_experts(profile):
     decode = {g.name: g for g in model_workload(profile, arch, "decode", batch=2).gemms}
     assert "kv_b_proj" not in decode  # absorbed: per-head GEMMs against the latent cache
     assert (decode["q_absorb"].M, decode["q_absorb"].K, decode["q_absorb"].N) == (2, 128, 512)
-    assert decode["q_absorb"].count == 27 * 16 and decode["o_absorb"].N == 128
+    assert decode["o_absorb"].N == 128
+    # one batched launch per layer over the 16 heads, not 16 launches
+    for name in ("q_absorb", "o_absorb"):
+        assert (decode[name].count, decode[name].batch) == (27, 16)
+    assert decode["q_absorb"].flops == 2.0 * 2 * 128 * 512 * 16
+    split = {g.name: g for g in model_workload(profile, arch, "decode", batch=2, tp=2).gemms}
+    assert (split["q_absorb"].count, split["q_absorb"].batch) == (27, 8)  # 8 local heads
 
 
 def test_qwen2_moe_shared_expert_and_sparse_step(profile):
