@@ -28,6 +28,7 @@ import numpy as np
 from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.simulator import (
     cube,
+    gemv,
     layout,
     measure,
     overhead,
@@ -185,7 +186,14 @@ class AscendSimulator(BackendBase):
         return Measurement.success(latency_s, cost, spread=self.noise or None, extra=extra)
 
     def _latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
-        """One launch. A batched GEMM's blocks are ``batch`` times one matrix's grid,
+        """One launch; a tiny-N GEMM runs on the GEMV kernel where that is faster (gemv.py)."""
+        seconds = self._cube_latency(cols, gemm)
+        if gemv.runs_as_gemv(gemm):
+            return np.minimum(seconds, gemv.gemv_seconds(self.profile, gemm))
+        return seconds
+
+    def _cube_latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
+        """The cube kernel. A batched GEMM's blocks are ``batch`` times one matrix's grid,
         dealt to the cores together as catlass's BatchedMatmul walks them; every
         matrix streams its own operands, so its bytes count ``batch`` times."""
         p = self.profile
