@@ -238,3 +238,15 @@ def test_supported_families_are_read(tmp_path: Path, config: dict) -> None:
     (tmp_path / "config.json").write_text(json.dumps(config))
     arch, _ = read_hf_config(tmp_path / "config.json")
     assert arch.experts is not None
+
+
+def test_shipped_deepseek_and_mixtral_configs(profile):
+    deepseek, _ = read_hf_config(MODELS_DIR / "deepseek-v2-lite.json")
+    assert deepseek == architecture_from_hf(DEEPSEEK_V2_LITE, "deepseek-v2-lite", "<test>")
+    mixtral, _ = read_hf_config(MODELS_DIR / "mixtral-8x7b.json")
+    g = {x.name: x for x in model_workload(profile, mixtral, "decode", batch=1).gemms}
+    assert (g["router"].M, g["router"].K, g["router"].N, g["router"].count) == (1, 4096, 8, 32)
+    assert g["experts_gate_up_proj"].count == 2 * 32  # two experts of one row per layer
+    # 46.7B parameters less the 0.13B embedding table
+    assert 46.4e9 < weights(model_workload(profile, mixtral, "prefill", batch=1, seq_len=512)) \
+        < 46.7e9
