@@ -78,7 +78,8 @@ def _against_catlass(spec: StudySpec, sim: object, best: float) -> Iterator[str]
     yield "  per GEMM         the fastest kernel for each shape alone:"
     for name, (seconds, config) in best_per_gemm(spec.space, spec.workload, sim).items():
         gemm = next(g for g in spec.workload.gemms if g.name == name)
-        yield (f"    {name:<10} {gemm.M}x{gemm.K}x{gemm.N}  {seconds * 1e6:,.1f} us  "
+        batch = f" batch {gemm.batch}" if gemm.batch > 1 else ""
+        yield (f"    {name:<10} {gemm.M}x{gemm.K}x{gemm.N}{batch}  {seconds * 1e6:,.1f} us  "
                f"{_variant(config)}")
 
 

@@ -12,6 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb import KnowledgeBase, entry_key, make_entry
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
@@ -117,13 +118,20 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
         gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
         lo, hi = r.interval_s
         out.append(make_entry(
-            spec.profile.soc, spec.op_name, r.shape.dtype, r.shape.M, r.shape.K, r.shape.N,
+            spec.profile.soc, kb_op(spec.op_name, r.shape.batch), r.shape.dtype, r.shape.M,
+            r.shape.K, r.shape.N,
             str(full.get("layout", "row_major")), r.params, round(r.tflops, 4), gain,
             r.study_name, storage_url, objective=OBJECTIVE,
             latency_us=round(r.latency_s * 1e6, 4),
             latency_interval_us=(round(lo * 1e6, 4), round(hi * 1e6, 4)),
         ))
     return out
+
+
+def kb_op(op_name: str, batch: int) -> str:
+    """The KB's op of a shape: a batched launch is another kernel (catlass's BatchedMatmul),
+    so its entries live under ``<op>-batch<n>`` and never answer a single GEMM's lookup."""
+    return op_name if batch == 1 else f"{op_name}-batch{batch}"
 
 
 def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
@@ -146,6 +154,10 @@ def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, ou
     catlass = "l1_k" in spec.space.names or "swizzle_offset" in spec.space.names
     for r in result.shapes:
         if r.params is None:
+            continue
+        if r.shape.batch > 1:
+            yield (f"not exported {r.shape.label} {r.shape.dims}: "
+                   + BATCHED_REFUSAL.format(batch=r.shape.batch))
             continue
         stem = f"{r.shape.label.replace('+', '_')}_{r.shape.dims}"
         info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,

@@ -118,7 +118,12 @@ class GradientScheduler:
         return shape.weight * self.expected_drop(shape, best_fraction)
 
     def expected_drop(self, shape: ShapeHistory, best_fraction: float) -> float:
-        """Latency drop (s) the next ``chunk`` measurements should bring to ``shape``."""
+        """Latency drop (s) the next ``chunk`` measurements should bring to ``shape``.
+
+        Never more than the shape can still gain, its best latency less its
+        roofline: a large last drop (the backward difference) says nothing of
+        a shape that now sits at its roofline.
+        """
         t, g = shape.measured, shape.best
         before = shape.best_s[max(t - 1 - self.chunk, 0)]
         backward = (before - g) if math.isfinite(before) else 0.0
@@ -126,7 +131,7 @@ class GradientScheduler:
         rate = headroom * self.chunk / t
         lagging = g - self.beta * shape.roofline_s / best_fraction if best_fraction > 0 else 0.0
         forward = min(max(rate, lagging), headroom)
-        return self.alpha * backward + (1.0 - self.alpha) * forward
+        return min(self.alpha * backward + (1.0 - self.alpha) * forward, headroom)
 
 
 SCHEDULERS = {"gradient": GradientScheduler, "round-robin": RoundRobin}

@@ -71,14 +71,18 @@ def parse_workload(section: Section, profile: SocProfile) -> tuple[Workload, dic
 def _gemm(section: Section) -> tuple[Workload, dict[str, Any]]:
     section.check_keys(("gemm",))
     g = section.section("gemm")
-    g.check_keys(("M", "K", "N", "dtype"))
+    g.check_keys(("M", "K", "N", "dtype", "batch"))
     for dim in ("M", "K", "N"):
         if dim not in g.data:
             raise g.error(dim, f"an integer from 1 to {MAX_DIM:,}", raw="nothing")
     dims = {d: g.integer(d, 0, 1, MAX_DIM) for d in ("M", "K", "N")}
     dtype = g.string("dtype", "fp16", list(DTYPE_BYTES))
-    gemm = Gemm(dims["M"], dims["K"], dims["N"], dtype)
-    return single_gemm(gemm), {"gemm": {**dims, "dtype": dtype}}
+    batch = g.integer("batch", 1, 1, MAX_DIM)  # matrices of one batched launch
+    gemm = Gemm(dims["M"], dims["K"], dims["N"], dtype, batch=batch)
+    doc: dict[str, Any] = {**dims, "dtype": dtype}
+    if batch > 1:  # a single GEMM's stored spec stays as it always was
+        doc["batch"] = batch
+    return single_gemm(gemm), {"gemm": doc}
 
 
 # ----------------------------------------------------------------- a model

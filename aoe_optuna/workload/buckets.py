@@ -16,6 +16,7 @@ mix seen in a serving log).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
@@ -56,8 +57,7 @@ def merge_buckets(buckets: Sequence[tuple[str, Workload]],
     tokens = 0
     fixed = 0.0
     for (label, wl), w in zip(buckets, weights, strict=True):
-        gemms += [Gemm(g.M, g.K, g.N, g.dtype, f"{label}/{g.name}", g.count * w)
-                  for g in wl.gemms]
+        gemms += [replace(g, name=f"{label}/{g.name}", count=g.count * w) for g in wl.gemms]
         tokens += w * wl.tokens_per_step
         fixed += w * wl.fixed_s
         details.update({f"{label}/{k}": v for k, v in wl.details.items()})

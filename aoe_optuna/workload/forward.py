@@ -153,8 +153,9 @@ def _latent_attention_gemms(mla: LatentAttention, arch: Architecture, m: int, ba
     """MLA's projections. The down-projections (q_a, kv_a) are replicated on every card.
 
     Prefill expands the latent KV with ``kv_b_proj``; decode absorbs it into Q
-    and O instead (per-head batched GEMMs, one per local head and layer), as
-    inference engines do to keep the cache compressed.
+    and O instead, as inference engines do to keep the cache compressed: one
+    batched matmul per layer over the local heads (each head its own weight),
+    one launch whose blocks fill the cores together, not one launch per head.
     """
     h, layers, heads = arch.hidden, arch.layers, arch.q_heads // tp
     out: list[Gemm] = []
@@ -169,9 +170,9 @@ def _latent_attention_gemms(mla: LatentAttention, arch: Architecture, m: int, ba
         out.append(Gemm(m, mla.kv_lora_rank, n, dtype, "kv_b_proj", layers))
     else:
         out += [Gemm(batch, mla.qk_nope_head_dim, mla.kv_lora_rank, dtype, "q_absorb",
-                     layers * heads),
+                     layers, batch=heads),
                 Gemm(batch, mla.kv_lora_rank, mla.v_head_dim, dtype, "o_absorb",
-                     layers * heads)]
+                     layers, batch=heads)]
     out.append(Gemm(m, heads * mla.v_head_dim, h, dtype, "o_proj", layers))
     return out
 

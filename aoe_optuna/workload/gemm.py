@@ -16,11 +16,21 @@ from dataclasses import dataclass, field
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 
 MAX_DIM = 1 << 24  # a GEMM dimension past this is a typo, not a workload
+# (M, K, N, dtype), and the batch after them when there is more than one matrix: a
+# single GEMM keeps the key it always had (stored studies, noise draws, KB entries).
+GemmKey = tuple[int | str, ...]
 
 
 @dataclass(frozen=True)
 class Gemm:
-    """C[M, N] = A[M, K] @ B[K, N] in ``dtype`` (C written in the same dtype)."""
+    """C[M, N] = A[M, K] @ B[K, N] in ``dtype`` (C written in the same dtype).
+
+    ``batch`` > 1 is one batched matmul launch over that many independent
+    matrices of this shape (each its own A, B and C; catlass's
+    ``Gemm::Kernel::BatchedMatmul``): MLA's absorbed per-head projections. Its
+    flops, bytes and roofline count every matrix; ``count`` is still the times
+    the launch runs per step.
+    """
 
     M: int
     K: int
@@ -28,9 +38,10 @@ class Gemm:
     dtype: str = "fp16"
     name: str = "gemm"
     count: int = 1  # times it runs per forward step
+    batch: int = 1  # matrices of one batched launch
 
     def __post_init__(self) -> None:
-        for dim in ("M", "K", "N"):
+        for dim in ("M", "K", "N", "batch"):
             v = getattr(self, dim)
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DIM:
                 raise ValueError(f"{dim}: expected an integer from 1 to {MAX_DIM}, got {v!r}")
@@ -42,17 +53,18 @@ class Gemm:
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.M * self.K * self.N
+        return 2.0 * self.M * self.K * self.N * self.batch
 
     @property
     def min_bytes(self) -> float:
-        """Bytes that must cross HBM at least once: A, B read and C written."""
+        """Bytes that must cross HBM at least once: A, B read and C written (every matrix)."""
         b = DTYPE_BYTES[self.dtype]
-        return float((self.M * self.K + self.K * self.N + self.M * self.N) * b)
+        return float((self.M * self.K + self.K * self.N + self.M * self.N) * b * self.batch)
 
     @property
-    def key(self) -> tuple[int, int, int, str]:
-        return (self.M, self.K, self.N, self.dtype)
+    def key(self) -> GemmKey:
+        """(M, K, N, dtype), plus the batch when the launch has more than one matrix."""
+        return (self.M, self.K, self.N, self.dtype) + ((self.batch,) if self.batch > 1 else ())
 
     def roofline_s(self, profile: SocProfile) -> float:
         """The latency no tiling can beat: compute or HBM traffic, whichever is longer."""
@@ -105,5 +117,6 @@ class Workload:
 
 def single_gemm(gemm: Gemm) -> Workload:
     """One GEMM as a workload: tokens/s = M / latency (each row of A is a token)."""
-    return Workload(name=f"gemm {gemm.M}x{gemm.K}x{gemm.N} {gemm.dtype}",
+    batch = f" batch={gemm.batch}" if gemm.batch > 1 else ""
+    return Workload(name=f"gemm {gemm.M}x{gemm.K}x{gemm.N}{batch} {gemm.dtype}",
                     gemms=(gemm,), tokens_per_step=gemm.M)

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from aoe_optuna.export.kb import describe_key, entry_key, make_entry
-from aoe_optuna.operators.report import print_result, rows
+from aoe_optuna.operators.report import export_kernels, kb_entries, print_result, rows
 from aoe_optuna.operators.shapes import OperatorShape, operator_shapes
 from aoe_optuna.operators.state import ShapeResult
 from aoe_optuna.operators.tuner import OperatorResult
@@ -53,3 +53,20 @@ def test_shapes_are_mxnxk_in_the_table_and_in_the_knowledge_base() -> None:
                        {"tile_m": 16}, 1.0, None, "s", "sqlite:///aoe.db", objective="TFLOPS")
     assert shape.dims == "1x4608x3584"
     assert f" {shape.dims} " in describe_key(entry_key(entry))
+
+
+def test_a_batched_shape_has_its_own_kb_entry_and_is_not_exported_as_a_single_gemm(
+        tmp_path: Path) -> None:
+    spec = load_spec(SERVING)
+    single = OperatorShape(1, 128, 512, "fp16", ("single",), 1)
+    batched = OperatorShape(1, 128, 512, "fp16", ("q_absorb",), 27, batch=16)
+    result = _result([single, batched])
+    entries = kb_entries(result, spec, "sqlite:///aoe.db")
+    keys = [entry_key(e) for e in entries]
+    assert keys[0][1] == spec.op_name and keys[1][1] == f"{spec.op_name}-batch16"
+    assert len(set(keys)) == 2  # the batch never overwrites the single GEMM's entry
+    lines = list(export_kernels(result, spec, "sqlite:///aoe.db", tmp_path, None))
+    assert lines[-1] == ("not exported q_absorb 1x512x128-b16: batch=16: a batched GEMM runs "
+                         "catlass's Gemm::Kernel::BatchedMatmul (examples/01_batched_matmul), "
+                         "which the npu backend does not render")
+    assert [p.name for p in tmp_path.iterdir()] == ["single_1x512x128.h"]

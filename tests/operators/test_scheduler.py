@@ -57,6 +57,17 @@ def test_expected_drop_blends_backward_difference_and_forward_guess():
     assert s.expected_drop(h(1, [4.0] * 4, roofline=4.0), best_fraction=1.0) == 0.0
 
 
+def test_expected_gain_never_exceeds_what_the_shape_can_still_gain():
+    s = GradientScheduler(warmup=2, chunk=2)
+    # a big last drop that landed next to the roofline: 0.1 s left, not 0.2 * 15.9 s
+    landed = h(10, [20.0, 20.0, 20.0, 4.1], roofline=4.0)
+    assert s.expected_drop(landed, best_fraction=1.0) == pytest.approx(0.1)
+    assert s.expected_gain(landed, best_fraction=1.0) == pytest.approx(10 * 0.1)
+    # so a shape with real headroom gets the next chunk
+    open_ = h(1, [7.0, 7.0, 7.0, 7.0], roofline=4.0)
+    assert s.next_shape([landed, open_]) == 1
+
+
 def test_a_lagging_shape_gets_the_chunk_over_a_heavier_one_that_is_near_its_best():
     s = GradientScheduler(warmup=2, chunk=2)
     near = h(10, [1.25] * 40, roofline=1.0)  # 80% of roofline, no progress for long

@@ -44,3 +44,19 @@ def test_shape_spec_is_the_same_study_on_one_gemm():
     assert [g.key for g in one.workload.gemms] == [shape.key]
     assert one.space.names == spec.space.names and one.backend == spec.backend
     assert one.max_search_time is None
+
+
+def test_a_batched_gemm_is_its_own_shape_with_the_batch_in_key_name_and_spec():
+    wl = Workload("mla", (Gemm(1, 128, 512, "fp16", "q_absorb", 27, batch=16),
+                          Gemm(1, 128, 512, "fp16", "single", 1)), tokens_per_step=1)
+    batched, single = operator_shapes(wl)
+    assert batched.key == (1, 128, 512, "fp16", 16) and single.key == (1, 128, 512, "fp16")
+    assert batched.weight == 27 and batched.gemm.batch == 16
+    assert batched.dims == "1x512x128-b16" and single.dims == "1x512x128"
+    assert batched.study_name("run") == "run/q_absorb/1x512x128-b16"
+    spec = spec_from_dict({"search_space": {"tile_m": [16], "tile_n": [64], "tile_k": [64]},
+                           "max_search_time": 100})
+    one = shape_spec(spec, batched)
+    assert [g.key for g in one.workload.gemms] == [batched.key]
+    assert one.canonical()["workload"]["gemm"]["batch"] == 16
+    assert "batch" not in shape_spec(spec, single).canonical()["workload"]["gemm"]

@@ -110,7 +110,13 @@ def test_deepseek_layout_latent_attention_and_shared_experts(profile):
     decode = {g.name: g for g in model_workload(profile, arch, "decode", batch=2).gemms}
     assert "kv_b_proj" not in decode  # absorbed: per-head GEMMs against the latent cache
     assert (decode["q_absorb"].M, decode["q_absorb"].K, decode["q_absorb"].N) == (2, 128, 512)
-    assert decode["q_absorb"].count == 27 * 16 and decode["o_absorb"].N == 128
+    assert decode["o_absorb"].N == 128
+    # one batched launch per layer over the 16 heads, not 16 launches
+    for name in ("q_absorb", "o_absorb"):
+        assert (decode[name].count, decode[name].batch) == (27, 16)
+    assert decode["q_absorb"].flops == 2.0 * 2 * 128 * 512 * 16
+    split = {g.name: g for g in model_workload(profile, arch, "decode", batch=2, tp=2).gemms}
+    assert (split["q_absorb"].count, split["q_absorb"].batch) == (27, 8)  # 8 local heads
 
 
 def test_qwen2_moe_shared_expert_and_sparse_step(profile):
@@ -232,3 +238,15 @@ def test_supported_families_are_read(tmp_path: Path, config: dict) -> None:
     (tmp_path / "config.json").write_text(json.dumps(config))
     arch, _ = read_hf_config(tmp_path / "config.json")
     assert arch.experts is not None
+
+
+def test_shipped_deepseek_and_mixtral_configs(profile):
+    deepseek, _ = read_hf_config(MODELS_DIR / "deepseek-v2-lite.json")
+    assert deepseek == architecture_from_hf(DEEPSEEK_V2_LITE, "deepseek-v2-lite", "<test>")
+    mixtral, _ = read_hf_config(MODELS_DIR / "mixtral-8x7b.json")
+    g = {x.name: x for x in model_workload(profile, mixtral, "decode", batch=1).gemms}
+    assert (g["router"].M, g["router"].K, g["router"].N, g["router"].count) == (1, 4096, 8, 32)
+    assert g["experts_gate_up_proj"].count == 2 * 32  # two experts of one row per layer
+    # 46.7B parameters less the 0.13B embedding table
+    assert 46.4e9 < weights(model_workload(profile, mixtral, "prefill", batch=1, seq_len=512)) \
+        < 46.7e9

@@ -68,7 +68,8 @@ def test_bad_workload_names_the_key(profile, kwargs, key):
 
 
 @pytest.mark.parametrize(("kwargs", "key"), [({"M": 0}, "M"), ({"K": True}, "K"),
-                                             ({"N": 2.5}, "N"), ({"dtype": "fp8"}, "dtype")])
+                                             ({"N": 2.5}, "N"), ({"dtype": "fp8"}, "dtype"),
+                                             ({"batch": 0}, "batch")])
 def test_bad_gemm_names_the_key(kwargs, key):
     dims = {"M": 16, "K": 16, "N": 16, **kwargs}
     with pytest.raises(ValueError, match=f"^{key}: expected"):
@@ -82,6 +83,15 @@ def test_gemm_flops_bytes_and_roofline(profile):
     assert g.roofline_s(profile) == pytest.approx(g.min_bytes / profile.hbm_bandwidth())
     big = Gemm(8192, 8192, 8192)
     assert big.roofline_s(profile) == pytest.approx(big.flops / profile.peak_flops("fp16"))
+
+
+def test_a_batched_gemm_counts_every_matrix_and_keys_its_batch(profile):
+    one, batched = Gemm(2, 128, 512), Gemm(2, 128, 512, batch=16)
+    assert one.key == (2, 128, 512, "fp16")  # a single GEMM keeps the key it always had
+    assert batched.key == (2, 128, 512, "fp16", 16)
+    assert batched.flops == 16 * one.flops and batched.min_bytes == 16 * one.min_bytes
+    assert batched.roofline_s(profile) == pytest.approx(16 * one.roofline_s(profile))
+    assert single_gemm(batched).name == "gemm 2x128x512 batch=16 fp16"
 
 
 def test_tokens_per_s_is_tokens_over_step_time(profile):

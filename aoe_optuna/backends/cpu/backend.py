@@ -166,6 +166,9 @@ class CpuBackend(BackendBase):
     # ----------------------------------------------------------------- measure
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
         """Build and time ``config`` on ``gemm``; never raises for a bad candidate."""
+        if gemm.batch > 1:
+            return Measurement.failure("unsupported", f"batch={gemm.batch}: the cpu kernel "
+                                       "times one matrix, not a batched launch")
         start = time.perf_counter()
 
         def cost() -> float:

@@ -87,6 +87,12 @@ KERNELS = ("simple", "catlass")
 KERNEL_CHOICES = ("auto", *KERNELS)
 
 
+# A batched launch is catlass's Gemm::Kernel::BatchedMatmul (examples/01_batched_matmul):
+# another kernel template and host program than the two this backend renders.
+BATCHED_REFUSAL = ("batch={batch}: a batched GEMM runs catlass's Gemm::Kernel::BatchedMatmul "
+                   "(examples/01_batched_matmul), which the npu backend does not render")
+
+
 def default_cache_root() -> Path:
     base = os.environ.get("AOE_BUILD_CACHE") or Path.home() / ".cache" / "aoe_optuna"
     return Path(base) / "npu"
@@ -150,6 +156,8 @@ class NpuBackend(BackendBase):
         )
 
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
+        if gemm.batch > 1:
+            return Measurement.failure("unsupported", BATCHED_REFUSAL.format(batch=gemm.batch))
         try:
             cfg = validate_config(config, self.choices)
         except RenderError as exc:

@@ -28,6 +28,7 @@ import numpy as np
 from aoe_optuna.backends.base import BackendBase, Measurement
 from aoe_optuna.backends.simulator import (
     cube,
+    gemv,
     layout,
     measure,
     overhead,
@@ -185,9 +186,20 @@ class AscendSimulator(BackendBase):
         return Measurement.success(latency_s, cost, spread=self.noise or None, extra=extra)
 
     def _latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
+        """One launch; a tiny-N GEMM runs on the GEMV kernel where that is faster (gemv.py)."""
+        seconds = self._cube_latency(cols, gemm)
+        if gemv.runs_as_gemv(gemm):
+            return np.minimum(seconds, gemv.gemv_seconds(self.profile, gemm))
+        return seconds
+
+    def _cube_latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
+        """The cube kernel. A batched GEMM's blocks are ``batch`` times one matrix's grid,
+        dealt to the cores together as catlass's BatchedMatmul walks them; every
+        matrix streams its own operands, so its bytes count ``batch`` times."""
         p = self.profile
         clock = p.clock_hz
         m, k, n = gemm.M, gemm.K, gemm.N
+        batch = float(gemm.batch)
         quant = cols["quantization"] != 0
         elem = element_bytes(cols, gemm.dtype).astype(float)
         out_bytes = float(DTYPE_BYTES[gemm.dtype])
@@ -201,7 +213,7 @@ class AscendSimulator(BackendBase):
         a_run, a_stride, b_run, b_stride = layout.runs_and_strides(
             a_lay, b_lay, g.rows_valid, g.cols_valid, g.depth_valid, m, k, n, elem)
         pad_bytes = vector_passes.padding_bytes(pad, m * k * elem, a_stride, k * n * elem,
-                                                b_stride)
+                                                b_stride) * batch
         c_total = self._c_bytes(cols["output_align"], m, n, out_bytes)
         c_cube = np.where(quant | (g.splits > 1), m * n * vector_passes.WORKSPACE_BYTES
                           * g.splits, c_total)
@@ -210,6 +222,7 @@ class AscendSimulator(BackendBase):
         a_loaded, b_loaded = traffic.operand_bytes_loaded(g, m, k, n, elem)
         l2 = traffic.l2_bytes_moved(a_loaded, b_loaded, a_run, b_run, c_cube)
         miss = np.clip((hbm - c_cube) / (a_loaded + b_loaded), 0.0, 1.0)
+        hbm, l2 = hbm * batch, l2 * batch  # one matrix's traffic, for each matrix
 
         # Each kind of block (full, or short in M and/or N at the matrix edge), then the
         # busiest core's sum of blocks in the swizzle's order.
@@ -226,14 +239,15 @@ class AscendSimulator(BackendBase):
                 times[(last_m, last_n)] = block / clock
                 if not (last_m or last_n):
                     first = first_kind
+        # A batch's matrices follow one another in the task order, as K splits do.
         t_core = schedule.slowest_core_s(
-            times, g.blocks_m, g.blocks_n, g.splits, edge_rows < g.tm, edge_cols < g.tn,
-            cols["swizzle_offset"], cols["swizzle_direction"], p.cube_cores)
+            times, g.blocks_m, g.blocks_n, g.splits * batch, edge_rows < g.tm,
+            edge_cols < g.tn, cols["swizzle_offset"], cols["swizzle_direction"], p.cube_cores)
         body = self._with_shared_floors(t_core, hbm, l2)
 
         # The vector cores' passes (split-K sum, int8 dequant, padding) and their hand-overs.
         vec_bytes = (vector_passes.split_k_bytes(g.splits, m, n, out_bytes)
-                     + vector_passes.dequant_bytes(quant, m, n, out_bytes) + pad_bytes)
+                     + vector_passes.dequant_bytes(quant, m, n, out_bytes)) * batch + pad_bytes
         vec_s = vec_bytes / self._vector_bandwidth(vec_bytes)
         hand = vector_passes.handovers(g.splits, quant, pad) * vector_passes.HANDOVER_S
         mixed = vector_passes.uses_vector_cores(g.splits, quant, pad)

@@ -343,3 +343,14 @@ def test_tunes_a_small_gemm_for_real(tmp_path):
     assert all(r.ok for r in results), [r.reason for r in results]
     best = min(results, key=lambda r: r.latency_s)
     assert best.latency_s > 0
+
+
+def test_a_batched_gemm_is_refused_in_one_line_before_anything_is_built(tmp_path):
+    """catlass's BatchedMatmul is another kernel; the backend says so instead of timing
+    one matrix as if it were the batch."""
+    backend = NpuBackend(CannToolkit(fake_toolkit(tmp_path), "8.0.RC3"), PROFILE,
+                         cache=BuildCache(tmp_path / "cache"), timeout_s=60)
+    m = backend.measure(default_config(), Gemm(1, 128, 512, batch=16))
+    assert not m.ok and m.failure_kind == "unsupported"
+    assert m.reason.startswith("batch=16: ") and "BatchedMatmul" in m.reason
+    assert len(m.reason.splitlines()) == 1 and backend.cache.builds == 0

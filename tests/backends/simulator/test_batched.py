@@ -1,0 +1,68 @@
+"""A batched GEMM is one launch whose blocks (batch x one matrix's grid) fill the cores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.hardware.capacity import hardware_rules
+from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.space.params import Param
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Gemm
+
+TILES = list(range(16, 257, 16))
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return load_profile("Ascend910B2")
+
+
+@pytest.fixture(scope="module")
+def sim(profile):
+    return AscendSimulator(profile)
+
+
+@pytest.fixture(scope="module")
+def seed(profile):
+    space = SearchSpace([Param.known("tile_m", TILES), Param.known("tile_k", TILES),
+                         Param.known("tile_n", TILES), Param.known("pipeline", [0, 1, 2]),
+                         Param.known("l1_prefetch", [0, 1]), Param.known("output_align", [0, 1])],
+                        hardware_rules(profile, "fp16"))
+    return space.columns(space.all_feasible())
+
+
+BASELINE = {"tile_m": np.array([128]), "tile_k": np.array([64]), "tile_n": np.array([256]),
+            "pipeline": np.array([2]), "l1_prefetch": np.array([1]),
+            "output_align": np.array([1])}
+
+
+def one(sim, gemm, cols=BASELINE) -> float:
+    return float(sim.latency(cols, gemm)[0])
+
+
+def test_batch_one_is_the_plain_gemm_bit_for_bit(sim, seed):
+    plain = sim.latency(seed, Gemm(16, 3584, 4608))
+    assert np.array_equal(plain, sim.latency(seed, Gemm(16, 3584, 4608, batch=1)),
+                          equal_nan=True)
+
+
+def test_a_batched_launch_fills_the_cores_the_per_matrix_launches_left_idle(sim, profile):
+    # MLA's absorbed Q projection of DeepSeek-V2-Lite decode: 16 heads of 1 x 128 x 512
+    head = Gemm(1, 128, 512)
+    batched = Gemm(1, 128, 512, batch=16)
+    per_head = one(sim, head)
+    together = one(sim, batched)
+    assert together < 16 * per_head / 4  # one launch head, and 32 blocks on 24 cores
+    assert together > per_head  # still more work than one matrix
+    # flops, bytes and roofline count every matrix
+    assert batched.flops == 16 * head.flops and batched.min_bytes == 16 * head.min_bytes
+    assert batched.roofline_s(profile) == pytest.approx(16 * head.roofline_s(profile))
+    assert together >= batched.roofline_s(profile)
+
+
+def test_more_matrices_than_cores_take_more_waves(sim):
+    small, large = one(sim, Gemm(1, 128, 256, batch=24)), one(sim, Gemm(1, 128, 256, batch=48))
+    assert large > small  # 48 one-block matrices on 24 cores: two rounds
