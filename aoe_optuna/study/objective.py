@@ -29,7 +29,7 @@ writes its result: the result goes to the retry of its config instead
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ from aoe_optuna.attrs import (
     ATTR_REPEAT_OF,
     ATTR_SURPLUS,
     ATTR_TOKENS_PER_S,
+    OPTUNA_FIXED_PARAMS_KEY,
 )
 from aoe_optuna.backends.base import FAILURE_LOG, Backend
 from aoe_optuna.space.search_space import SearchSpace
@@ -238,10 +239,13 @@ class TuningObjective:
             trial.set_user_attr(ATTR_INFEASIBLE, violated)
             trial.set_user_attr(ATTR_MEASURED, False)
             raise optuna.TrialPruned("infeasible: " + "; ".join(violated))
-        earlier = _earlier_measurement(trial, config)
+        # One reading for both checks: a holder that finishes between two readings
+        # would be in neither (not yet finished in the first, no longer live in the second).
+        others = trial.study.get_trials(deepcopy=False)
+        earlier = _earlier_measurement(others, config)
         if earlier is not None:
             return _serve_repeat(trial, earlier)
-        holder = _earlier_holder(trial, config)
+        holder = _holder(others, trial.number, config)
         if holder is not None:
             trial.set_user_attr(ATTR_HELD_BY, holder)
             trial.set_user_attr(ATTR_MEASURED, False)
@@ -279,24 +283,45 @@ def _keep_log(trial: optuna.Trial, result: Evaluation) -> None:
         result.reason += f" (log not kept: {exc})"
 
 
-def _earlier_measurement(trial: optuna.Trial, config: Mapping[str, Any]) -> FrozenTrial | None:
-    """A finished trial that already measured exactly this config, if any."""
-    for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+def _earlier_measurement(
+    trials: Sequence[FrozenTrial], config: Mapping[str, Any]
+) -> FrozenTrial | None:
+    """A finished trial of ``trials`` that already measured exactly this config, if any."""
+    for t in trials:
         if is_measured(t) and t.params == dict(config):
             return t
     return None
 
 
-def _earlier_holder(trial: optuna.Trial, config: Mapping[str, Any]) -> int | None:
-    """The number of an earlier trial that runs or waits with this config, if any.
+def _holder(trials: Sequence[FrozenTrial], number: int, config: Mapping[str, Any]) -> int | None:
+    """The number of a live trial with this config that trial ``number`` stands down for.
 
-    Two runs started together on a new study each enqueue the baseline; both
-    trials are in storage before either measures, so the later-numbered one
-    always sees the earlier and stands down: the config is measured once.
+    Each trial writes its config, then reads the others: of two with the same
+    config, whichever reads last sees the other. An enqueued config (every
+    parameter fixed: the baseline, a retry) is in storage from its trial's
+    creation; a sampled one only from its ``suggest_*`` writes, so a
+    later-numbered trial may write and read before an earlier one writes.
+    This trial stands down, against another live trial with its config:
+
+    * enqueued, other enqueued: if the other is earlier. The later one was
+      created after the earlier was readable, so it always sees it: the
+      earlier measures.
+    * enqueued, other sampled: if the other is earlier; that one may have read
+      before this one was enqueued. A later one reads after, and stands down.
+    * sampled, other earlier or later: always. The other may have read before
+      this one wrote, and measures; both standing down costs only a round.
+
+    Both stand down only when a sampled trial numbered below an enqueued one
+    has its config. Runs enqueue the baseline before their first trial, so it
+    is a study's first trial and never lost that way.
     """
-    for t in trial.study.get_trials(deepcopy=False,
-                                    states=(TrialState.RUNNING, TrialState.WAITING)):
-        if t.number < trial.number and trial_config(t) == dict(config):
+    this = next((t for t in trials if t.number == number), None)
+    fixed = this.system_attrs.get(OPTUNA_FIXED_PARAMS_KEY, {}) if this is not None else {}
+    enqueued = set(config) <= set(fixed)
+    for t in trials:
+        if t.number == number or t.state not in (TrialState.RUNNING, TrialState.WAITING):
+            continue
+        if (t.number < number or not enqueued) and trial_config(t) == dict(config):
             return t.number
     return None
 
