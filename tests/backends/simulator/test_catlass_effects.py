@@ -73,6 +73,25 @@ def test_int8_epilogue_is_handed_over_block_by_block() -> None:
     assert short >= 4 * epilogue_us
 
 
+def test_streaming_is_bounded_per_active_core_and_by_hbm() -> None:
+    """Fewer blocks than cores: each active core streams its own panels from HBM no
+    faster than one core's stream of HBM lines, whatever the chip's HBM could give.
+    Every core active: the kernel cannot move its compulsory bytes faster than HBM."""
+    profile = load_profile("Ascend910B3")
+    sim = AscendSimulator(profile)
+    cfg = {"tile_m": 32, "tile_n": 256, "l1_k": 256, "tile_k": 64, "preload": 1,
+           "layout_b": "zN"}
+    k = 16384
+    few = Gemm(20, k, 256 * 4)  # 4 blocks on 20 cores, one B panel each
+    per_core_bytes = (256 + 20) * k * 2.0
+    line_s = transfer.STREAM_LINE_HBM_S + transfer.STREAM_RUN_HBM_S * 512 / (16 * 256 * 2)
+    per_core_bytes_per_s = transfer.LINE_BYTES / line_s
+    assert us(sim, cfg, few) * 1e-6 >= per_core_bytes / per_core_bytes_per_s
+    assert per_core_bytes / per_core_bytes_per_s > 4 * per_core_bytes / profile.hbm_bandwidth()
+    full = Gemm(20, k, 6144)  # 24 blocks: every core streams
+    assert us(sim, cfg, full) * 1e-6 >= (20 + 6144) * k * 2.0 / profile.hbm_bandwidth()
+
+
 def test_rows_that_end_inside_a_line_stream_slower() -> None:
     stream = transfer.gm_stream(256, 1.8e9)
     n = np.array([1 << 20] * 3, dtype=float)
