@@ -12,7 +12,9 @@ that waits for the cube (a cross-core flag) before it starts:
   ``flagAicFinishStore`` after each block, the same core's two AIVs wait on
   it and dequantize that block while the cube goes on with the next), so
   the epilogue runs under the cube and shows once, after the last block
-  (:func:`dequant_block_seconds`); with split-K it joins the split sum;
+  (:func:`dequant_block_seconds`); with split-K it is a second GM pass
+  after the sum, behind another all-core barrier
+  (``kernel/quant_multi_core_splitk_matmul_tla.hpp``);
 * padding (``PaddingMatmul``): before the cube starts, the vector cores copy
   A and B into buffers whose rows are 512 B aligned, so every later load
   starts on a line.
