@@ -47,8 +47,8 @@ from aoe_optuna.workload.models import Gemm
 # The fixed cost ("head") of a cube-only kernel: starting every core and ending the
 # task, whatever the tiling. Fitted with the streaming costs to the published 910B
 # timings by scripts/calibrate_simulator.py (catlass's bottleneck guide puts the
-# full-core launch at 20-21 us; its own kernel timings need 7.56 us of head).
-KERNEL_LAUNCH_S = 7.56e-6
+# full-core launch at 20-21 us; its own kernel timings need 7.79 us of head).
+KERNEL_LAUNCH_S = 7.79e-6
 # Queueing near a shared limit: the wave time is the p-norm of the core's own
 # time and the HBM and L2 floors (p -> infinity would be a hard max). Assumed:
 # a wave whose core demand equals the HBM supply runs 19% slower than either.
@@ -243,12 +243,22 @@ class AscendSimulator(BackendBase):
         t_core = schedule.slowest_core_s(
             times, g.blocks_m, g.blocks_n, g.splits * batch, edge_rows < g.tm,
             edge_cols < g.tn, cols["swizzle_offset"], cols["swizzle_direction"], p.cube_cores)
+        # int8 without split-K: each block's epilogue runs on its core's vector cores
+        # under the cube's next block; the vector side bounds a core whose epilogues
+        # take longer than its blocks, and the last block's epilogue shows after the cube.
+        per_block = vector_passes.per_block_dequant(quant, g.splits)
+        epilogue = np.where(per_block, vector_passes.dequant_block_seconds(
+            transfer.gm_stream(p.gm_to_l1_bytes_per_cycle, clock), g.rows_valid,
+            g.cols_valid, n, out_bytes), 0.0)
+        t_core = np.maximum(t_core, np.ceil(g.blocks * batch / p.cube_cores) * epilogue)
         body = self._with_shared_floors(t_core, hbm, l2)
 
-        # The vector cores' passes (split-K sum, int8 dequant, padding) and their hand-overs.
-        vec_bytes = (vector_passes.split_k_bytes(g.splits, m, n, out_bytes)
-                     + vector_passes.dequant_bytes(quant, m, n, out_bytes)) * batch + pad_bytes
-        vec_s = vec_bytes / self._vector_bandwidth(vec_bytes)
+        # The vector cores' whole-GM passes (split-K sum, its dequant, padding) and their
+        # hand-overs.
+        vec_bytes = ((vector_passes.split_k_bytes(g.splits, m, n, out_bytes)
+                      + vector_passes.dequant_bytes(quant & ~per_block, m, n, out_bytes)) * batch
+                     + pad_bytes)
+        vec_s = vec_bytes / self._vector_bandwidth(vec_bytes) + epilogue
         hand = vector_passes.handovers(g.splits, quant, pad) * vector_passes.HANDOVER_S
         mixed = vector_passes.uses_vector_cores(g.splits, quant, pad)
         head = self.launch_s + np.where(mixed, vector_passes.MIX_HEAD_S, 0.0)

@@ -83,11 +83,36 @@ def residuals(values: Sequence[float], figures: Sequence[Published]) -> np.ndarr
 
 
 def fit(figures: Sequence[Published], start: Sequence[float] | None = None) -> np.ndarray:
-    """Least squares on log time of ``figures``: the constants in printed units."""
+    """Least squares on log time of ``figures``: the constants in printed units.
+
+    A constant that none of ``figures`` depends on (misaligned rows when the
+    only source with them is left out) cannot be estimated from them: it is
+    set to 0, the effect switched off, not left at a value another fit gave
+    it, which would leak the left-out source into its own prediction.
+    """
+    figures = tuple(figures)
     x0 = in_use() if start is None else np.asarray(start, dtype=float)
-    result = least_squares(residuals, x0, bounds=(0.0, 40.0), diff_step=0.05,
-                           args=(tuple(figures),))
-    return np.asarray(result.x)
+    seen = identified(figures, x0)
+    x = np.where(seen, x0, 0.0)
+
+    def free_residuals(free: np.ndarray) -> np.ndarray:
+        x[seen] = free
+        return residuals(x, figures)
+
+    result = least_squares(free_residuals, x0[seen], bounds=(0.0, 40.0), diff_step=0.05)
+    x[seen] = result.x
+    return x.copy()
+
+
+def identified(figures: Sequence[Published], at: np.ndarray) -> np.ndarray:
+    """Which constants move any of ``figures``' residuals (each doubled, plus one unit)."""
+    base = residuals(at, figures)
+    seen = np.zeros(len(at), dtype=bool)
+    for i in range(len(at)):
+        moved = at.copy()
+        moved[i] = 2.0 * moved[i] + 1.0
+        seen[i] = not np.allclose(residuals(moved, figures), base, rtol=0.0, atol=1e-9)
+    return seen
 
 
 @dataclass(frozen=True)

@@ -148,12 +148,12 @@ def lines_per_run(run_bytes: np.ndarray, stride_bytes: np.ndarray) -> np.ndarray
 # line takes about 5 ns per core (about 100 GB/s for long runs); every run
 # pays a set-up, a little more when it ends inside a line and much more when
 # it starts inside one (a row stride that is not a multiple of 512 B).
-STREAM_RUN_L2_S = 1.32e-9
-STREAM_RUN_HBM_S = 0.71e-9
-STREAM_LINE_L2_S = 0.71e-9
-STREAM_LINE_HBM_S = 5.05e-9
-STREAM_PARTIAL_S = 0.64e-9
-STREAM_MISALIGNED_S = 8.71e-9
+STREAM_RUN_L2_S = 1.43e-9
+STREAM_RUN_HBM_S = 1.11e-9
+STREAM_LINE_L2_S = 0.729e-9
+STREAM_LINE_HBM_S = 4.73e-9
+STREAM_PARTIAL_S = 1.15e-9
+STREAM_MISALIGNED_S = 7.92e-9
 
 
 def gm_stream(peak_bytes_per_cycle: float, clock_hz: float) -> StreamCosts:

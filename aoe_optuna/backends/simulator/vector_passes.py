@@ -7,7 +7,14 @@ that waits for the cube (a cross-core flag) before it starts:
   workspace; the vector cores read every split's partial, sum them and write
   C in the output dtype;
 * int8 (``QuantMatmul``): the cube writes int32 C to a workspace; the vector
-  cores read it with the per-row and per-column scales and write fp16 C;
+  cores read it with the per-row and per-column scales and write fp16 C. The
+  hand-over is per block (catlass ``kernel/quant_matmul.hpp``: the AIC sets
+  ``flagAicFinishStore`` after each block, the same core's two AIVs wait on
+  it and dequantize that block while the cube goes on with the next), so
+  the epilogue runs under the cube and shows once, after the last block
+  (:func:`dequant_block_seconds`); with split-K it is a second GM pass
+  after the sum, behind another all-core barrier
+  (``kernel/quant_multi_core_splitk_matmul_tla.hpp``);
 * padding (``PaddingMatmul``): before the cube starts, the vector cores copy
   A and B into buffers whose rows are 512 B aligned, so every later load
   starts on a line.
@@ -21,16 +28,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from aoe_optuna.backends.simulator.transfer import LINE_BYTES
+from aoe_optuna.backends.simulator.transfer import LINE_BYTES, StreamCosts
 
 WORKSPACE_BYTES = 4  # fp32 partials / int32 accumulators in GM
+AIV_PER_CORE = 2  # dav-c220: two vector cores per AI core (the profile's vector/cube cores)
 # Fitted with the streaming constants (scripts/calibrate_simulator.py): a
 # cross-core flag (CrossCoreSetFlag / WaitFlag) and the vector pass's own
 # prologue, per hand-over between the cube and the vector cores.
-HANDOVER_S = 3.81e-6
+HANDOVER_S = 4.19e-6
 # Fitted (scripts/calibrate_simulator.py): starting and ending the vector cores of a
 # mixed kernel on top of a cube-only kernel's head.
-MIX_HEAD_S = 0.66e-6
+MIX_HEAD_S = 0e-6
 
 
 def split_k_bytes(splits: np.ndarray, m: int, n: int, out_bytes: float) -> np.ndarray:
@@ -45,6 +53,28 @@ def dequant_bytes(quant: np.ndarray, m: int, n: int, out_bytes: float) -> np.nda
     return np.where(quant, moved, 0.0)
 
 
+def per_block_dequant(quant: np.ndarray, splits: np.ndarray) -> np.ndarray:
+    """int8 without split-K: the epilogue is handed over block by block (see above)."""
+    return quant & (splits <= 1)
+
+
+def dequant_block_seconds(
+    stream: StreamCosts, rows: np.ndarray, cols: np.ndarray, n: int, out_bytes: float,
+) -> np.ndarray:
+    """One block's int8 epilogue on its core's two vector cores, each taking half the rows.
+
+    Each reads its int32 rows from the workspace (just written by FixPipe, so
+    from L2) and writes them back in the output dtype: one run per row, read
+    and written through the same per-core streaming costs as the cube's loads.
+    """
+    half = np.ceil(rows / AIV_PER_CORE)
+    read = stream.seconds(half * cols * WORKSPACE_BYTES, cols * WORKSPACE_BYTES,
+                          np.full_like(cols, n * WORKSPACE_BYTES), np.zeros_like(cols))
+    write = stream.seconds(half * cols * out_bytes, cols * out_bytes,
+                           np.full_like(cols, n * out_bytes), np.zeros_like(cols))
+    return read + write
+
+
 def padding_bytes(
     pad: np.ndarray, a_bytes: float | np.ndarray, a_stride: np.ndarray,
     b_bytes: float | np.ndarray, b_stride: np.ndarray,
@@ -57,7 +87,8 @@ def padding_bytes(
 
 
 def handovers(splits: np.ndarray, quant: np.ndarray, pad: np.ndarray) -> np.ndarray:
-    """Cube <-> vector hand-overs a kernel pays (one per pass)."""
+    """Cube <-> vector hand-overs a kernel pays (one per pass; the per-block int8
+    epilogue's shows once, after the last block)."""
     return (splits > 1).astype(float) + quant.astype(float) + pad.astype(float)
 
 

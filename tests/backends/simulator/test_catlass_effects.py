@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.simulator import calibration, schedule, transfer
+from aoe_optuna.backends.simulator import calibration, schedule, transfer, vector_passes
 from aoe_optuna.backends.simulator.backend import AscendSimulator
 from aoe_optuna.backends.simulator.published import PUBLISHED, RANKING_PAIRS
 from aoe_optuna.hardware.profile import load_profile
@@ -47,6 +47,49 @@ def test_mixed_kernels_pay_for_the_vector_cores(sim) -> None:
     tiny = Gemm(16, 64, 16)  # one block, one L1 tile: nothing to split or pad
     assert us(sim, {"padding": 1}, tiny) > us(sim, {}, tiny)
     assert us(sim, {"quantization": True}, tiny) > us(sim, {}, tiny)
+
+
+def test_int8_epilogue_is_handed_over_block_by_block() -> None:
+    """catlass QuantMatmul dequantizes each block on its own core's vector cores
+    while the cube runs the next block: the epilogue shows once, after the last
+    block, however many blocks a core runs; only when an epilogue outlasts its
+    block's cube work do the vector cores set the pace."""
+    profile = load_profile("Ascend910B1")
+    sim = AscendSimulator(profile)
+    cores = profile.cube_cores
+    cfg = {"tile_m": 128, "tile_n": 256, "l1_k": 512, "tile_k": 128, "preload": 1,
+           "quantization": True}
+    stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, profile.clock_hz)
+    n = 256 * cores
+    epilogue_us = 1e6 * float(vector_passes.dequant_block_seconds(
+        stream, np.array([128.0]), np.array([256.0]), n, 2.0)[0])
+    # long K: the cube's block outlasts its epilogue, which hides under the next block;
+    # one epilogue shows after the last block, not one per block
+    one, four = (us(sim, cfg, Gemm(128 * w, 8192, n)) for w in (1, 4))
+    assert four - one < 3 * (one - sim.launch_s * 1e6) - epilogue_us
+    # short K: the cube finishes each block before its epilogue, so the vector cores
+    # bound the core: no faster than one epilogue per block it runs
+    short = us(sim, cfg, Gemm(128 * 4, 32, n))
+    assert short >= 4 * epilogue_us
+
+
+def test_streaming_is_bounded_per_active_core_and_by_hbm() -> None:
+    """Fewer blocks than cores: each active core streams its own panels from HBM no
+    faster than one core's stream of HBM lines, whatever the chip's HBM could give.
+    Every core active: the kernel cannot move its compulsory bytes faster than HBM."""
+    profile = load_profile("Ascend910B3")
+    sim = AscendSimulator(profile)
+    cfg = {"tile_m": 32, "tile_n": 256, "l1_k": 256, "tile_k": 64, "preload": 1,
+           "layout_b": "zN"}
+    k = 16384
+    few = Gemm(20, k, 256 * 4)  # 4 blocks on 20 cores, one B panel each
+    per_core_bytes = (256 + 20) * k * 2.0
+    line_s = transfer.STREAM_LINE_HBM_S + transfer.STREAM_RUN_HBM_S * 512 / (16 * 256 * 2)
+    per_core_bytes_per_s = transfer.LINE_BYTES / line_s
+    assert us(sim, cfg, few) * 1e-6 >= per_core_bytes / per_core_bytes_per_s
+    assert per_core_bytes / per_core_bytes_per_s > 4 * per_core_bytes / profile.hbm_bandwidth()
+    full = Gemm(20, k, 6144)  # 24 blocks: every core streams
+    assert us(sim, cfg, full) * 1e-6 >= (20 + 6144) * k * 2.0 / profile.hbm_bandwidth()
 
 
 def test_rows_that_end_inside_a_line_stream_slower() -> None:

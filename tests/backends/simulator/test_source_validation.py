@@ -38,6 +38,18 @@ def test_a_fit_only_sees_the_figures_it_is_given() -> None:
     assert len(source_validation.residuals(source_validation.in_use(), guide)) > len(guide)
 
 
+def test_a_constant_no_figure_shows_is_switched_off_not_carried_over() -> None:
+    # only example 34 has rows that start inside a line: without it the misaligned-start
+    # cost is invisible, and keeping its value in use would leak example 34 into its
+    # own leave-one-out prediction
+    names = [name for _, name, _, _ in source_validation.FITTED]
+    mis = names.index("STREAM_MISALIGNED_S")
+    rest = tuple(f for f in PUBLISHED if source_validation.tag(f) != "catlass ex34")
+    seen = source_validation.identified(rest, source_validation.in_use())
+    assert not seen[mis] and seen[names.index("STREAM_LINE_HBM_S")]
+    assert source_validation.identified(PUBLISHED, source_validation.in_use())[mis]
+
+
 def test_source_error_is_the_median_and_worst_of_the_ratios() -> None:
     rows = [_row("a", "x", 10.0, 10.9), _row("b", "x", 10.0, 7.0), _row("c", "x", 10.0, 10.5)]
     e = source_validation.source_error("x", rows)
