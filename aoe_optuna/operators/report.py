@@ -42,7 +42,8 @@ def rows(result: OperatorResult) -> list[list[str]]:
             r.shape.label, r.shape.dims, str(r.shape.weight),
             f"{r.measured}+{r.retimed}",
             _us(r.latency_s), _relative_half_width(r.interval_s),
-            f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}", _us(r.baseline_s), speedup,
+            "-" if math.isnan(r.tflops) else f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}",
+            _us(r.baseline_s), speedup,
         ])
     return out
 
