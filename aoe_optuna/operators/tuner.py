@@ -70,6 +70,7 @@ from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget
 from aoe_optuna.study.session import SamplerRequest, StudySession
+from aoe_optuna.workload.step_split import Part, tuned_split
 
 FIRST_SEEDS = 3  # donors a shape's first chunk starts from
 NEAR = 1.5  # later chunks take donors this near (log2 shape distance): 2.8x in one dimension
@@ -103,6 +104,9 @@ class OperatorResult:
     tokens_per_s: float  # of the per-shape winners, end to end (0 while a shape has none)
     baseline_tokens_per_s: float | None
     roofline_tokens_per_s: float
+    # GEMMs, attention, vector kernels, communication with the winners' latencies, each
+    # with its roofline (empty while an operator has no result)
+    split: list[Part] = field(default_factory=list)
 
 
 @dataclass
@@ -376,15 +380,16 @@ class OperatorTuner:
         shapes = [shape_result(s, unit) for s, unit in zip(self.shapes, self.units, strict=True)]
         wl = self.spec.workload
         latency = {r.shape.key: r.latency_s for r in shapes}
-        tps = 0.0
+        tps, split = 0.0, []
         if all(math.isfinite(v) for v in latency.values()):
-            tps = wl.tokens_per_s(step_latencies(wl, self.shapes, latency))
+            won = step_latencies(wl, self.shapes, latency)
+            tps, split = wl.tokens_per_s(won), tuned_split(wl, self.spec.profile, won)
         base = None
         if all(r.baseline_s is not None and math.isfinite(r.baseline_s) for r in shapes):
             base = wl.tokens_per_s(step_latencies(
                 wl, self.shapes, {r.shape.key: r.baseline_s for r in shapes}))
         return OperatorResult(self.parent_name, shapes, self.used(), tps, base,
-                              self.roofline_tokens_per_s())
+                              self.roofline_tokens_per_s(), split)
 
     def roofline_tokens_per_s(self) -> float:
         """Every operator at its roofline, attention and vector kernels included (their
