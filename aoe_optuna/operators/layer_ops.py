@@ -19,7 +19,7 @@ from typing import Any
 from aoe_optuna.backends.simulator.decode_attention import decode_attention_cost
 from aoe_optuna.backends.simulator.decode_attention import roofline_s as attention_roofline_s
 from aoe_optuna.backends.simulator.vector_ops import vector_op_cost
-from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.attention_space import attention_space, config_of, tiling_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
 from aoe_optuna.space.search_space import SearchSpace
@@ -85,6 +85,18 @@ class LayerOperator:
         if p.kind == "rope":
             doc["head_dim"] = p.head_dim
         return doc
+
+    @classmethod
+    def from_plan(cls, plan: Mapping[str, Any]) -> LayerOperator:
+        """The operator a plan entry (:meth:`plan_entry`) describes."""
+        problem, dtype = dict(plan["problem"]), str(plan["dtype"])
+        built: DecodeAttention | VectorOp
+        if plan["kind"] == "attention":
+            built = DecodeAttention(dtype_bytes=DTYPE_BYTES[dtype], **problem)
+        else:
+            built = VectorOp(plan["kind"], problem["rows"], problem["width"], dtype,
+                             problem.get("head_dim", 128))
+        return cls(built, dtype, tuple(plan["names"]), int(plan["weight"]))
 
     def study_name(self, parent: str) -> str:
         return f"{parent}/{self.label}/{self.dims}"

@@ -115,7 +115,8 @@ class LayerUnit:
         self.profile = profile
         self.space = op.space(profile)
         self.baseline = op.default_config(profile)
-        self.study = _layer_study(storage, op.study_name(parent), op.plan_entry(parent))
+        self.study = _layer_study(storage, op.study_name(parent),
+                                  {**op.plan_entry(parent), "soc": profile.soc})
         held = stored_sampler(self.study)
         name = sampler.name or (held[0] if held else None) or "gp-ucb"
         kwargs = dict(sampler.kwargs) if sampler.kwargs is not None else (
