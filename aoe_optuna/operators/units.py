@@ -87,7 +87,8 @@ class GemmUnit:
 
 
 class ModelEvaluator:
-    """The evaluator of an attention or vector study: one call timed by the model."""
+    """The evaluator of an attention or vector study: one call timed by the model. Its
+    value (the objective's ``tokens_per_s`` slot) is calls per second."""
 
     def __init__(self, op: LayerOperator, profile: SocProfile) -> None:
         self.op = op
@@ -134,7 +135,7 @@ class LayerUnit:
 
     def run(self, budget: Budget, *, n_workers: int, devices: Sequence[str],
             stale_after_s: float | None, max_idle: int) -> RunResult:
-        objective = TuningObjective(self.space, ModelEvaluator(self.op, self.profile))  # type: ignore[arg-type]
+        objective = TuningObjective(self.space, ModelEvaluator(self.op, self.profile))
         return run_study(self.study, objective, budget, stale_after_s=stale_after_s,
                          max_idle=max_idle)
 
