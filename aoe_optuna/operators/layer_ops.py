@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoe_optuna.backends.simulator.decode_attention import decode_attention_cost
+from aoe_optuna.backends.simulator.decode_attention import floor_s as attention_floor_s
 from aoe_optuna.backends.simulator.decode_attention import roofline_s as attention_roofline_s
+from aoe_optuna.backends.simulator.vector_ops import floor_s as vector_floor_s
 from aoe_optuna.backends.simulator.vector_ops import vector_op_cost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.attention_space import attention_space, config_of, tiling_of
@@ -105,6 +107,14 @@ class LayerOperator:
         if isinstance(self.problem, DecodeAttention):
             return attention_roofline_s(profile, self.problem)
         return self.problem.roofline_s(profile)
+
+    def bound_s(self, profile: SocProfile) -> float:
+        """The latency no tiling can beat in the model, launch head included: at batch 1 a
+        vector kernel is almost all launch, and its roofline alone would make the
+        scheduler chase a gain that no tiling gives."""
+        if isinstance(self.problem, DecodeAttention):
+            return attention_floor_s(profile, self.problem)
+        return vector_floor_s(profile, self.problem)
 
     def flops(self) -> float | None:
         return self.problem.flops if isinstance(self.problem, DecodeAttention) else None

@@ -43,6 +43,7 @@ class Operator(Protocol):
     def dims(self) -> str: ...
     def study_name(self, parent: str) -> str: ...
     def roofline_s(self, profile: SocProfile) -> float: ...
+    def bound_s(self, profile: SocProfile) -> float: ...  # what the scheduler aims at
     def flops(self) -> float | None: ...  # None where FLOPs say nothing (a vector kernel)
     def plan_entry(self, parent: str) -> dict[str, Any]: ...
 
@@ -68,6 +69,9 @@ class OperatorShape:
 
     def roofline_s(self, profile: SocProfile) -> float:
         return self.gemm.roofline_s(profile)
+
+    def bound_s(self, profile: SocProfile) -> float:
+        return self.roofline_s(profile)
 
     def flops(self) -> float:
         return self.gemm.flops

@@ -203,7 +203,7 @@ class OperatorTuner:
             curve = best_curve(ts)
             histories.append(ShapeHistory(
                 weight=self.shapes[i].weight,
-                roofline_s=self.shapes[i].roofline_s(self.units[i].profile),
+                roofline_s=self.shapes[i].bound_s(self.units[i].profile),
                 best_s=curve, group=self.groups[i],
                 exhausted=(len(curve) >= self.units[i].space.n_feasible
                            or self.studies[i].study_name in closed),
@@ -240,7 +240,9 @@ class OperatorTuner:
             if i is None or left <= 0:
                 break
             h = snap.histories[i]
-            n = min(self._chunk(h), left)
+            # no more than the space has left: a small space (a batch-1 norm has a few
+            # dozen tilings) is measured out exactly, not by a sampler proposing repeats
+            n = min(self._chunk(h), left, self.units[i].space.n_feasible - h.measured)
             if i not in self._baseline_enqueued:  # first, so no seed repeats it
                 self.units[i].enqueue_baseline()
                 self._baseline_enqueued.add(i)

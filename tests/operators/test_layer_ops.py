@@ -6,17 +6,21 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
 import pytest
 
 from aoe_optuna.attrs import ATTR_BASELINE
+from aoe_optuna.backends.simulator.vector_ops import best_vector_config
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase, lookup_layer_op
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
-from aoe_optuna.operators.scheduler import make_scheduler
+from aoe_optuna.operators.scheduler import ShapeHistory, make_scheduler
+from aoe_optuna.operators.state import trial_latency
 from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions
 from aoe_optuna.space.attention_space import FIELDS, attention_space, tiling_of
 from aoe_optuna.space.decode_attention import (
@@ -195,3 +199,47 @@ def test_a_bad_value_or_backend_is_one_line_exit_2_nothing_written(
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and len(err.splitlines()) == 1, err
     assert not db.exists()
+
+
+@dataclass
+class OneOperator:
+    """A scheduler that gives every chunk to one operator until it is measured out."""
+
+    target: int
+    warmup: int = 8
+    chunk: int = 4
+    name: str = "one-operator"
+
+    def next_shape(self, shapes: Sequence[ShapeHistory]) -> int | None:
+        return None if shapes[self.target].exhausted else self.target
+
+
+def test_a_small_kernel_space_is_measured_out_without_idle_proposals(tmp_path: Path) -> None:
+    """A batch-1 add + RMSNorm has 20 tilings: the last chunk asks for what is left, so
+    the space is measured out exactly instead of the sampler proposing 100 repeats
+    before the chunk gives up."""
+    doc = {**SPEC, "workload": {"model": "qwen2.5-7b", "batch": 1, "vector_kernels": "tuned"}}
+    spec = spec_from_dict(doc)
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    options = TunerOptions(budget=100, scheduler=OneOperator(target=5), seed=0)
+    tuner = OperatorTuner(open_storage(url), url, "run", spec, options)
+    unit = tuner.units[5]
+    assert tuner.shapes[5].kind == "add_rmsnorm" and unit.space.n_feasible == 20
+    tuner.run()
+    assert not tuner.parent.user_attrs.get("closed")  # nothing ended by idle proposals
+    trials = unit.study.get_trials(deepcopy=False)
+    assert sum(is_measured(t) for t in trials) == 20
+    assert len(trials) <= 22  # and few proposals past them (the sampler knows the space)
+    best = min(op_s for op_s in (trial_latency(t) for t in trials if is_measured(t)))
+    exhaustive = best_vector_config(PROFILE, tuner.shapes[5].problem)[1].total_s
+    assert best == pytest.approx(exhaustive, rel=1e-4)  # latency_us keeps 3 decimals
+
+
+def test_the_scheduler_aims_at_what_a_tiling_can_reach() -> None:
+    wl = spec_from_dict({"workload": {"batch": 1, "attention": "tuned",
+                                      "vector_kernels": "tuned"}}).workload
+    for op in layer_operators(wl):
+        default_s = op.model(PROFILE)(op.default_config(PROFILE))
+        assert op.roofline_s(PROFILE) <= op.bound_s(PROFILE) <= default_s
+        if op.kind != "attention":  # launch-bound: the roofline is no target for a tiling
+            assert op.bound_s(PROFILE) > 100 * op.roofline_s(PROFILE)
