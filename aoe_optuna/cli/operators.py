@@ -1,4 +1,5 @@
-"""``aoe-tune operators``: tune each GEMM shape of a workload in a study of its own."""
+"""``aoe-tune operators``: tune each GEMM shape of a workload in a study of its own, and
+its decode attention and vector kernels where the spec says "tuned"."""
 
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Tune every distinct GEMM shape of a workload in a study of its own "
-        "(<study>/<op>/<MxNxK>), one measurement budget shared by a scheduler, each "
-        "shape's winner re-timed and stored in the knowledge base.",
+        "(<study>/<op>/<MxNxK>), and its decode attention and vector kernels where the "
+        "spec's workload says \"attention\": \"tuned\" or \"vector_kernels\": \"tuned\" "
+        "(<study>/attention/<dims>, <study>/rmsnorm/<rows>x<width>, ...), one measurement "
+        "budget shared by a scheduler, each winner re-timed and stored in the knowledge "
+        "base.",
     )
     p.add_argument("--config", help="study spec (its workload gives the shapes)")
     p.add_argument("--storage", default=DEFAULT_STORAGE,
