@@ -33,6 +33,10 @@ def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
     yield f"  roofline         {roofline:,.4g} tokens/s"
     yield ("  step             "
            + describe_split(step_split(spec.workload, spec.profile)) + "; GEMMs at roofline")
+    if spec.workload.layer_ops:
+        kinds = sorted({call.kind for call in spec.workload.layer_ops})
+        yield (f"  tuned operators  {', '.join(kinds)}: charged at their default tiling here; "
+               "`aoe-tune operators` tunes each in a study of its own")
     if not spec.exact_model or not optimum:
         return
     from aoe_optuna.bench.exhaustive import simulator_costs, simulator_exhaustive

@@ -358,7 +358,10 @@ def _export_command(argv: list[str]) -> int:
                 check_output_file(path, option)
         if args.kb:
             check_knowledge_base(args.kb)
-        study, spec = load_or_create(open_storage(args.storage), args.study_name, None)
+        storage = open_storage(args.storage)
+        if _export_layer_op(args, storage):
+            return 0
+        study, spec = load_or_create(storage, args.study_name, None)
         src = Path(args.op_source) if args.op_source else None
         out = Path(args.output) if args.output else None
         catlass = Path(args.catlass_header) if args.catlass_header else None
@@ -366,6 +369,30 @@ def _export_command(argv: list[str]) -> int:
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
     return 0
+
+
+def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
+    """Export an operator run's attention or vector kernel study, if it is one: its
+    tiling into the knowledge base. False for any other study."""
+    import optuna
+
+    from aoe_optuna.operators.report import export_layer_study
+    from aoe_optuna.operators.units import LAYER_OP_ATTR
+
+    if args.study_name not in optuna.get_all_study_names(storage):
+        return False
+    study = optuna.load_study(study_name=args.study_name, storage=storage,
+                              sampler=optuna.samplers.RandomSampler())
+    if LAYER_OP_ATTR not in study.user_attrs:
+        return False
+    for option in ("output", "op_source", "catlass_header"):
+        if getattr(args, option) is not None:
+            raise UsageError(f"--{option.replace('_', '-')}: study {args.study_name!r} tunes "
+                             f"{study.user_attrs[LAYER_OP_ATTR]['kind']}, whose tiling goes to "
+                             "the knowledge base only (no kernel source is written)")
+    for line in export_layer_study(study, args.storage, args.kb, args.header):
+        print(line)
+    return True
 
 
 def _export_study(

@@ -1,4 +1,5 @@
-"""``aoe-tune operators``: tune each GEMM shape of a workload in a study of its own."""
+"""``aoe-tune operators``: tune each GEMM shape of a workload in a study of its own, and
+its decode attention and vector kernels where the spec says "tuned"."""
 
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Tune every distinct GEMM shape of a workload in a study of its own "
-        "(<study>/<op>/<MxNxK>), one measurement budget shared by a scheduler, each "
-        "shape's winner re-timed and stored in the knowledge base.",
+        "(<study>/<op>/<MxNxK>), and its decode attention and vector kernels where the "
+        "spec's workload says \"attention\": \"tuned\" or \"vector_kernels\": \"tuned\" "
+        "(<study>/attention/<dims>, <study>/rmsnorm/<rows>x<width>, ...), one measurement "
+        "budget shared by a scheduler, each winner re-timed and stored in the knowledge "
+        "base.",
     )
     p.add_argument("--config", help="study spec (its workload gives the shapes)")
     p.add_argument("--storage", default=DEFAULT_STORAGE,
@@ -126,6 +130,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import report
+    from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.stored import stored_spec
@@ -150,6 +155,8 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         raise UsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
                                  "start a run in it")
     _options(args, {})  # the options' own checks, before the storage is touched
+    if spec is not None:
+        check_backend(spec.backend.get("name", MODELLED_BY), spec.workload)
     if spec is not None and args.sampler is not None:
         _check_sampler(args, spec)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -165,6 +172,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     if spec is None:
         raise UsageError(f"study {parent_name!r} is not an operator study in "
                                  f"{shown_storage}; pass --config to create it")
+    check_backend(spec.backend.get("name", MODELLED_BY), spec.workload)
     options = _options(args, parent_attrs)
     say = (lambda line: None) if args.no_progress else (
         lambda line: print(line, file=sys.stderr, flush=True))
@@ -177,7 +185,9 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     if kb is not None and options.warm_start:
         donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
     tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say)
-    say(f"operator study {parent_name} in {shown_storage}: {len(tuner.shapes)} shapes, "
+    layer = f" + {len(tuner.layer_ops)} attention/vector" if tuner.layer_ops else ""
+    say(f"operator study {parent_name} in {shown_storage}: {len(tuner.gemm_shapes)} GEMM "
+        f"shapes{layer}, "
         f"budget {options.budget} measurements, scheduler {options.scheduler.name}, "
         f"warm start {'on' if options.warm_start else 'off'}")
     state["measuring"] = True

@@ -1,4 +1,5 @@
-"""The knowledge base: the best known config per (SoC, op, dtype, M, K, N, layout).
+"""The knowledge base: the best known config per (SoC, op, dtype, M, K, N, layout), and per
+(SoC, op, dtype, problem) for the kernels an operator run tunes beside the GEMMs.
 
 One JSON file collects what every study found. Re-exporting a study merges its
 entries and keeps, per key, the entry with the higher objective value. Runtime
@@ -6,6 +7,13 @@ code asks :func:`lookup` (or the C function of :func:`write_c_header`) for the
 config of a shape; a shape that was never tuned gets the entry of the nearest
 tuned shape of the same SoC, op and dtype, nearness being the Euclidean distance
 between (log2 M, log2 K, log2 N): doubling a dimension costs 1 whatever its size.
+
+A decode attention or vector kernel entry (``kind`` "attention" or "vector";
+GEMM entries carry no ``kind``, so knowledge bases written before these kinds
+load unchanged) keys its problem instead of M, K, N and a layout: attention's
+batch, heads, head_dim, context, page size and KV layout; a vector kernel's rows
+and width (and rope's head_dim). :func:`lookup_layer_op` finds the exact problem;
+the C header holds the GEMM entries only.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any, Literal
 
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.hardware.profile import DTYPE_BYTES
+from aoe_optuna.space.decode_attention import KV_LAYOUTS
 from aoe_optuna.space.params import (
     KNOWN_PARAMS,
     LAYOUTS,
@@ -32,11 +41,18 @@ from aoe_optuna.space.params import (
 )
 from aoe_optuna.study.storage import redact_url
 from aoe_optuna.workload.models import MAX_DIM
+from aoe_optuna.workload.vector_ops import KINDS as VECTOR_KINDS
 
 FORMAT = "aoe-kb"
 VERSION = 1
 KEY_FIELDS = ("soc", "op", "dtype", "M", "K", "N", "layout")
-Key = tuple[str, str, str, int, int, int, str]
+Key = tuple[Any, ...]  # a GEMM's KEY_FIELDS; (soc, op, dtype, problem text) for the others
+LAYER_KINDS = ("attention", "vector")
+ATTENTION_OP = "decode_attention"
+# The problem fields of each kind: integers >= 1, except kv_layout (a name).
+ATTENTION_PROBLEM = ("batch", "q_heads", "kv_heads", "head_dim", "context", "page_tokens",
+                     "kv_layout")
+VECTOR_PROBLEM = ("rows", "width")
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")  # soc, op, dtype: safe in file names and C strings
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
@@ -100,8 +116,40 @@ def make_entry(
     return validate_entry(entry)
 
 
+def make_layer_entry(
+    soc: str,
+    kind: str,
+    op: str,
+    dtype: str,
+    problem: Mapping[str, Any],
+    config: Mapping[str, Any],
+    value: float,
+    gain: float | None,
+    study: str,
+    storage: str | None,
+    *,
+    objective: str = "calls/s",
+    latency_us: float | None = None,
+    date: str | None = None,
+) -> dict[str, Any]:
+    """A validated attention or vector kernel entry: ``problem`` as the operator run keys
+    it, ``value`` calls per second (higher is better, like every entry's value)."""
+    entry: dict[str, Any] = {
+        "kind": kind, "soc": soc, "op": op, "dtype": dtype, "problem": dict(problem),
+        "config": dict(config), "value": value, "objective": objective, "gain": gain,
+        "study": study, "storage": None if storage is None else redact_url(str(storage)),
+        "date": date or datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    if latency_us is not None:
+        entry["latency_us"] = latency_us
+    return validate_entry(entry)
+
+
 def validate_entry(entry: Mapping[str, Any], where: str = "entry") -> dict[str, Any]:
     """``entry`` checked and in canonical form (config values spelled as params.py does)."""
+    kind = entry.get("kind", "gemm")
+    if kind != "gemm":
+        return _validate_layer_entry(entry, where)
     missing = [f for f in (*KEY_FIELDS, "config", "value", "study") if f not in entry]
     if missing:
         raise KBError(f"{where}: missing {', '.join(missing)}")
@@ -118,6 +166,49 @@ def validate_entry(entry: Mapping[str, Any], where: str = "entry") -> dict[str, 
     if out["config"].get("layout", out["layout"]) != out["layout"]:
         raise KBError(f"{where}: config.layout={out['config']['layout']!r} differs from the "
                       f"entry's layout {out['layout']!r}")
+    return _checked_result(entry, where, out)
+
+
+def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """An attention or vector kernel entry: its kind, op, dtype, problem and config."""
+    kind = entry.get("kind")
+    if kind not in LAYER_KINDS:
+        raise KBError(f"{where}: kind: expected 'gemm' (or no kind) or one of "
+                      f"{list(LAYER_KINDS)}, got {kind!r}")
+    missing = [f for f in ("soc", "op", "dtype", "problem", "config", "value", "study")
+               if f not in entry]
+    if missing:
+        raise KBError(f"{where}: missing {', '.join(missing)}")
+    out: dict[str, Any] = {"kind": kind}
+    out["soc"] = _checked(where, "soc", entry["soc"], _is_name, "a name of letters, digits, _.-")
+    ops = [ATTENTION_OP] if kind == "attention" else sorted(VECTOR_KINDS)
+    out["op"] = _checked(where, "op", entry["op"], ops.__contains__, f"one of {ops}")
+    out["dtype"] = _checked(where, "dtype", entry["dtype"], DTYPE_BYTES.__contains__,
+                            f"one of {list(DTYPE_BYTES)}")
+    out["problem"] = _checked_problem(where, kind, out["op"], entry["problem"])
+    out["config"] = _checked_config(where, entry["config"])
+    return _checked_result(entry, where, out)
+
+
+def _checked_problem(where: str, kind: str, op: str, problem: Any) -> dict[str, Any]:
+    fields = ATTENTION_PROBLEM if kind == "attention" else (
+        VECTOR_PROBLEM + (("head_dim",) if op == "rope" else ()))
+    if not isinstance(problem, Mapping) or set(problem) != set(fields):
+        raise KBError(f"{where}: problem: expected an object with exactly "
+                      f"{', '.join(fields)}, got {problem!r}")
+    out: dict[str, Any] = {}
+    for name in fields:
+        if name == "kv_layout":
+            out[name] = _checked(where, f"problem.{name}", problem[name],
+                                 KV_LAYOUTS.__contains__, f"one of {list(KV_LAYOUTS)}")
+        else:
+            out[name] = _checked(where, f"problem.{name}", problem[name], _is_dim,
+                                 f"an integer from 1 to {MAX_DIM}")
+    return out
+
+
+def _checked_result(entry: Mapping[str, Any], where: str, out: dict[str, Any]) -> dict[str, Any]:
+    """The fields every entry has past its key and config: value, study, date..."""
     out["value"] = float(_checked(where, "value", entry["value"], _is_finite, "a finite number"))
     out["objective"] = _checked(where, "objective", entry.get("objective", "tokens/s"),
                                 _is_text, "a short text")
@@ -142,15 +233,30 @@ def validate_entry(entry: Mapping[str, Any], where: str = "entry") -> dict[str, 
 
 
 def entry_key(entry: Mapping[str, Any]) -> Key:
-    """The (soc, op, dtype, M, K, N, layout) an entry is stored under."""
-    return tuple(entry[f] for f in KEY_FIELDS)  # type: ignore[return-value]
+    """The (soc, op, dtype, M, K, N, layout) a GEMM entry is stored under; (soc, op,
+    dtype, problem) an attention or vector kernel entry."""
+    if entry.get("kind", "gemm") != "gemm":
+        return (entry["soc"], entry["op"], entry["dtype"], problem_text(entry["problem"]))
+    return tuple(entry[f] for f in KEY_FIELDS)
+
+
+def problem_text(problem: Mapping[str, Any]) -> str:
+    """``batch=1 q_heads=28 ...``: a problem as one sortable, readable key."""
+    return " ".join(f"{k}={problem[k]}" for k in problem)
 
 
 def describe_key(key: Key) -> str:
-    """The key as one line; the shape MxNxK, the order of catlass's GemmCoord and of the
-    operator studies' names (the key tuple itself keeps its M, K, N field order)."""
+    """The key as one line; a GEMM's shape MxNxK, the order of catlass's GemmCoord and of
+    the operator studies' names (the key tuple itself keeps its M, K, N field order)."""
+    if len(key) == 4:
+        soc, op, dtype, problem = key
+        return f"{soc}/{op}/{dtype} {problem}"
     soc, op, dtype, m, k, n, layout = key
     return f"{soc}/{op}/{dtype} {m}x{n}x{k} {layout}"
+
+
+def is_gemm_entry(entry: Mapping[str, Any]) -> bool:
+    return entry.get("kind", "gemm") == "gemm"
 
 
 def _checked(where: str, name: str, value: Any, ok: Any, expected: str) -> Any:
@@ -324,8 +430,11 @@ class KnowledgeBase:
 
 
 def _sort_key(key: Key) -> tuple[Any, ...]:
+    """GEMM entries first, in their order since version 1; then the others by problem."""
+    if len(key) == 4:
+        return (1, *key)
     soc, op, dtype, m, k, n, layout = key
-    return (soc, op, dtype, m, k, n, LAYOUTS.index(layout))
+    return (0, soc, op, dtype, m, k, n, LAYOUTS.index(layout))
 
 
 # --- lookup -------------------------------------------------------------------------------------
@@ -376,7 +485,8 @@ def lookup(
     query = (math.log2(M), math.log2(K), math.log2(N))
     best: tuple[tuple[Any, ...], dict[str, Any]] | None = None
     for entry in kb.entries():
-        if (entry["soc"], entry["op"], entry["dtype"]) != (soc, op, dtype):
+        if not is_gemm_entry(entry) or (entry["soc"], entry["op"], entry["dtype"]) != (
+                soc, op, dtype):
             continue
         if layout is not None and entry["layout"] != layout:
             continue
@@ -389,6 +499,17 @@ def lookup(
     entry = best[1]
     exact = (entry["M"], entry["K"], entry["N"]) == (M, K, N)
     return LookupResult(entry, exact, 0.0 if exact else math.sqrt(best[0][2]))
+
+
+def lookup_layer_op(kb_or_path: KnowledgeBase | str | os.PathLike[str], soc: str, op: str,
+                    dtype: str, problem: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The attention or vector kernel entry of exactly this problem, or None.
+
+    No nearest match: a tiling of another problem (another context's KV split,
+    another width's tile) is not a safe guess for this one.
+    """
+    kb = kb_or_path if isinstance(kb_or_path, KnowledgeBase) else KnowledgeBase.load(kb_or_path)
+    return kb.get((soc, op, dtype, problem_text(problem)))
 
 
 def _tie_bucket(d2: float) -> float:
@@ -420,11 +541,12 @@ def c_header(kb: KnowledgeBase, guard: str = "AOE_KB_H") -> str:
     Link with ``-lm`` (the query's log2).
     """
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for entry in kb.entries():
+    for entry in filter(is_gemm_entry, kb.entries()):
         groups.setdefault((entry["soc"], entry["op"], entry["dtype"]), []).append(entry)
+    n_gemm = sum(len(v) for v in groups.values())
     defaults = {name: KNOWN_PARAMS[name].default for name in C_FIELDS}
     lines = [
-        f"/* Generated by aoe_optuna (export.kb.write_c_header) from {len(kb)} entries;",
+        f"/* Generated by aoe_optuna (export.kb.write_c_header) from {n_gemm} GEMM entries;",
         " * regenerate it instead of editing it. Tuned configs per (soc, op, dtype, M, K, N,",
         " * layout); aoe_kb_lookup() returns the exact shape's entry or the nearest one",
         " * (Euclidean distance in log2 M, log2 K, log2 N, compared on a 2^-20 grid of its",

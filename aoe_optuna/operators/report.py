@@ -8,18 +8,31 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
+from optuna.trial import TrialState
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
 from aoe_optuna.export.catlass_header import write_catlass_header
-from aoe_optuna.export.kb import KnowledgeBase, entry_key, make_entry
+from aoe_optuna.export.kb import (
+    KnowledgeBase,
+    entry_key,
+    make_entry,
+    make_layer_entry,
+    write_c_header,
+)
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
+from aoe_optuna.operators.layer_ops import LayerOperator
+from aoe_optuna.operators.shapes import OperatorShape
+from aoe_optuna.operators.state import best_measured, trial_latency
 from aoe_optuna.operators.tuner import OperatorResult
+from aoe_optuna.operators.units import LAYER_OP_ATTR
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study import dashboard_writers
+from aoe_optuna.workload.step_split import describe_fractions
 
 OBJECTIVE = "TFLOPS"  # a shape's own figure in the knowledge base (higher is better)
 
@@ -44,7 +57,8 @@ def rows(result: OperatorResult) -> list[list[str]]:
             r.shape.label, r.shape.dims, str(r.shape.weight),
             f"{r.measured}+{r.retimed}",
             _us(r.latency_s), _relative_half_width(r.interval_s),
-            f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}", _us(r.baseline_s), speedup,
+            "-" if math.isnan(r.tflops) else f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}",
+            _us(r.baseline_s), speedup,
         ])
     return out
 
@@ -55,15 +69,23 @@ HEADER = ["op", "MxNxK", "runs", "measured", "latency\nus", "95%", "TFLOPS",
           "roofline", "baseline\nus", "speedup"]  # two-line headers: no wider than their values
 
 
+def headers(result: OperatorResult) -> list[str]:
+    """HEADER; its shape column is "shape" where attention or vector kernels share it."""
+    if all(isinstance(r.shape, OperatorShape) for r in result.shapes):
+        return HEADER
+    return ["shape" if h == "MxNxK" else h for h in HEADER]
+
+
 def print_result(result: OperatorResult, console: Console | None = None) -> None:
     """The per-shape table, readable on a 100-column terminal: no vertical rules, one
     space between columns, and names and shapes folded rather than cut when narrower."""
     console = console or Console()
-    table = Table(title=f"operator study {result.parent}: {len(result.shapes)} shapes, "
+    table = Table(title=f"operator study {result.parent}: {len(result.shapes)} operators, "
                   f"{result.used} measurements", box=box.SIMPLE_HEAD, padding=0, show_edge=False,
                   pad_edge=False)
-    for h in HEADER:
-        left = h in ("op", "MxNxK")
+    header = headers(result)
+    for h in header:
+        left = h in ("op", "MxNxK", "shape")
         table.add_column(h, justify="left" if left else "right",
                          overflow="fold" if left else "ellipsis", no_wrap=not left)
     for row in rows(result):
@@ -82,6 +104,8 @@ def end_to_end_lines(result: OperatorResult) -> list[str]:
     out = [f"end to end with each shape's winner: {result.tokens_per_s:.2f} tokens/s "
            f"({result.tokens_per_s / result.roofline_tokens_per_s:.1%} of the roofline "
            f"{result.roofline_tokens_per_s:.2f})"]
+    if result.split:
+        out.append(f"step split: {describe_fractions(result.split)}")
     if result.baseline_tokens_per_s:
         ratio = result.tokens_per_s / result.baseline_tokens_per_s
         out.append(f"baseline config on every shape: {result.baseline_tokens_per_s:.2f} "
@@ -91,9 +115,9 @@ def end_to_end_lines(result: OperatorResult) -> list[str]:
 
 def note_markdown(result: OperatorResult) -> str:
     lines = [f"# {result.parent}", "",
-             f"{len(result.shapes)} GEMM shapes, one study each (`{result.parent}/<op>/<MxNxK>`); "
+             f"{len(result.shapes)} operators, one study each (`{result.parent}/<op>/<dims>`); "
              f"{result.used} measurements, re-timing included.", "",
-             "| " + " | ".join(h.replace("\n", " ") for h in HEADER) + " |",
+             "| " + " | ".join(h.replace("\n", " ") for h in headers(result)) + " |",
              "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADER))) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows(result)]
     lines += ["", *end_to_end_lines(result)]
@@ -109,11 +133,18 @@ def save_note(study: optuna.Study, result: OperatorResult) -> None:
 
 
 def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> list[dict]:
-    """One entry per tuned shape, with the shape's own latency, interval and TFLOPS."""
+    """One entry per tuned operator: a GEMM shape's with its own latency, interval and
+    TFLOPS; an attention or vector kernel's with its problem and calls per second."""
     out = []
     for r in result.shapes:
         if r.params is None:
             continue
+        if isinstance(r.shape, LayerOperator):
+            gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
+            out.append(layer_entry(spec.profile.soc, r.shape, r.params, r.latency_s, gain,
+                                   r.study_name, storage_url))
+            continue
+        assert isinstance(r.shape, OperatorShape)
         full = spec.space.full_config(r.params)
         gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
         lo, hi = r.interval_s
@@ -134,6 +165,40 @@ def kb_op(op_name: str, batch: int) -> str:
     return op_name if batch == 1 else f"{op_name}-batch{batch}"
 
 
+def layer_entry(soc: str, op: LayerOperator, params: dict, latency_s: float,
+                gain: float | None, study: str, storage_url: str) -> dict:
+    """An attention or vector kernel's knowledge base entry."""
+    return make_layer_entry(soc, "attention" if op.kind == "attention" else "vector",
+                            op.op_name, op.dtype, op.problem_doc(), params,
+                            round(1.0 / latency_s, 4), gain, study, storage_url,
+                            latency_us=round(latency_s * 1e6, 4))
+
+
+def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | None,
+                       header: str | None) -> Iterator[str]:
+    """``aoe-tune export`` of an attention or vector kernel's study: its best tiling into
+    the knowledge base (no kernel source is written for these kernels)."""
+    plan = study.user_attrs[LAYER_OP_ATTR]
+    op = LayerOperator.from_plan(plan)
+    trials = study.get_trials(deepcopy=False)
+    best = best_measured(trials)
+    if best is None:
+        raise ExportError(f"study {study.study_name!r} has no completed measurement to export")
+    base = next((t for t in trials if t.user_attrs.get(ATTR_BASELINE) and t.state ==
+                 TrialState.COMPLETE), None)
+    latency = trial_latency(best)
+    gain = None if base is None else trial_latency(base) / latency - 1.0
+    if kb_path:
+        kb = KnowledgeBase.load(kb_path)
+        entry = layer_entry(str(plan["soc"]), op, dict(best.params), latency, gain,
+                            study.study_name, storage_url)
+        yield f"kb {kb_path}: {kb.merge(entry).describe()}"
+        kb.save(kb_path)
+        if header:
+            write_c_header(kb, header)
+            yield f"wrote {header} (GEMM entries only)"
+
+
 def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
                   kb_path: str | Path) -> Iterator[str]:
     """Merge each shape's entry. A shape's own tuned config replaces an entry of a
@@ -141,7 +206,7 @@ def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
     kb = KnowledgeBase.load(kb_path)
     for entry in kb_entries(result, spec, storage_url):
         held = kb.get(entry_key(entry))
-        replace = held is not None and held["objective"] != OBJECTIVE
+        replace = held is not None and held["objective"] != entry["objective"]
         yield f"kb {kb_path}: {kb.merge(entry, replace=replace).describe()}"
     kb.save(kb_path)
 
@@ -154,6 +219,10 @@ def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, ou
     catlass = "l1_k" in spec.space.names or "swizzle_offset" in spec.space.names
     for r in result.shapes:
         if r.params is None:
+            continue
+        if isinstance(r.shape, LayerOperator):
+            yield (f"not exported {r.shape.label} {r.shape.dims}: no kernel source is written "
+                   "for attention or vector kernels (their tiling is in the knowledge base)")
             continue
         if r.shape.batch > 1:
             yield (f"not exported {r.shape.label} {r.shape.dims}: "

@@ -1,4 +1,6 @@
-"""The distinct GEMM shapes of a workload, each the subject of a study of its own.
+"""The distinct GEMM shapes of a workload, each the subject of a study of its own, and
+what every operator of a run (a GEMM shape here, attention or a vector kernel in
+:mod:`.layer_ops`) tells the tuner.
 
 Several GEMMs of a step can share a shape (a model's o_proj and a bucket's
 down_proj, or the same projection in two serving buckets): they share a
@@ -11,13 +13,40 @@ shapes together.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.workload.gemm import GemmKey
 from aoe_optuna.workload.models import Gemm, Workload
+
+
+class Operator(Protocol):
+    """One distinct problem of a step, tuned in a study of its own.
+
+    ``names`` are the workload's names of the calls that run it (the keys
+    :meth:`Workload.step_time` reads), ``weight`` their runs per step.
+    """
+
+    names: tuple[str, ...]
+    weight: int
+    dtype: str
+
+    @property
+    def kind(self) -> str: ...  # "gemm", "attention", "rmsnorm", ...
+    @property
+    def key(self) -> Hashable: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def dims(self) -> str: ...
+    def study_name(self, parent: str) -> str: ...
+    def roofline_s(self, profile: SocProfile) -> float: ...
+    def bound_s(self, profile: SocProfile) -> float: ...  # what the scheduler aims at
+    def flops(self) -> float | None: ...  # None where FLOPs say nothing (a vector kernel)
+    def plan_entry(self, parent: str) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -33,8 +62,28 @@ class OperatorShape:
     batch: int = 1  # matrices of one batched launch
 
     @property
+    def kind(self) -> str:
+        return "gemm"
+
+    @property
     def key(self) -> GemmKey:
         return self.gemm.key
+
+    def roofline_s(self, profile: SocProfile) -> float:
+        return self.gemm.roofline_s(profile)
+
+    def bound_s(self, profile: SocProfile) -> float:
+        return self.roofline_s(profile)
+
+    def flops(self) -> float:
+        return self.gemm.flops
+
+    def plan_entry(self, parent: str) -> dict[str, Any]:
+        """What the parent study's plan records of it (unchanged since GEMM-only plans;
+        a batched launch adds its batch)."""
+        entry = {"study": self.study_name(parent), "M": self.M, "K": self.K, "N": self.N,
+                 "dtype": self.dtype, "names": list(self.names), "weight": self.weight}
+        return entry if self.batch == 1 else {**entry, "batch": self.batch}
 
     @property
     def gemm(self) -> Gemm:
@@ -84,9 +133,9 @@ def shape_spec(spec: StudySpec, shape: OperatorShape) -> StudySpec:
     return spec_from_dict(doc, source=f"{spec.source} [{shape.dims}]")
 
 
-def step_latencies(workload: Workload, shapes: list[OperatorShape],
-                   latency_of: Mapping[GemmKey, float]) -> dict[str, float]:
-    """Each GEMM name's latency from its shape's latency: what Workload.step_time reads."""
+def step_latencies(workload: Workload, shapes: Sequence[Operator],
+                   latency_of: Mapping[Any, float]) -> dict[str, float]:
+    """Each call's latency from its operator's latency: what Workload.step_time reads."""
     out: dict[str, float] = {}
     for shape in shapes:
         for name in shape.names:

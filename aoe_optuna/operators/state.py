@@ -18,9 +18,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import ATTR_LATENCY_US, RETIME_ATTR
 from aoe_optuna.operators.retime import Candidate, Retimed, candidates_to_retime
-from aoe_optuna.operators.shapes import OperatorShape
+from aoe_optuna.operators.shapes import Operator
+from aoe_optuna.operators.units import OperatorUnit
 from aoe_optuna.spec.loader import StudySpec
-from aoe_optuna.study.create import baseline_trial
 from aoe_optuna.study.objective import is_measured
 
 
@@ -101,7 +101,7 @@ class RetimeRecord:
 class ShapeResult:
     """One shape's outcome: its winner, what the winner runs at, and what it cost."""
 
-    shape: OperatorShape
+    shape: Operator
     study_name: str
     measured: int
     retimed: int
@@ -115,27 +115,30 @@ class ShapeResult:
 
     @property
     def tflops(self) -> float:
-        return 2.0 * self.shape.M * self.shape.K * self.shape.N / self.latency_s / 1e12
+        """The winner's TFLOPS; nan for a kernel whose FLOPs say nothing (vector)."""
+        flops = self.shape.flops()
+        return math.nan if flops is None else flops / self.latency_s / 1e12
 
     @property
     def roofline_fraction(self) -> float:
         return self.roofline_s / self.latency_s
 
 
-def shape_result(shape: OperatorShape, spec: StudySpec, study: optuna.Study) -> ShapeResult:
-    """The winner of a shape's study: the best re-timed contender when the re-timing
+def shape_result(shape: Operator, unit: OperatorUnit) -> ShapeResult:
+    """The winner of an operator's study: the best re-timed contender when the re-timing
     covers the present contenders, else the best first timing."""
+    study = unit.study
     trials = study.get_trials(deepcopy=False)
     measured = sum(1 for t in trials if is_measured(t))
-    base = baseline_trial(study, spec)
+    base = unit.baseline_trial()
     record = RetimeRecord.of(study) or RetimeRecord()
-    roofline = shape.gemm.roofline_s(spec.profile)
+    roofline = shape.roofline_s(unit.profile)
     baseline_s = None if base is None else trial_latency(base)
     best = best_measured(trials)
     if best is None:
         return ShapeResult(shape, study.study_name, measured, record.cost, None, None,
                            math.inf, (math.inf, math.inf), math.inf, baseline_s, roofline)
-    candidates = measured_candidates(trials, timing_noise(spec))
+    candidates = measured_candidates(trials, unit.noise)
     ranked = record.ranked(candidates)
     if ranked and record.covers(candidates_to_retime(candidates)):
         won = ranked[0]

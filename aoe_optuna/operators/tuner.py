@@ -1,4 +1,8 @@
-"""Tuning a workload shape by shape: one study each, one budget, one scheduler.
+"""Tuning a workload operator by operator: one study each, one budget, one scheduler.
+
+The operators are the workload's distinct GEMM shapes and, where the spec
+tunes them, its decode attention and vector kernels (:mod:`.layer_ops`); the
+tuner drives each one's study through :class:`.units.OperatorUnit`.
 
 The tuner is the budget's one writer. It keeps the plan in a parent study
 (``<study>``: the spec, the shapes, the budget) and each shape's measurements
@@ -31,6 +35,7 @@ from aoe_optuna.attrs import (
     WARM_ATTR,
 )
 from aoe_optuna.backends.base import Backend
+from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
 from aoe_optuna.operators.retime import (
     ROUNDS,
     Candidate,
@@ -39,7 +44,13 @@ from aoe_optuna.operators.retime import (
     retime_cost,
 )
 from aoe_optuna.operators.scheduler import Scheduler, ShapeHistory
-from aoe_optuna.operators.shapes import OperatorShape, operator_shapes, shape_spec, step_latencies
+from aoe_optuna.operators.shapes import (
+    Operator,
+    OperatorShape,
+    operator_shapes,
+    shape_spec,
+    step_latencies,
+)
 from aoe_optuna.operators.state import (
     RetimeRecord,
     ShapeResult,
@@ -47,18 +58,19 @@ from aoe_optuna.operators.state import (
     best_measured,
     measured_candidates,
     shape_result,
-    timing_noise,
     trial_latency,
 )
+from aoe_optuna.operators.units import GemmUnit, LayerUnit, OperatorUnit
 from aoe_optuna.operators.warm_start import Donor, seeds_for
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
-from aoe_optuna.study.create import METRIC_NAME, StudyError, enqueue_baseline, load_or_create
+from aoe_optuna.study.create import METRIC_NAME, StudyError, load_or_create
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget
 from aoe_optuna.study.session import SamplerRequest, StudySession
+from aoe_optuna.workload.step_split import Part, tuned_split
 
 FIRST_SEEDS = 3  # donors a shape's first chunk starts from
 NEAR = 1.5  # later chunks take donors this near (log2 shape distance): 2.8x in one dimension
@@ -92,6 +104,9 @@ class OperatorResult:
     tokens_per_s: float  # of the per-shape winners, end to end (0 while a shape has none)
     baseline_tokens_per_s: float | None
     roofline_tokens_per_s: float
+    # GEMMs, attention, vector kernels, communication with the winners' latencies, each
+    # with its roofline (empty while an operator has no result)
+    split: list[Part] = field(default_factory=list)
 
 
 @dataclass
@@ -133,25 +148,29 @@ class OperatorTuner:
         self.on_event = on_event
         self.on_chunk = on_chunk
         self.backend = backend if backend is not None else make_backend(spec)
-        self.shapes = operator_shapes(spec.workload)
+        self.gemm_shapes = operator_shapes(spec.workload)
+        self.layer_ops: list[LayerOperator] = layer_operators(spec.workload)
+        self.shapes: list[Operator] = [*self.gemm_shapes, *self.layer_ops]
         # a small budget still reaches every shape: warm-ups take at most half of it
         fair = max(1, options.budget // (2 * len(self.shapes)))
         self.scheduler = dataclasses.replace(  # type: ignore[type-var]
             options.scheduler, warmup=min(options.scheduler.warmup, fair))
-        self.specs = [shape_spec(spec, s) for s in self.shapes]
-        self.noise = [timing_noise(sp) for sp in self.specs]
+        self.specs = [shape_spec(spec, s) for s in self.gemm_shapes]  # GEMM shapes only
         self.groups = [shape_group(s, spec) for s in self.shapes]
         self.parent = self._parent_study()
-        self.sessions = [self._shape_session(s, sp) for s, sp in zip(self.shapes, self.specs,
-                                                                        strict=True)]
-        self.studies = [session.study for session in self.sessions]
+        o = options
+        request = SamplerRequest(o.sampler, o.sampler_kwargs, o.seed)
+        self.units: list[OperatorUnit] = [
+            *(GemmUnit(self._shape_session(s, sp), sp, s, self.backend)
+              for s, sp in zip(self.gemm_shapes, self.specs, strict=True)),
+            *(LayerUnit(storage, parent, op, spec.profile, request) for op in self.layer_ops)]
+        self.studies = [unit.study for unit in self.units]
+        self.noise = [unit.noise for unit in self.units]
         self._baseline_enqueued: set[int] = set()
 
     # ------------------------------------------------------------------ studies
     def _parent_study(self) -> optuna.Study:
-        plan = {"shapes": [{"study": s.study_name(self.parent_name), "M": s.M, "K": s.K,
-                            "N": s.N, "dtype": s.dtype, "names": list(s.names),
-                            "weight": s.weight} for s in self.shapes]}
+        plan = {"shapes": [s.plan_entry(self.parent_name) for s in self.shapes]}
         study, _ = load_or_create(self.storage, self.parent_name, self.spec,
                                   self.spec.roofline_tokens_per_s())
         held = study.user_attrs.get(PLAN_ATTR)
@@ -184,9 +203,9 @@ class OperatorTuner:
             curve = best_curve(ts)
             histories.append(ShapeHistory(
                 weight=self.shapes[i].weight,
-                roofline_s=self.shapes[i].gemm.roofline_s(self.specs[i].profile),
+                roofline_s=self.shapes[i].bound_s(self.units[i].profile),
                 best_s=curve, group=self.groups[i],
-                exhausted=(len(curve) >= self.specs[i].space.n_feasible
+                exhausted=(len(curve) >= self.units[i].space.n_feasible
                            or self.studies[i].study_name in closed),
             ))
             record = RetimeRecord.of(self.studies[i]) or RetimeRecord()
@@ -221,9 +240,11 @@ class OperatorTuner:
             if i is None or left <= 0:
                 break
             h = snap.histories[i]
-            n = min(self._chunk(h), left)
+            # no more than the space has left: a small space (a batch-1 norm has a few
+            # dozen tilings) is measured out exactly, not by a sampler proposing repeats
+            n = min(self._chunk(h), left, self.units[i].space.n_feasible - h.measured)
             if i not in self._baseline_enqueued:  # first, so no seed repeats it
-                enqueue_baseline(self.studies[i], self.specs[i])
+                self.units[i].enqueue_baseline()
                 self._baseline_enqueued.add(i)
             self._seed(i, self.studies[i].get_trials(deepcopy=False), first=h.measured == 0,
                        n=n)
@@ -258,39 +279,38 @@ class OperatorTuner:
     def _seed(self, i: int, trials: Sequence[FrozenTrial], first: bool, n: int) -> None:
         """Enqueue neighbours' winners: a few on a shape's first chunk, then the nearest
         new one per chunk."""
-        if not self.options.warm_start:
-            return
         shape = self.shapes[i]
+        if not self.options.warm_start or not isinstance(shape, OperatorShape):
+            return  # donors are GEMM tilings: nothing to give attention or a vector kernel
         tried = [c for t in trials if (c := trial_config(t))]
         donors = [d for d in self._run_donors(i) + self.kb_donors if d.dtype == shape.dtype
                   and (first or d.distance(shape) <= NEAR)]
         limit = min(FIRST_SEEDS if first else 1, max(n - (1 if first else 0), 0))
-        for d in seeds_for(shape, donors, self.specs[i].space, tried, limit):
+        for d in seeds_for(shape, donors, self.units[i].space, tried, limit):
             self.studies[i].enqueue_trial(d.params, user_attrs={WARM_ATTR: d.source})
 
     def _run_donors(self, i: int) -> list[Donor]:
         """The current winners of the other shapes of this run."""
         out = []
-        for j, study in enumerate(self.studies):
-            best = best_measured(study.get_trials(deepcopy=False)) if j != i else None
+        for j, s in enumerate(self.gemm_shapes):
+            best = best_measured(self.studies[j].get_trials(deepcopy=False)) if j != i else None
             if best is not None:
-                s = self.shapes[j]
                 out.append(Donor((s.M, s.K, s.N), dict(best.params), f"shape {s.dims}",
                                  s.dtype))
         return out
 
     def _measure(self, i: int, target: int) -> None:
-        study = self.studies[i]
-        self._allocate(study.study_name, target)
-        result = self.sessions[i].run(Budget(n_measurements=target),
-                                      n_workers=self.options.n_workers,
-                                      devices=self.options.devices,
-                                      stale_after_s=self.options.stale_after_s,
-                                      max_idle=MAX_IDLE)
+        study, unit = self.studies[i], self.units[i]
+        if unit.followable:
+            self._allocate(study.study_name, target)
+        result = unit.run(Budget(n_measurements=target), n_workers=self.options.n_workers,
+                          devices=self.options.devices,
+                          stale_after_s=self.options.stale_after_s, max_idle=MAX_IDLE)
         if result.failed_workers:
             raise StudyError(f"{study.study_name}: {result.stop_reason}")
-        done = sum(1 for t in study.get_trials(deepcopy=False) if is_measured(t))
-        self._allocate(study.study_name, done)  # followers: nothing more to do here
+        if unit.followable:
+            done = sum(1 for t in study.get_trials(deepcopy=False) if is_measured(t))
+            self._allocate(study.study_name, done)  # followers: nothing more to do here
 
     def _allocate(self, study_name: str, target: int) -> None:
         allocation = dict(self.parent.user_attrs.get(ALLOCATION_ATTR, {}))
@@ -327,12 +347,10 @@ class OperatorTuner:
                 left -= retime_cost(contenders, rounds)
 
     def _retime(self, i: int, contenders: list[Candidate], record: RetimeRecord) -> None:
-        spec, gemm = self.specs[i], self.shapes[i].gemm
-        start = record.rounds
+        unit, start = self.units[i], record.rounds
 
         def time_again(params: dict[str, Any], draw: int) -> float | None:
-            m = self.backend.remeasure(spec.space.full_config(params), gemm, start + draw)
-            return m.latency_s if m.ok else None
+            return unit.remeasure(params, start + draw)
 
         rounds = self.options.retime_rounds
         done = retime(contenders, time_again, rounds)
@@ -361,23 +379,33 @@ class OperatorTuner:
             step_latencies(self.spec.workload, self.shapes, latency))
 
     def result(self) -> OperatorResult:
-        shapes = [shape_result(s, sp, st) for s, sp, st in
-                  zip(self.shapes, self.specs, self.studies, strict=True)]
+        shapes = [shape_result(s, unit) for s, unit in zip(self.shapes, self.units, strict=True)]
         wl = self.spec.workload
         latency = {r.shape.key: r.latency_s for r in shapes}
-        tps = 0.0
+        tps, split = 0.0, []
         if all(math.isfinite(v) for v in latency.values()):
-            tps = wl.tokens_per_s(step_latencies(wl, self.shapes, latency))
+            won = step_latencies(wl, self.shapes, latency)
+            tps, split = wl.tokens_per_s(won), tuned_split(wl, self.spec.profile, won)
         base = None
         if all(r.baseline_s is not None and math.isfinite(r.baseline_s) for r in shapes):
             base = wl.tokens_per_s(step_latencies(
                 wl, self.shapes, {r.shape.key: r.baseline_s for r in shapes}))
         return OperatorResult(self.parent_name, shapes, self.used(), tps, base,
-                              wl.roofline_tokens_per_s(self.spec.profile))
+                              self.roofline_tokens_per_s(), split)
+
+    def roofline_tokens_per_s(self) -> float:
+        """Every operator at its roofline, attention and vector kernels included (their
+        charge in the workload's fixed time is a default tiling's, not a bound)."""
+        p = self.spec.profile
+        return self.spec.workload.tokens_per_s(step_latencies(
+            self.spec.workload, self.shapes, {s.key: s.roofline_s(p) for s in self.shapes}))
 
 
-def shape_group(shape: OperatorShape, spec: StudySpec) -> str:
-    """Shapes whose roofline fractions are comparable: one dtype, one side of the ridge."""
+def shape_group(shape: Operator, spec: StudySpec) -> str:
+    """Operators whose roofline fractions are comparable: GEMMs of one dtype on one side
+    of the ridge; attention of one dtype; vector kernels of one dtype."""
+    if not isinstance(shape, OperatorShape):
+        return f"{shape.dtype}/{'attention' if shape.kind == 'attention' else 'vector'}"
     g, p = shape.gemm, spec.profile
     ridge = p.peak_flops(g.dtype) / p.hbm_bandwidth()
     return f"{g.dtype}/{'compute' if g.flops / g.min_bytes >= ridge else 'memory'}"

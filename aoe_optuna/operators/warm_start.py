@@ -39,7 +39,7 @@ def kb_donors(entries: Iterable[Mapping[str, Any]], soc: str, op: str,
     """The knowledge base's entries of the same SoC and op (and ``dtype``, if given) as
     donors; the tuner gives each shape only donors of its own dtype."""
     return [Donor((e["M"], e["K"], e["N"]), dict(e["config"]), f"kb {e['study']}", e["dtype"])
-            for e in entries if (e["soc"], e["op"]) == (soc, op)
+            for e in entries if e.get("kind", "gemm") == "gemm" and (e["soc"], e["op"]) == (soc, op)
             and (dtype is None or e["dtype"] == dtype)]
 
 

@@ -40,11 +40,13 @@ MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_ker
 # How a model's vector kernels (norms, SwiGLU, rope) are charged: at the roofline
 # (the default; studies made before the key keep their figures), or with the
 # simulator's vector-core model at CANN-style default tilings or at each kernel's
-# best tiling (docs/VECTOR_KERNELS.md).
-VECTOR_CHARGES = ("roofline", "default", "best")
+# best tiling (docs/VECTOR_KERNELS.md); "tuned": charged at the default tiling, and
+# `aoe-tune operators` tunes each kernel as an operator of its own (docs/OPERATORS.md).
+VECTOR_CHARGES = ("roofline", "default", "best", "tuned")
 # Decode attention (GQA/MQA) likewise: at the roofline, or with the simulator's decode
-# attention model at CANN's default tiling or at its best tiling (docs/ATTENTION.md).
-ATTENTION_CHARGES = ("roofline", "default", "best")
+# attention model at CANN's default tiling or at its best tiling (docs/ATTENTION.md),
+# or "tuned" as the vector kernels.
+ATTENTION_CHARGES = ("roofline", "default", "best", "tuned")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}
 MAX_BUCKETS = 64
@@ -123,11 +125,14 @@ def _model(section: Section, profile: SocProfile,
             raise section.error("attention", "'roofline' for prefill or MLA (the attention "
                                 "model covers GQA/MQA decode)", attention)
         doc["attention"] = attention
+    tuned = [part for part, value in (("attention", attention), ("vector", charge))
+             if value == "tuned"]
     try:
         workload = serving_workload(
             profile, arch, phase, batches, seq_lens, doc["tp"], doc["dtype"],
             doc.get("weights"), vector_charge(profile, charge),
-            None if attention == "roofline" else attention_charge(profile, attention))
+            None if attention == "roofline" else attention_charge(
+                profile, "default" if attention == "tuned" else attention), tuned)
     except ValueError as exc:
         key, _, detail = str(exc).partition(": ")
         raise section.error(key if key in doc else None, "a workload the model allows",
@@ -136,8 +141,9 @@ def _model(section: Section, profile: SocProfile,
 
 
 def vector_charge(profile: SocProfile, charge: str) -> Callable[[VectorOp], float] | None:
-    """Seconds of one vector kernel under ``charge``; None for the roofline."""
-    if charge == "default":
+    """Seconds of one vector kernel under ``charge``; None for the roofline. A tuned
+    kernel is charged at its default tiling until an operator run times it."""
+    if charge in ("default", "tuned"):
         return lambda op: default_vector_cost(profile, op)[1].total_s
     if charge == "best":
         return lambda op: best_vector_config(profile, op)[1].total_s

@@ -117,21 +117,33 @@ def _check_adoptable(study: optuna.Study, spec: StudySpec) -> None:
 
 def enqueue_baseline(study: optuna.Study, spec: StudySpec) -> bool:
     """Enqueue the baseline config once per study, so it is measured first."""
-    if spec.baseline is None:
+    return enqueue_config_baseline(study, spec.baseline)
+
+
+def enqueue_config_baseline(study: optuna.Study, baseline: dict[str, Any] | None) -> bool:
+    """Enqueue ``baseline`` once per study (a study whose space is not a spec's: an
+    operator run's attention or vector kernel)."""
+    if baseline is None:
         return False
     for t in study.get_trials(deepcopy=False):
-        if t.user_attrs.get(ATTR_BASELINE) or _same_params(t, spec.baseline):
+        if t.user_attrs.get(ATTR_BASELINE) or _same_params(t, baseline):
             return False
-    study.enqueue_trial(dict(spec.baseline), user_attrs={ATTR_BASELINE: True})
+    study.enqueue_trial(dict(baseline), user_attrs={ATTR_BASELINE: True})
     return True
 
 
 def baseline_trial(study: optuna.Study, spec: StudySpec) -> FrozenTrial | None:
     """The trial that measured the baseline config, if any (see ``measured_results``)."""
-    if spec.baseline is None:
+    return config_baseline_trial(study, spec.baseline)
+
+
+def config_baseline_trial(study: optuna.Study, baseline: dict[str, Any] | None
+                          ) -> FrozenTrial | None:
+    """The trial that measured ``baseline``, if any."""
+    if baseline is None:
         return None
     for t in measured_results(study):
-        if _same_params(t, spec.baseline):
+        if _same_params(t, baseline):
             return t
     return None
 

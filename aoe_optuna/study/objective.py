@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -98,6 +98,13 @@ class Evaluation:
             attrs["accuracy_loss"] = self.accuracy_loss
         attrs[ATTR_MEASURED] = True
         return attrs
+
+
+class ConfigEvaluator(Protocol):
+    """What the objective measures a config with: an :class:`Evaluator`, or an operator
+    run's model of an attention or vector kernel."""
+
+    def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation: ...
 
 
 class Evaluator:
@@ -216,7 +223,7 @@ class TuningObjective:
     def __init__(
         self,
         space: SearchSpace,
-        evaluator: Evaluator,
+        evaluator: ConfigEvaluator,
         may_measure: Callable[[optuna.Trial], bool] | None = None,
     ) -> None:
         self.space = space

@@ -15,7 +15,7 @@ mix seen in a serving log).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from aoe_optuna.hardware.profile import SocProfile
@@ -23,6 +23,7 @@ from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.forward import forward_workload
 from aoe_optuna.workload.gemm import Gemm, Workload
+from aoe_optuna.workload.layer_ops import LayerOpCall
 from aoe_optuna.workload.vector_ops import VectorOp
 
 
@@ -53,11 +54,13 @@ def merge_buckets(buckets: Sequence[tuple[str, Workload]],
     if len(set(labels)) != len(labels):
         raise ValueError(f"buckets: expected distinct labels, got {labels}")
     gemms: list[Gemm] = []
+    layer_ops: list[LayerOpCall] = []
     details: dict[str, float] = {}
     tokens = 0
     fixed = 0.0
     for (label, wl), w in zip(buckets, weights, strict=True):
         gemms += [replace(g, name=f"{label}/{g.name}", count=g.count * w) for g in wl.gemms]
+        layer_ops += [op.renamed(f"{label}/{op.name}", op.count * w) for op in wl.layer_ops]
         tokens += w * wl.tokens_per_step
         fixed += w * wl.fixed_s
         details.update({f"{label}/{k}": v for k, v in wl.details.items()})
@@ -65,7 +68,8 @@ def merge_buckets(buckets: Sequence[tuple[str, Workload]],
                         f"{label}/step_fixed_s": wl.fixed_s, f"{label}/weight": float(w)})
     return Workload(name=name or " + ".join(f"{w}x {wl.name}" for (_, wl), w in
                                             zip(buckets, weights, strict=True)),
-                    gemms=tuple(gemms), tokens_per_step=tokens, fixed_s=fixed, details=details)
+                    gemms=tuple(gemms), tokens_per_step=tokens, fixed_s=fixed, details=details,
+                    layer_ops=tuple(layer_ops))
 
 
 def serving_workload(profile: SocProfile, arch: Architecture, phase: str,
@@ -73,21 +77,25 @@ def serving_workload(profile: SocProfile, arch: Architecture, phase: str,
                      dtype: str = "fp16", weights: Sequence[int] | None = None,
                      vector_model: Callable[[VectorOp], float] | None = None,
                      attention_model: Callable[[DecodeAttention], float] | None = None,
+                     tuned: Collection[str] = (),
                      ) -> Workload:
     """The model's workload over every (batch, seq_len) bucket, batch-major.
 
     One bucket is that bucket's workload as it is, names unprefixed (a weight
     scales its tokens and its time alike). ``vector_model`` and
     ``attention_model`` charge the vector kernels and decode attention
-    (forward.py); None charges them at the roofline.
+    (forward.py); None charges them at the roofline. ``tuned``: the parts whose calls
+    the workload lists for an operator run (forward.py).
     """
     pairs = [(b, s) for b in batches for s in seq_lens]
     if len(pairs) == 1 and (weights is None or len(weights) == 1):
         return forward_workload(profile, arch, phase, pairs[0][0], pairs[0][1], tp, dtype,
-                                attention_model=attention_model, vector_model=vector_model)
+                                attention_model=attention_model, vector_model=vector_model,
+                                tuned=tuned)
     buckets = [(bucket_label(b, s, len(batches), len(seq_lens)),
                 forward_workload(profile, arch, phase, b, s, tp, dtype,
-                                 attention_model=attention_model, vector_model=vector_model))
+                                 attention_model=attention_model, vector_model=vector_model,
+                                tuned=tuned))
                for b, s in pairs]
     name = (f"{arch.name} {phase} batch={_spell(batches)} seq_len={_spell(seq_lens)} "
             f"tp={tp} {dtype}")

@@ -17,12 +17,13 @@ roofline; without one every figure stays at the roofline.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
+from aoe_optuna.workload.layer_ops import LayerOpCall
 from aoe_optuna.workload.vector_ops import VectorOp, step_vector_ops
 
 PHASES = ("decode", "prefill")
@@ -63,6 +64,7 @@ def forward_workload(
     dtype: str = "fp16",
     attention_model: Callable[[DecodeAttention], float] | None = None,
     vector_model: Callable[[VectorOp], float] | None = None,
+    tuned: Collection[str] = (),
 ) -> Workload:
     """The forward step of ``arch``: decode (one new token per sequence) or prefill.
 
@@ -70,6 +72,9 @@ def forward_workload(
     None charges it at the HBM roofline. Prefill and MLA stay at the roofline.
     ``vector_model`` likewise gives the seconds of one vector kernel (norms,
     SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
+    ``tuned`` names the parts (``attention``, ``vector``) whose calls the workload
+    lists in ``layer_ops``, each with its model's charge, for an operator run to
+    tune; a part needs its model (decode GQA/MQA attention only).
     """
     if phase not in PHASES:
         raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
@@ -79,6 +84,7 @@ def forward_workload(
     m = batch if phase == "decode" else batch * seq_len
     h, layers = arch.hidden, arch.layers
     details: dict[str, float] = {}
+    layer_ops: list[LayerOpCall] = []
     gemms = _attention_gemms(arch, m, batch, phase, tp, dtype)
     if arch.dense_layers:
         inter = arch.intermediate
@@ -94,8 +100,11 @@ def forward_workload(
     attention_s = _attention_s(profile, arch, phase, batch, seq_len, tp, dtype)
     if attention_model is not None and phase == "decode" and arch.mla is None:
         details["attention_roofline_s"] = attention_s
-        attention_s = arch.layers * attention_model(
-            decode_attention_shape(arch, batch, seq_len, tp, dtype))
+        shape = decode_attention_shape(arch, batch, seq_len, tp, dtype)
+        per_call = attention_model(shape)
+        attention_s = arch.layers * per_call
+        if "attention" in tuned:
+            layer_ops.append(LayerOpCall("attention", shape, dtype, arch.layers, per_call))
     # RMSNorm x2, SwiGLU, residual adds: a few reads and writes of the activations.
     act_bytes = arch.dense_layers * m * b * (4 * h + 3 * arch.intermediate // tp) * 2
     if arch.experts is not None:
@@ -105,8 +114,11 @@ def forward_workload(
     elementwise_s = act_bytes / bw
     if vector_model is not None:
         details["elementwise_roofline_s"] = elementwise_s
-        elementwise_s = sum(n * vector_model(op) for op, n in
-                            step_vector_ops(arch, phase, batch, seq_len, tp, dtype))
+        calls = [(op, n, vector_model(op))
+                 for op, n in step_vector_ops(arch, phase, batch, seq_len, tp, dtype)]
+        elementwise_s = sum(n * seconds for _, n, seconds in calls)
+        if "vector" in tuned:
+            layer_ops += _vector_calls(calls, dtype)
     comm_s = 0.0
     if tp > 1:
         per_allreduce = 2 * (tp - 1) / tp * m * h * b / (profile.interconnect_gbs * 1e9)
@@ -119,7 +131,20 @@ def forward_workload(
         fixed_s=attention_s + elementwise_s + comm_s,
         details={"attention_s": attention_s, "elementwise_s": elementwise_s, "comm_s": comm_s,
                  **details},
+        layer_ops=tuple(layer_ops),
     )
+
+
+def _vector_calls(calls: list[tuple[VectorOp, int, float]], dtype: str) -> list[LayerOpCall]:
+    """Each vector kernel as a layer operator named by its kind (``swiglu_2`` for a
+    second SwiGLU of another width: a model with dense and MoE layers)."""
+    out: list[LayerOpCall] = []
+    seen: dict[str, int] = {}
+    for op, n, seconds in calls:
+        seen[op.kind] = seen.get(op.kind, 0) + 1
+        name = op.kind if seen[op.kind] == 1 else f"{op.kind}_{seen[op.kind]}"
+        out.append(LayerOpCall(name, op, dtype, n, seconds))
+    return out
 
 
 def decode_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int,

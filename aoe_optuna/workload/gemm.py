@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
+from aoe_optuna.workload.layer_ops import LayerOpCall
 
 MAX_DIM = 1 << 24  # a GEMM dimension past this is a typo, not a workload
 # (M, K, N, dtype), and the batch after them when there is more than one matrix: a
@@ -81,14 +82,17 @@ class Workload:
     tokens_per_step: int
     fixed_s: float = 0.0  # attention, norms, activations, communication
     details: Mapping[str, float] = field(default_factory=dict)
+    # the non-GEMM calls an operator run tunes; each one's charge is part of fixed_s
+    layer_ops: tuple[LayerOpCall, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.gemms:
             raise ValueError("gemms: expected at least one GEMM, got none")
-        names = Counter(g.name for g in self.gemms)  # linear: a profile may hold 10^5 shapes
+        # linear: a profile may hold 10^5 shapes
+        names = Counter([g.name for g in self.gemms] + [op.name for op in self.layer_ops])
         twice = sorted(n for n, times in names.items() if times > 1)
         if twice:
-            raise ValueError(f"gemms: expected unique GEMM names, got {twice[0]!r} twice")
+            raise ValueError(f"gemms: expected unique operator names, got {twice[0]!r} twice")
         if isinstance(self.tokens_per_step, bool) or not isinstance(self.tokens_per_step, int) \
                 or self.tokens_per_step < 1:
             raise ValueError(f"tokens_per_step: expected an integer of at least 1, got "
@@ -101,8 +105,11 @@ class Workload:
         return self.gemms[0].dtype
 
     def step_time(self, latencies: Mapping[str, float]) -> float:
-        """Step time from one latency per GEMM name."""
-        return self.fixed_s + sum(g.count * latencies[g.name] for g in self.gemms)
+        """Step time from one latency per GEMM name; a layer operator's latency, where
+        given, replaces what ``fixed_s`` charges for it."""
+        tuned = sum(op.count * (latencies[op.name] - op.charged_s)
+                    for op in self.layer_ops if op.name in latencies)
+        return self.fixed_s + tuned + sum(g.count * latencies[g.name] for g in self.gemms)
 
     def tokens_per_s(self, latencies: Mapping[str, float]) -> float:
         return self.tokens_per_step / self.step_time(latencies)

@@ -9,6 +9,7 @@ A merged serving workload sums its buckets, each times its weight.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aoe_optuna.hardware.profile import SocProfile
@@ -61,5 +62,45 @@ def describe_split(parts: list[Part]) -> str:
             else f"{p.name} {p.seconds * 1e3:.3g} ms ({share:.1%}"
         if p.roofline_s is not None:
             text += f", modelled; roofline charge {p.roofline_s * 1e3:.3g} ms"
+        out.append(text + ")")
+    return ", ".join(out)
+
+
+def tuned_split(workload: Workload, profile: SocProfile,
+                latencies: Mapping[str, float]) -> list[Part]:
+    """The step's parts with an operator run's latencies (one per GEMM name, and per
+    layer operator name where tuned): each part with its roofline beside it.
+
+    A tuned attention or vector call replaces its charge in its part; a part
+    charged at its roofline is its own roofline.
+    """
+    gemm_s = sum(g.count * latencies[g.name] for g in workload.gemms)
+    delta: dict[str, float] = {}
+    for op in workload.layer_ops:
+        if op.name in latencies:
+            delta[op.part] = delta.get(op.part, 0.0) + op.count * (latencies[op.name]
+                                                                     - op.charged_s)
+    out = []
+    for p in step_split(workload, profile):
+        if p.name == "GEMMs":
+            out.append(Part(p.name, gemm_s, p.seconds))
+        else:
+            roof = p.roofline_s if p.roofline_s is not None else p.seconds
+            out.append(Part(p.name, p.seconds + delta.get(p.name, 0.0), roof))
+    return out
+
+
+def describe_fractions(parts: list[Part]) -> str:
+    """``GEMMs 8.43 ms (69%, 91% of roofline), attention 0.22 ms (1.8%, 17% of roofline)``"""
+    total = sum(p.seconds for p in parts) or 1.0
+    out = []
+    for p in parts:
+        share = p.seconds / total
+        text = f"{p.name} {p.seconds * 1e3:.3g} ms ({share:.0%}" if share >= 0.1 or share == 0 \
+            else f"{p.name} {p.seconds * 1e3:.3g} ms ({share:.1%}"
+        if p.roofline_s is not None and p.seconds > 0:
+            fraction = p.roofline_s / p.seconds
+            text += f", {fraction:.0%} of roofline" if fraction >= 0.1 else \
+                f", {fraction:.1%} of roofline"
         out.append(text + ")")
     return ", ".join(out)

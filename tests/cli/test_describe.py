@@ -41,3 +41,14 @@ def test_describe_compares_with_the_seed_space_and_catlass(tmp_path: Path, capsy
     # a long-K GEMM of 4 blocks on 24 cores: its best kernel splits K
     gemm_line = next(line for line in out.splitlines() if line.startswith("    gemm"))
     assert "split-K x4" in gemm_line
+
+
+def test_describe_names_the_operators_an_operator_run_tunes(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps({"workload": {"model": "qwen2.5-7b", "attention": "tuned",
+                                             "vector_kernels": "tuned"}}))
+    assert main(["describe", "--no-optimum", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("tuned operators  add_rmsnorm, attention, rmsnorm, rope, swiglu: charged at their "
+            "default tiling here") in out
+    assert "attention" in out.split("step ")[1] and "modelled" in out

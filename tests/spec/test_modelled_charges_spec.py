@@ -49,12 +49,12 @@ def test_best_is_never_slower_than_default() -> None:
 
 def test_an_unknown_charge_is_one_line_naming_the_choices(tmp_path: Path) -> None:
     path = tmp_path / "study.json"
-    path.write_text(json.dumps({"workload": {"vector_kernels": "tuned"}}))
+    path.write_text(json.dumps({"workload": {"vector_kernels": "fastest"}}))
     with pytest.raises(SpecError) as info:
         load_spec(path)
     msg = str(info.value)
     assert msg.startswith(f"{path}: ") and "\n" not in msg
-    assert "vector_kernels" in msg and "roofline" in msg and "best" in msg, msg
+    assert "vector_kernels" in msg and "roofline" in msg and "tuned" in msg, msg
 
 
 @pytest.mark.parametrize("charge", ["default", "best"])

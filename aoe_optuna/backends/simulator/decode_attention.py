@@ -205,3 +205,10 @@ def attention_charge(profile: SocProfile, tiling: str) -> Callable[[DecodeAttent
     if tiling == "best":
         return lambda shape: best_tiling(profile, shape)[1].total_s
     raise ValueError(f"attention tiling: expected 'default' or 'best', got {tiling!r}")
+
+
+def floor_s(profile: SocProfile, shape: DecodeAttention) -> float:
+    """The least any tiling can take in this model: the KV cache at HBM bandwidth plus
+    the launch head, or the roofline's compute bound."""
+    return max(shape.kv_bytes / profile.hbm_bandwidth() + MIX_HEAD_S,
+               roofline_s(profile, shape))

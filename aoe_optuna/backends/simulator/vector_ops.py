@@ -135,3 +135,9 @@ def best_vector_config(profile: SocProfile, op: VectorOp) -> tuple[dict[str, Any
 def default_vector_cost(profile: SocProfile, op: VectorOp) -> tuple[dict[str, Any], VectorCost]:
     config = default_config(profile, op)
     return config, vector_op_cost(profile, op, config)
+
+
+def floor_s(profile: SocProfile, op: VectorOp) -> float:
+    """The least any tiling can take in this model: one launch head and the call's bytes
+    at HBM bandwidth (the unfused add + RMSNorm pays two heads, so it is never lower)."""
+    return KERNEL_LAUNCH_S + op.roofline_s(profile)

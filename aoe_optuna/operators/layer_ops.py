@@ -1,0 +1,165 @@
+"""Attention and the vector kernels as operators of a run, beside the GEMM shapes.
+
+Each distinct problem (one decode attention shape; one vector kernel's kind,
+rows, width and dtype) is an operator with a study of its own, named like a
+GEMM shape's (``<study>/attention/<dims>``, ``<study>/rmsnorm/<dims>``): its
+search space is the problem's tiling space with its rules (an infeasible
+tiling is never measured), its measurement the simulator's model of the
+kernel, its baseline the CANN-style default tiling, and its weight its calls
+per step. Only the simulator models these kernels: a run on another backend
+is refused before anything is written (:func:`check_backend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aoe_optuna.backends.simulator.decode_attention import decode_attention_cost
+from aoe_optuna.backends.simulator.decode_attention import floor_s as attention_floor_s
+from aoe_optuna.backends.simulator.decode_attention import roofline_s as attention_roofline_s
+from aoe_optuna.backends.simulator.vector_ops import floor_s as vector_floor_s
+from aoe_optuna.backends.simulator.vector_ops import vector_op_cost
+from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
+from aoe_optuna.space.attention_space import attention_space, config_of, tiling_of
+from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
+from aoe_optuna.space.search_space import SearchSpace
+from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.vector_ops import VectorOp
+from aoe_optuna.workload.vector_space import default_config as vector_default_config
+from aoe_optuna.workload.vector_space import vector_space
+
+MODELLED_BY = "simulator"  # the one backend whose models time these kernels
+ATTENTION_OP = "decode_attention"  # the knowledge base's op name for attention entries
+
+
+@dataclass(frozen=True)
+class LayerOperator:
+    """One distinct non-GEMM problem of a workload and the calls that run it."""
+
+    problem: DecodeAttention | VectorOp
+    dtype: str
+    names: tuple[str, ...]  # the workload's layer-op names of this problem
+    weight: int  # calls per step: the sum of their counts
+
+    @property
+    def kind(self) -> str:
+        """``attention`` or the vector kernel's kind (``add_rmsnorm``, ``swiglu``...)."""
+        return "attention" if isinstance(self.problem, DecodeAttention) else self.problem.kind
+
+    @property
+    def op_name(self) -> str:
+        """The knowledge base's op: ``decode_attention``, or the vector kernel's kind."""
+        return ATTENTION_OP if self.kind == "attention" else self.kind
+
+    @property
+    def key(self) -> tuple[DecodeAttention | VectorOp, str]:
+        return (self.problem, self.dtype)
+
+    @property
+    def label(self) -> str:
+        return self.kind + (f"+{len(self.names) - 1}" if len(self.names) > 1 else "")
+
+    @property
+    def dims(self) -> str:
+        """``b1-q28-kv4-d128-s1024`` (attention; ``-p<page>`` and the layout when not the
+        defaults) or ``<rows>x<width>`` (a vector kernel), ``-<dtype>`` unless fp16."""
+        suffix = "" if self.dtype == "fp16" else f"-{self.dtype}"
+        p = self.problem
+        if isinstance(p, DecodeAttention):
+            text = f"b{p.batch}-q{p.q_heads}-kv{p.kv_heads}-d{p.head_dim}-s{p.context}"
+            if p.page_tokens != 128:
+                text += f"-p{p.page_tokens}"
+            if p.kv_layout != "BNSD":
+                text += f"-{p.kv_layout}"
+            return text + suffix
+        return f"{p.rows}x{p.width}" + suffix
+
+    def problem_doc(self) -> dict[str, Any]:
+        """The problem as the knowledge base keys it (every field that changes the kernel)."""
+        p = self.problem
+        if isinstance(p, DecodeAttention):
+            return {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
+                    "head_dim": p.head_dim, "context": p.context,
+                    "page_tokens": p.page_tokens, "kv_layout": p.kv_layout}
+        doc: dict[str, Any] = {"rows": p.rows, "width": p.width}
+        if p.kind == "rope":
+            doc["head_dim"] = p.head_dim
+        return doc
+
+    @classmethod
+    def from_plan(cls, plan: Mapping[str, Any]) -> LayerOperator:
+        """The operator a plan entry (:meth:`plan_entry`) describes."""
+        problem, dtype = dict(plan["problem"]), str(plan["dtype"])
+        built: DecodeAttention | VectorOp
+        if plan["kind"] == "attention":
+            built = DecodeAttention(dtype_bytes=DTYPE_BYTES[dtype], **problem)
+        else:
+            built = VectorOp(plan["kind"], problem["rows"], problem["width"], dtype,
+                             problem.get("head_dim", 128))
+        return cls(built, dtype, tuple(plan["names"]), int(plan["weight"]))
+
+    def study_name(self, parent: str) -> str:
+        return f"{parent}/{self.label}/{self.dims}"
+
+    def roofline_s(self, profile: SocProfile) -> float:
+        if isinstance(self.problem, DecodeAttention):
+            return attention_roofline_s(profile, self.problem)
+        return self.problem.roofline_s(profile)
+
+    def bound_s(self, profile: SocProfile) -> float:
+        """The latency no tiling can beat in the model, launch head included: at batch 1 a
+        vector kernel is almost all launch, and its roofline alone would make the
+        scheduler chase a gain that no tiling gives."""
+        if isinstance(self.problem, DecodeAttention):
+            return attention_floor_s(profile, self.problem)
+        return vector_floor_s(profile, self.problem)
+
+    def flops(self) -> float | None:
+        return self.problem.flops if isinstance(self.problem, DecodeAttention) else None
+
+    def plan_entry(self, parent: str) -> dict[str, Any]:
+        return {"study": self.study_name(parent), "kind": self.kind, "dtype": self.dtype,
+                "problem": self.problem_doc(), "names": list(self.names),
+                "weight": self.weight}
+
+    # ------------------------------------------------------------ its kernel
+    def space(self, profile: SocProfile) -> SearchSpace:
+        if isinstance(self.problem, DecodeAttention):
+            return attention_space(profile, self.problem)
+        return vector_space(profile, self.problem)
+
+    def default_config(self, profile: SocProfile) -> dict[str, Any]:
+        """CANN's default tiling (attention: IncreFlashAttention's host rules; a vector
+        kernel: every core with work, double buffered, the largest tile, fused)."""
+        if isinstance(self.problem, DecodeAttention):
+            return config_of(cann_default_tiling(profile, self.problem))
+        return vector_default_config(profile, self.problem)
+
+    def model(self, profile: SocProfile) -> Callable[[Mapping[str, Any]], float]:
+        """Seconds of one call under a feasible config: the simulator's model."""
+        p = self.problem
+        if isinstance(p, DecodeAttention):
+            return lambda c: decode_attention_cost(profile, p, tiling_of(c)).total_s
+        return lambda c: vector_op_cost(profile, p, dict(c)).total_s
+
+
+def layer_operators(workload: Workload) -> list[LayerOperator]:
+    """The distinct attention and vector problems of ``workload``, attention first, each
+    kind in the order its calls first appear."""
+    groups: dict[tuple[DecodeAttention | VectorOp, str], list[tuple[str, int]]] = {}
+    for call in workload.layer_ops:
+        groups.setdefault((call.problem, call.dtype), []).append((call.name, call.count))
+    ops = [LayerOperator(problem, dtype, tuple(n for n, _ in calls), sum(c for _, c in calls))
+           for (problem, dtype), calls in groups.items()]
+    return sorted(ops, key=lambda o: o.kind != "attention")  # stable: order kept otherwise
+
+
+def check_backend(backend_name: str, workload: Workload) -> None:
+    """Refuse a run whose backend cannot time attention or the vector kernels."""
+    if workload.layer_ops and backend_name != MODELLED_BY:
+        parts = sorted({call.part for call in workload.layer_ops})
+        raise ValueError(
+            f"workload: {' and '.join(parts)} 'tuned' needs the {MODELLED_BY} backend (its "
+            f"models time these kernels); backend {backend_name!r} times GEMMs only")
