@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.backends.simulator.decode_attention import attention_charge
+from aoe_optuna.backends.simulator.prefill_attention import prefill_attention_charge
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
+from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.spec.format import Section, SpecError, describe
 from aoe_optuna.workload import hf_config, msprof, shape_list
 from aoe_optuna.workload.architecture import Architecture
@@ -42,8 +45,8 @@ MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_ker
 # simulator's vector-core model at CANN-style default tilings or at each kernel's
 # best tiling (docs/VECTOR_KERNELS.md).
 VECTOR_CHARGES = ("roofline", "default", "best")
-# Decode attention (GQA/MQA) likewise: at the roofline, or with the simulator's decode
-# attention model at CANN's default tiling or at its best tiling (docs/ATTENTION.md).
+# GQA/MQA attention likewise: at the roofline, or with the simulator's decode or causal
+# prefill attention model at CANN's default tiling or at its best tiling (docs/ATTENTION.md).
 ATTENTION_CHARGES = ("roofline", "default", "best")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}
@@ -119,20 +122,27 @@ def _model(section: Section, profile: SocProfile,
         doc["vector_kernels"] = charge
     attention = section.string("attention", "roofline", list(ATTENTION_CHARGES))
     if attention != "roofline":
-        if phase != "decode" or arch.mla is not None:
-            raise section.error("attention", "'roofline' for prefill or MLA (the attention "
-                                "model covers GQA/MQA decode)", attention)
+        if arch.mla is not None:
+            raise section.error("attention", "'roofline' for MLA (the attention models "
+                                "cover GQA/MQA decode and prefill)", attention)
         doc["attention"] = attention
     try:
         workload = serving_workload(
             profile, arch, phase, batches, seq_lens, doc["tp"], doc["dtype"],
             doc.get("weights"), vector_charge(profile, charge),
-            None if attention == "roofline" else attention_charge(profile, attention))
+            None if attention == "roofline" else layer_attention_charge(profile, attention))
     except ValueError as exc:
         key, _, detail = str(exc).partition(": ")
         raise section.error(key if key in doc else None, "a workload the model allows",
                             raw=detail or str(exc)) from None
     return workload, doc
+
+
+def layer_attention_charge(
+        profile: SocProfile, charge: str) -> Callable[[DecodeAttention | PrefillAttention], float]:
+    """Seconds of one layer's attention call under ``charge``, decode or prefill."""
+    decode, prefill = attention_charge(profile, charge), prefill_attention_charge(profile, charge)
+    return lambda shape: prefill(shape) if isinstance(shape, PrefillAttention) else decode(shape)
 
 
 def vector_charge(profile: SocProfile, charge: str) -> Callable[[VectorOp], float] | None:
