@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.backends.simulator.decode_attention import attention_charge
+from aoe_optuna.backends.simulator.prefill_attention import prefill_attention_charge
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
+from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.spec.format import Section, SpecError, describe
 from aoe_optuna.workload import hf_config, msprof, shape_list
 from aoe_optuna.workload.architecture import Architecture
@@ -43,9 +46,9 @@ MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_ker
 # best tiling (docs/VECTOR_KERNELS.md); "tuned": charged at the default tiling, and
 # `aoe-tune operators` tunes each kernel as an operator of its own (docs/OPERATORS.md).
 VECTOR_CHARGES = ("roofline", "default", "best", "tuned")
-# Decode attention (GQA/MQA) likewise: at the roofline, or with the simulator's decode
-# attention model at CANN's default tiling or at its best tiling (docs/ATTENTION.md),
-# or "tuned" as the vector kernels.
+# GQA/MQA attention likewise: at the roofline, or with the simulator's decode or causal
+# prefill attention model at CANN's default tiling or at its best tiling
+# (docs/ATTENTION.md), or (decode) "tuned" as the vector kernels.
 ATTENTION_CHARGES = ("roofline", "default", "best", "tuned")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}
@@ -121,9 +124,12 @@ def _model(section: Section, profile: SocProfile,
         doc["vector_kernels"] = charge
     attention = section.string("attention", "roofline", list(ATTENTION_CHARGES))
     if attention != "roofline":
-        if phase != "decode" or arch.mla is not None:
-            raise section.error("attention", "'roofline' for prefill or MLA (the attention "
-                                "model covers GQA/MQA decode)", attention)
+        if arch.mla is not None:
+            raise section.error("attention", "'roofline' for MLA (the attention models "
+                                "cover GQA/MQA decode and prefill)", attention)
+        if attention == "tuned" and phase != "decode":
+            raise section.error("attention", "'roofline', 'default' or 'best' for prefill "
+                                "(attention is tuned as an operator in decode)", attention)
         doc["attention"] = attention
     tuned = [part for part, value in (("attention", attention), ("vector", charge))
              if value == "tuned"]
@@ -131,13 +137,20 @@ def _model(section: Section, profile: SocProfile,
         workload = serving_workload(
             profile, arch, phase, batches, seq_lens, doc["tp"], doc["dtype"],
             doc.get("weights"), vector_charge(profile, charge),
-            None if attention == "roofline" else attention_charge(
+            None if attention == "roofline" else layer_attention_charge(
                 profile, "default" if attention == "tuned" else attention), tuned)
     except ValueError as exc:
         key, _, detail = str(exc).partition(": ")
         raise section.error(key if key in doc else None, "a workload the model allows",
                             raw=detail or str(exc)) from None
     return workload, doc
+
+
+def layer_attention_charge(
+        profile: SocProfile, charge: str) -> Callable[[DecodeAttention | PrefillAttention], float]:
+    """Seconds of one layer's attention call under ``charge``, decode or prefill."""
+    decode, prefill = attention_charge(profile, charge), prefill_attention_charge(profile, charge)
+    return lambda shape: prefill(shape) if isinstance(shape, PrefillAttention) else decode(shape)
 
 
 def vector_charge(profile: SocProfile, charge: str) -> Callable[[VectorOp], float] | None:

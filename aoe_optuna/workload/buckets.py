@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.forward import forward_workload
 from aoe_optuna.workload.gemm import Gemm, Workload
@@ -76,16 +77,17 @@ def serving_workload(profile: SocProfile, arch: Architecture, phase: str,
                      batches: Sequence[int], seq_lens: Sequence[int], tp: int = 1,
                      dtype: str = "fp16", weights: Sequence[int] | None = None,
                      vector_model: Callable[[VectorOp], float] | None = None,
-                     attention_model: Callable[[DecodeAttention], float] | None = None,
+                     attention_model: Callable[[DecodeAttention | PrefillAttention], float]
+                     | None = None,
                      tuned: Collection[str] = (),
                      ) -> Workload:
     """The model's workload over every (batch, seq_len) bucket, batch-major.
 
     One bucket is that bucket's workload as it is, names unprefixed (a weight
     scales its tokens and its time alike). ``vector_model`` and
-    ``attention_model`` charge the vector kernels and decode attention
-    (forward.py); None charges them at the roofline. ``tuned``: the parts whose calls
-    the workload lists for an operator run (forward.py).
+                     attention_model: Callable[[DecodeAttention | PrefillAttention], float]
+                     | None = None,
+                     tuned: Collection[str] = (),
     """
     pairs = [(b, s) for b in batches for s in seq_lens]
     if len(pairs) == 1 and (weights is None or len(weights) == 1):

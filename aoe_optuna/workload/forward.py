@@ -9,9 +9,9 @@ there is no all-to-all. Prefill computes logits for the last token of each
 sequence only (lm_head has ``batch`` rows), as serving engines do. Attention,
 norms and activations are charged as HBM traffic; attention in prefill also
 as cube work. A caller may pass
-``attention_model`` (e.g. the simulator's decode attention model at CANN's
-default tiling) to charge GQA/MQA decode attention with it instead of the
-roofline; without one every figure stays at the roofline.
+``attention_model`` (e.g. the simulator's attention models at CANN's
+default tiling) to charge GQA/MQA decode and causal prefill attention with
+it instead of the roofline; without one every figure stays at the roofline.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
 from aoe_optuna.workload.layer_ops import LayerOpCall
@@ -62,14 +63,15 @@ def forward_workload(
     seq_len: int = 1024,
     tp: int = 1,
     dtype: str = "fp16",
-    attention_model: Callable[[DecodeAttention], float] | None = None,
+    attention_model: Callable[[DecodeAttention | PrefillAttention], float] | None = None,
     vector_model: Callable[[VectorOp], float] | None = None,
     tuned: Collection[str] = (),
 ) -> Workload:
     """The forward step of ``arch``: decode (one new token per sequence) or prefill.
 
-    ``attention_model`` gives the seconds of one layer's decode attention call;
-    None charges it at the HBM roofline. Prefill and MLA stay at the roofline.
+    ``attention_model`` gives the seconds of one layer's attention call (a
+    :class:`DecodeAttention` or, in prefill, a causal :class:`PrefillAttention`);
+    None charges it at the roofline. MLA stays at the roofline.
     ``vector_model`` likewise gives the seconds of one vector kernel (norms,
     SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
     ``tuned`` names the parts (``attention``, ``vector``) whose calls the workload
@@ -98,12 +100,13 @@ def forward_workload(
     b = DTYPE_BYTES[dtype]
     bw = profile.hbm_bandwidth()
     attention_s = _attention_s(profile, arch, phase, batch, seq_len, tp, dtype)
-    if attention_model is not None and phase == "decode" and arch.mla is None:
+    if attention_model is not None and arch.mla is None:
         details["attention_roofline_s"] = attention_s
-        shape = decode_attention_shape(arch, batch, seq_len, tp, dtype)
+        shape = (decode_attention_shape if phase == "decode" else prefill_attention_shape)(
+            arch, batch, seq_len, tp, dtype)
         per_call = attention_model(shape)
         attention_s = arch.layers * per_call
-        if "attention" in tuned:
+        if "attention" in tuned and phase == "decode":
             layer_ops.append(LayerOpCall("attention", shape, dtype, arch.layers, per_call))
     # RMSNorm x2, SwiGLU, residual adds: a few reads and writes of the activations.
     act_bytes = arch.dense_layers * m * b * (4 * h + 3 * arch.intermediate // tp) * 2
@@ -161,6 +164,15 @@ def decode_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int
     return DecodeAttention(batch=batch, q_heads=q_heads, kv_heads=kv_heads,
                            head_dim=arch.head_dim, context=seq_len,
                            dtype_bytes=DTYPE_BYTES[dtype])
+
+
+def prefill_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int,
+                            dtype: str) -> PrefillAttention:
+    """One layer's causal prefill attention on one card, heads shared out as in decode."""
+    d = decode_attention_shape(arch, batch, seq_len, tp, dtype)
+    return PrefillAttention(batch=batch, q_heads=d.q_heads, kv_heads=d.kv_heads,
+                            head_dim=d.head_dim, seq_len=seq_len, causal=True,
+                            dtype_bytes=d.dtype_bytes)
 
 
 def _attention_gemms(arch: Architecture, m: int, batch: int, phase: str, tp: int,

@@ -84,8 +84,8 @@ def test_serving_buckets_prefix_their_calls_and_share_operators() -> None:
     assert len(ops) == 8 and all(op.kind != "attention" for op in ops)  # 4 kinds x 2 batches
 
 
-def test_prefill_attention_stays_at_the_roofline() -> None:
-    with pytest.raises(ValueError, match="attention.*'roofline' for prefill"):
+def test_prefill_attention_is_not_tuned_as_an_operator() -> None:
+    with pytest.raises(ValueError, match="attention.*'default' or 'best' for prefill"):
         spec_from_dict({"workload": {"phase": "prefill", "attention": "tuned"}})
 
 

@@ -1,6 +1,6 @@
 """``workload.vector_kernels`` and ``workload.attention``: a model's norms, SwiGLU, rope and
-decode attention charged at the roofline (the default, canonical form unchanged) or with the
-simulator's models; a bad value is one line."""
+GQA/MQA decode and prefill attention charged at the roofline (the default, canonical form
+unchanged) or with the simulator's models; a bad value, or a model for MLA, is one line."""
 
 from __future__ import annotations
 
@@ -70,11 +70,37 @@ def test_decode_attention_charged_by_its_model_and_named(charge: str) -> None:
     assert rebuilt(modelled).workload == modelled.workload
 
 
-def test_attention_model_refused_for_prefill_in_one_line(tmp_path: Path) -> None:
+def test_prefill_attention_charged_by_its_model() -> None:
+    plain = spec_from_dict({"workload": {"phase": "prefill", "seq_len": 4096}})
+    modelled = spec_from_dict({"workload": {"phase": "prefill", "seq_len": 4096,
+                                            "attention": "default"}})
+    assert modelled.canonical()["workload"]["attention"] == "default"
+    d = modelled.workload.details
+    assert d["attention_roofline_s"] == plain.workload.details["attention_s"]
+    assert d["attention_s"] > d["attention_roofline_s"]
+    assert rebuilt(modelled).workload == modelled.workload
+
+
+# DeepSeek-V2-Lite's config.json (deepseek-ai/DeepSeek-V2-Lite on Hugging Face): MLA.
+DEEPSEEK_V2_LITE = {
+    "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+    "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+    "first_k_dense_replace": 1, "moe_layer_freq": 1, "q_lora_rank": None,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "vocab_size": 102400,
+}
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_attention_model_refused_for_mla_in_one_line(tmp_path: Path, phase: str) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(DEEPSEEK_V2_LITE))
     path = tmp_path / "study.json"
-    path.write_text(json.dumps({"workload": {"phase": "prefill", "attention": "best"}}))
+    path.write_text(json.dumps({"workload": {"hf_config": str(config), "phase": phase,
+                                             "attention": "best"}}))
     with pytest.raises(SpecError) as info:
         load_spec(path)
     msg = str(info.value)
     assert msg.startswith(f"{path}: ") and "\n" not in msg
-    assert "workload.attention" in msg and "GQA/MQA decode" in msg, msg
+    assert "workload.attention" in msg and "MLA" in msg and "GQA/MQA" in msg, msg

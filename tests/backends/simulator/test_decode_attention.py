@@ -109,6 +109,3 @@ def test_forward_charges_decode_attention_only_when_asked() -> None:
     assert modelled.details["attention_s"] > plain.details["attention_s"]
     assert modelled.fixed_s - plain.fixed_s == pytest.approx(
         modelled.details["attention_s"] - plain.details["attention_s"])
-    prefill = forward_workload(PROFILE, arch, "prefill", 1, 512,
-                               attention_model=attention_charge(PROFILE, "best"))
-    assert prefill == forward_workload(PROFILE, arch, "prefill", 1, 512)

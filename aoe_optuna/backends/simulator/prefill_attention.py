@@ -1,0 +1,265 @@
+"""Prefill attention on the AI cores: Q blocks, KV streaming, causal skipping, occupancy.
+
+A unit (sequence, Q head, Q block) runs on one AI core: its cube core keeps
+the Q block in L1, streams K and V of its KV head from GM in ``kv_tile``
+steps, computes S = Q K^T and O += P V; its two vector cores run each step's
+online softmax (max, exp, sum, cast to P, rescale of O) and hand P back to
+the cube through GM/L2, as CANN's cube/vector split kernel does. With
+``pipeline = 2`` the three stages overlap and a step costs the slowest of
+them; with ``pipeline = 1`` they run in turn and each load pays the HBM
+latency. Under a causal mask a unit stops at the KV block holding its last
+row (the diagonal block is computed whole and masked on the vector cores),
+so late Q blocks cost more than early ones and how units are dealt to cores
+decides the busiest core, which the kernel waits for. Never faster than
+the chip floor (FLOPs at cube peak, Q/K/V/O once at HBM bandwidth).
+
+The per-step stage costs reuse the decode model's (decode_attention.py):
+GM streaming and hand-over from the calibrated GEMM fits (transfer.py,
+vector_passes.py), MMAD timing from the msKPP fit (cube.py), vector widths
+from the hardware and instruction counts from the algorithm. No attention
+timing was used to set any constant; published_attention.py checks the
+model against the only published 910B2 fused-attention timings found.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from aoe_optuna.backends.simulator import cube, transfer
+from aoe_optuna.backends.simulator.decode_attention import (
+    GM_UB_BYTES_PER_CYCLE,
+    HBM_LATENCY_S,
+    STEP_FLAG_S,
+    TIE,
+    VECTOR_BYTES_PER_CYCLE,
+    VECTOR_CORES_PER_AI_CORE,
+    VECTOR_OPS_PER_OUTPUT,
+    VECTOR_OPS_PER_SCORE,
+)
+from aoe_optuna.backends.simulator.vector_passes import MIX_HEAD_S
+from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.space.prefill_attention import (
+    ACCUMULATOR_BYTES,
+    L0_K,
+    L0_N,
+    PrefillAttention,
+    PrefillTiling,
+    cann_default_tiling,
+    feasible_tilings,
+    q_blocks,
+    violations,
+    visible_tokens,
+)
+
+# Per masked score on the diagonal block: select -inf where the key is past the row.
+VECTOR_OPS_PER_MASKED_SCORE = 1
+
+
+@dataclass(frozen=True)
+class PrefillCost:
+    """Seconds of one prefill attention call and where they go (busiest core)."""
+
+    total_s: float
+    busiest_core_s: float
+    mean_core_s: float  # the busiest core over this is the dealing's imbalance
+    stream_s: float  # K/V GM->L1, summed over every unit
+    cube_s: float
+    vector_s: float
+    units: int
+    busy_cores: int
+    roofline_s: float
+
+
+def roofline_s(profile: SocProfile, shape: PrefillAttention) -> float:
+    """The chip floor: FLOPs at cube peak or Q/K/V/O once at HBM bandwidth."""
+    peak = profile.cube_cores * profile.macs_per_cycle["fp16"] * 2 * profile.clock_hz
+    return max(shape.hbm_bytes / profile.hbm_bandwidth(), shape.flops / peak)
+
+
+@dataclass(frozen=True)
+class _Stages:
+    stream: float
+    cube: float
+    vector: float
+
+
+class _Steps:
+    """Stage costs of one step, memoised per (rows, tokens, diagonal) within one call."""
+
+    def __init__(self, profile: SocProfile, shape: PrefillAttention, t: PrefillTiling,
+                 kv_miss: float) -> None:
+        self.profile, self.shape, self.t, self.kv_miss = profile, shape, t, kv_miss
+        self.stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, profile.clock_hz)
+        self.c0 = np.array(profile.c0["fp16"])
+        self.startup = cube.mmad_startup_cycles(profile.soc)
+        self.cache: dict[tuple[int, int, bool], _Stages] = {}
+
+    def __call__(self, rows: int, tokens: int, diagonal: bool) -> _Stages:
+        key = (rows, tokens, diagonal)
+        if key not in self.cache:
+            self.cache[key] = self._stages(rows, tokens, diagonal)
+        return self.cache[key]
+
+    def _gm(self, nbytes: float, run: float, miss: float) -> float:
+        return float(self.stream.seconds(np.array(nbytes), np.array(run), np.array(run),
+                                         np.array(miss)))
+
+    def _stages(self, rows: int, tokens: int, diagonal: bool) -> _Stages:
+        clock, t = self.profile.clock_hz, self.t
+        d, b = self.shape.head_dim, self.shape.dtype_bytes
+        loads = math.ceil(tokens / t.l1_tile)
+
+        # MTE2: K and V of the step (BNSD: a head's rows are contiguous), the first
+        # read of each from HBM and the re-reads from L2; P back through L2.
+        kv = 2.0 * tokens * d * b
+        stream_s = self._gm(kv, min(t.l1_tile, tokens) * d * b, self.kv_miss)
+        stream_s += self._gm(rows * tokens * b, tokens * b, 0.0)
+        if t.pipeline == 1:
+            stream_s += 2 * loads * HBM_LATENCY_S
+
+        # Cube: QK^T (rows x d x tokens) and PV (rows x tokens x d) in MMADs of
+        # L0_K-deep, L0_N-wide slices; L1->L0 of K, V, Q and P; FixPipe of S and of PV.
+        m = np.array(rows)
+        slice_cycles = float(cube.mmad_cycles(m, np.array(L0_K), np.array(L0_N), self.c0,
+                                              self.startup))
+        qk = math.ceil(d / L0_K) * math.ceil(tokens / L0_N)
+        pv = math.ceil(tokens / L0_K) * math.ceil(d / L0_N)
+        mmad_s = (qk + pv) * slice_cycles / clock
+        l0b_s = float(transfer.l1_to_l0b().cycles(np.array(kv), clock, qk + pv)) / clock
+        l0a_s = float(transfer.l1_to_l0a().cycles(np.array(rows * (d + tokens) * b * 1.0),
+                                                  clock, qk + pv)) / clock
+        out = rows * (tokens + d) * ACCUMULATOR_BYTES
+        fixpipe_s = float(transfer.l0c_to_gm().cycles(np.array(float(out)), clock,
+                                                      2 * loads)) / clock
+
+        # Vector: softmax of the step's scores (plus the mask on the diagonal block),
+        # rescale of O; S and the PV partial in, P out, through GM/L2.
+        scores = rows * tokens
+        lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * VECTOR_CORES_PER_AI_CORE
+        ops = (scores * (VECTOR_OPS_PER_SCORE + (VECTOR_OPS_PER_MASKED_SCORE if diagonal else 0))
+               + rows * d * VECTOR_OPS_PER_OUTPUT)
+        moved = scores * (ACCUMULATOR_BYTES + b) + rows * d * ACCUMULATOR_BYTES
+        vector_s = (ops / lanes
+                    + moved / (GM_UB_BYTES_PER_CYCLE * VECTOR_CORES_PER_AI_CORE)) / clock
+        # Ping-pong L0 buffers let MTE1 and FixPipe run beside the MMADs (the rule
+        # pipeline.py applies to GEMM blocks); one buffer makes them take turns.
+        if t.pipeline == 2:
+            cube_s = max(mmad_s, l0a_s + l0b_s, fixpipe_s)
+        else:
+            cube_s = mmad_s + l0a_s + l0b_s + fixpipe_s
+        return _Stages(stream_s, cube_s, vector_s)
+
+
+def _unit(steps: _Steps, t: PrefillTiling, rows: int, tokens: int,
+          causal: bool) -> tuple[float, _Stages]:
+    """(seconds, summed stages) of one unit over ``tokens`` keys."""
+    full, tail = divmod(tokens, t.kv_tile)
+    parts = [(steps(rows, t.kv_tile, False), full)]
+    if tail:
+        parts.append((steps(rows, tail, causal), 1))
+    elif causal:  # the diagonal falls in the last full block
+        parts = [(steps(rows, t.kv_tile, False), full - 1), (steps(rows, t.kv_tile, True), 1)]
+    parts = [(s, n) for s, n in parts if n]
+    total = _Stages(*(sum(getattr(s, f) * n for s, n in parts)
+                      for f in ("stream", "cube", "vector")))
+    if t.pipeline == 1:
+        seconds = total.stream + total.cube + total.vector + STEP_FLAG_S * sum(
+            n for _, n in parts)
+    else:
+        seconds = sum((max(s.stream, s.cube, s.vector) + STEP_FLAG_S) * n for s, n in parts)
+        first, last = parts[0][0], parts[-1][0]
+        seconds += HBM_LATENCY_S + min(first.stream, first.cube, first.vector) \
+            + min(last.cube, last.vector)
+    return seconds, total
+
+
+def kv_miss(shape: PrefillAttention, t: PrefillTiling) -> float:
+    """Fraction of K/V reads that come from HBM: each key is fetched once, every
+    other read of it (by later Q blocks and the other Q heads of its group) hits
+    L2. Assumes the K/V of the heads in flight fit L2 (192 MB on a 910B: 4 KV
+    heads of a 32k sequence take 64 MB)."""
+    reads = sum(visible_tokens(shape, t, i) for i in range(q_blocks(shape, t)))
+    return min(1.0, shape.keys / (shape.group * reads))
+
+
+def _core_loads(shape: PrefillAttention, t: PrefillTiling, unit_s: np.ndarray,
+                cores: int) -> np.ndarray:
+    """Seconds per core once the units (Q head, sequence, Q block; CANN's order) are dealt."""
+    per_block = np.tile(unit_s, shape.q_heads * shape.batch)
+    if t.dealing == "cyclic":
+        owner = np.arange(per_block.size) % cores
+    else:
+        # CANN weighs a Q block by the keys it sees (a causal block by its index + 1,
+        # in sOuter blocks; a full one by its KV loop count) and cuts the sequence
+        # of units into runs of equal weight; a unit goes to the run holding its
+        # midpoint.
+        weight = np.array([visible_tokens(shape, t, i) for i in range(unit_s.size)], float)
+        w = np.tile(weight, shape.q_heads * shape.batch)
+        target = w.sum() / cores
+        owner = np.minimum(cores - 1, ((np.cumsum(w) - w / 2) // target).astype(int))
+    return np.bincount(owner, weights=per_block, minlength=cores)
+
+
+def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
+                           t: PrefillTiling) -> PrefillCost:
+    """Modelled time of ``shape`` under tiling ``t``; a tiling the rules refuse raises."""
+    broken = violations(profile, shape, t)
+    if broken:
+        raise ValueError(f"prefill attention tiling {t}: {'; '.join(broken)}")
+    blocks = q_blocks(shape, t)
+    steps = _Steps(profile, shape, t, kv_miss(shape, t))
+    d, b = shape.head_dim, shape.dtype_bytes
+    unit_s = np.empty(blocks)
+    sums = np.zeros(3)
+    for i in range(blocks):
+        rows = min(t.q_tile, shape.seq_len - i * t.q_tile)
+        seconds, stages = _unit(steps, t, rows, visible_tokens(shape, t, i), shape.causal)
+        # Q in once, O out once.
+        seconds += 2 * steps._gm(rows * d * b, d * b, 1.0)
+        unit_s[i] = seconds
+        sums += (stages.stream, stages.cube, stages.vector)
+    copies = shape.q_heads * shape.batch
+    loads = _core_loads(shape, t, unit_s, profile.cube_cores)
+    busiest = float(loads.max())
+    floor = roofline_s(profile, shape)
+    return PrefillCost(
+        total_s=max(busiest + MIX_HEAD_S, floor), busiest_core_s=busiest,
+        mean_core_s=float(loads.mean()), stream_s=float(sums[0] * copies),
+        cube_s=float(sums[1] * copies), vector_s=float(sums[2] * copies),
+        units=blocks * copies, busy_cores=int(np.count_nonzero(loads)), roofline_s=floor,
+    )
+
+
+def default_cost(profile: SocProfile, shape: PrefillAttention) -> PrefillCost:
+    """Cost at the tiling CANN's PromptFlashAttention would pick."""
+    return prefill_attention_cost(profile, shape, cann_default_tiling(profile, shape))
+
+
+def best_tiling(profile: SocProfile, shape: PrefillAttention) -> tuple[PrefillTiling,
+                                                                       PrefillCost]:
+    """The fastest feasible tiling by exhaustive search (at most a few hundred points).
+
+    As for decode, a tiling must beat the CANN default (then the best so far)
+    by more than ``TIE`` to replace it; among ties the larger tiles are kept.
+    """
+    default = cann_default_tiling(profile, shape)
+    best = (default, prefill_attention_cost(profile, shape, default))
+    for t in reversed(feasible_tilings(profile, shape)):
+        cost = prefill_attention_cost(profile, shape, t)
+        if cost.total_s < best[1].total_s * (1.0 - TIE):
+            best = (t, cost)
+    return best
+
+
+def prefill_attention_charge(profile: SocProfile,
+                             tiling: str) -> Callable[[PrefillAttention], float]:
+    """Seconds per call at CANN's ``default`` tiling or the ``best`` one, for forward.py."""
+    if tiling == "default":
+        return lambda shape: default_cost(profile, shape).total_s
+    if tiling == "best":
+        return lambda shape: best_tiling(profile, shape)[1].total_s
+    raise ValueError(f"attention tiling: expected 'default' or 'best', got {tiling!r}")

@@ -1,0 +1,78 @@
+"""The prefill attention model against the published 910B2 fused-attention timings,
+and its default/best tilings for a model's prefill.
+
+The published figures are the longer of kernel and host dispatch
+(backends/simulator/published_attention.py), so the table gives the
+model's kernel time at CANN's default tiling, the published figure, their
+ratio, and the published figure's rise over the first shape on the same
+host (the part the host floor does not hide) against the model's rise.
+
+    PYTHONPATH=$PWD .venv/bin/python scripts/check_prefill_attention.py \
+        --soc Ascend910B2 --seq-lens 1024 4096 32768
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from aoe_optuna.backends.simulator.prefill_attention import best_tiling, default_cost
+from aoe_optuna.backends.simulator.published_attention import (
+    PUBLISHED_ATTENTION,
+    PUBLISHED_ONE_CORE,
+    PublishedAttention,
+)
+from aoe_optuna.hardware.profile import SocProfile, load_profile
+from aoe_optuna.space.prefill_attention import PrefillAttention, cann_default_tiling
+from aoe_optuna.workload.forward import prefill_attention_shape
+from aoe_optuna.workload.models import MODELS, builtin_architecture
+
+
+def _tiling(t: object) -> str:
+    return ", ".join(str(v) for v in vars(t).values())
+
+
+def _compare(profile: SocProfile, records: tuple[PublishedAttention, ...]) -> None:
+    print("| host | S_q | S_kv | published us | model us | model/published "
+          "| published rise us | model rise us |")
+    print("|---|---|---|---|---|---|---|---|")
+    base: dict[str, tuple[float, float]] = {}
+    for p in records:
+        shape = PrefillAttention(batch=p.batch, q_heads=p.heads, kv_heads=p.heads,
+                                 head_dim=p.head_dim, seq_len=p.seq_q, causal=p.causal,
+                                 kv_len=p.seq_kv)
+        model_us = default_cost(profile, shape).total_s * 1e6
+        first = base.setdefault(p.host, (p.time_us, model_us))
+        print(f"| {p.host} | {p.seq_q} | {p.seq_kv} | {p.time_us:.1f} | {model_us:.1f} "
+              f"| {model_us / p.time_us:.2f} | {p.time_us - first[0]:.1f} "
+              f"| {model_us - first[1]:.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--soc", default="Ascend910B2")
+    parser.add_argument("--model", default="qwen2.5-7b", choices=sorted(MODELS))
+    parser.add_argument("--seq-lens", nargs="+", type=int, default=[1024, 4096, 32768])
+    args = parser.parse_args()
+    profile = load_profile(args.soc)
+
+    for title, records in (("CANN fused attention", PUBLISHED_ATTENTION),
+                           ("PTO flash kernel, one AI core", PUBLISHED_ONE_CORE)):
+        print(f"\n{title} ({records[0].kernel}), 1 head of 128, batch 1, fp16, no mask")
+        _compare(profile, records)
+
+    arch = builtin_architecture(args.model)
+    print(f"\n{args.model} prefill, batch 1, one layer, {args.soc}, fp16")
+    print("| seq_len | roofline us | default us | best us | default -> best "
+          "(q_tile, kv_tile, l1_tile, pipeline, dealing) | busiest/mean core |")
+    print("|---|---|---|---|---|---|")
+    for seq in args.seq_lens:
+        shape = prefill_attention_shape(arch, 1, seq, 1, "fp16")
+        default = default_cost(profile, shape)
+        tiling, best = best_tiling(profile, shape)
+        print(f"| {seq} | {default.roofline_s * 1e6:.1f} | {default.total_s * 1e6:.1f} "
+              f"| {best.total_s * 1e6:.1f} | {_tiling(cann_default_tiling(profile, shape))} "
+              f"-> {_tiling(tiling)} | {default.busiest_core_s / default.mean_core_s:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
