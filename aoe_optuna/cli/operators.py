@@ -1,5 +1,5 @@
 """``aoe-tune operators``: tune each GEMM shape of a workload in a study of its own, and
-its decode attention and vector kernels where the spec says "tuned"."""
+its attention (decode or prefill) and vector kernels where the spec says "tuned"."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Tune every distinct GEMM shape of a workload in a study of its own "
-        "(<study>/<op>/<MxNxK>), and its decode attention and vector kernels where the "
-        "spec's workload says \"attention\": \"tuned\" or \"vector_kernels\": \"tuned\" "
+        "(<study>/<op>/<MxNxK>), and its attention (decode or prefill) and vector kernels "
+        "where the spec's workload says \"attention\": \"tuned\" or \"vector_kernels\": \"tuned\" "
         "(<study>/attention/<dims>, <study>/rmsnorm/<rows>x<width>, ...), one measurement "
         "budget shared by a scheduler, each winner re-timed and stored in the knowledge "
         "base.",

@@ -8,11 +8,13 @@ config of a shape; a shape that was never tuned gets the entry of the nearest
 tuned shape of the same SoC, op and dtype, nearness being the Euclidean distance
 between (log2 M, log2 K, log2 N): doubling a dimension costs 1 whatever its size.
 
-A decode attention or vector kernel entry (``kind`` "attention" or "vector";
+An attention or vector kernel entry (``kind`` "attention" or "vector";
 GEMM entries carry no ``kind``, so knowledge bases written before these kinds
-load unchanged) keys its problem instead of M, K, N and a layout: attention's
-batch, heads, head_dim, context, page size and KV layout; a vector kernel's rows
-and width (and rope's head_dim). :func:`lookup_layer_op` finds the exact problem;
+load unchanged) keys its problem instead of M, K, N and a layout: decode
+attention's (op ``decode_attention``) batch, heads, head_dim, context, page size
+and KV layout; prefill attention's (op ``prefill_attention``) batch, heads,
+head_dim, query and key lengths and causal mask; a vector kernel's rows and width
+(and rope's head_dim). :func:`lookup_layer_op` finds the exact problem;
 the C header holds the GEMM entries only.
 """
 
@@ -49,9 +51,12 @@ KEY_FIELDS = ("soc", "op", "dtype", "M", "K", "N", "layout")
 Key = tuple[Any, ...]  # a GEMM's KEY_FIELDS; (soc, op, dtype, problem text) for the others
 LAYER_KINDS = ("attention", "vector")
 ATTENTION_OP = "decode_attention"
-# The problem fields of each kind: integers >= 1, except kv_layout (a name).
+PREFILL_ATTENTION_OP = "prefill_attention"
+ATTENTION_OPS = (ATTENTION_OP, PREFILL_ATTENTION_OP)
+# The problem fields of each op: integers >= 1, except kv_layout (a name) and causal (a bool).
 ATTENTION_PROBLEM = ("batch", "q_heads", "kv_heads", "head_dim", "context", "page_tokens",
                      "kv_layout")
+PREFILL_PROBLEM = ("batch", "q_heads", "kv_heads", "head_dim", "seq_len", "kv_len", "causal")
 VECTOR_PROBLEM = ("rows", "width")
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")  # soc, op, dtype: safe in file names and C strings
@@ -181,7 +186,7 @@ def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any
         raise KBError(f"{where}: missing {', '.join(missing)}")
     out: dict[str, Any] = {"kind": kind}
     out["soc"] = _checked(where, "soc", entry["soc"], _is_name, "a name of letters, digits, _.-")
-    ops = [ATTENTION_OP] if kind == "attention" else sorted(VECTOR_KINDS)
+    ops = list(ATTENTION_OPS) if kind == "attention" else sorted(VECTOR_KINDS)
     out["op"] = _checked(where, "op", entry["op"], ops.__contains__, f"one of {ops}")
     out["dtype"] = _checked(where, "dtype", entry["dtype"], DTYPE_BYTES.__contains__,
                             f"one of {list(DTYPE_BYTES)}")
@@ -191,8 +196,10 @@ def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any
 
 
 def _checked_problem(where: str, kind: str, op: str, problem: Any) -> dict[str, Any]:
-    fields = ATTENTION_PROBLEM if kind == "attention" else (
-        VECTOR_PROBLEM + (("head_dim",) if op == "rope" else ()))
+    if kind == "attention":
+        fields = PREFILL_PROBLEM if op == PREFILL_ATTENTION_OP else ATTENTION_PROBLEM
+    else:
+        fields = VECTOR_PROBLEM + (("head_dim",) if op == "rope" else ())
     if not isinstance(problem, Mapping) or set(problem) != set(fields):
         raise KBError(f"{where}: problem: expected an object with exactly "
                       f"{', '.join(fields)}, got {problem!r}")
@@ -201,9 +208,15 @@ def _checked_problem(where: str, kind: str, op: str, problem: Any) -> dict[str, 
         if name == "kv_layout":
             out[name] = _checked(where, f"problem.{name}", problem[name],
                                  KV_LAYOUTS.__contains__, f"one of {list(KV_LAYOUTS)}")
+        elif name == "causal":
+            out[name] = _checked(where, f"problem.{name}", problem[name],
+                                 lambda v: isinstance(v, bool), "true or false")
         else:
             out[name] = _checked(where, f"problem.{name}", problem[name], _is_dim,
                                  f"an integer from 1 to {MAX_DIM}")
+    if op == PREFILL_ATTENTION_OP and out["causal"] and out["kv_len"] < out["seq_len"]:
+        raise KBError(f"{where}: problem.kv_len: expected at least seq_len {out['seq_len']} "
+                      f"under a causal mask, got {out['kv_len']}")
     return out
 
 

@@ -1,11 +1,12 @@
 """Attention and the vector kernels as operators of a run, beside the GEMM shapes.
 
-Each distinct problem (one decode attention shape; one vector kernel's kind,
+Each distinct problem (one decode or prefill attention shape; one vector kernel's kind,
 rows, width and dtype) is an operator with a study of its own, named like a
 GEMM shape's (``<study>/attention/<dims>``, ``<study>/rmsnorm/<dims>``): its
 search space is the problem's tiling space with its rules (an infeasible
 tiling is never measured), its measurement the simulator's model of the
-kernel, its baseline the CANN-style default tiling, and its weight its calls
+kernel, its baseline the CANN-style default tiling (IncreFlashAttention's for
+decode, PromptFlashAttention's for prefill), and its weight its calls
 per step. Only the simulator models these kernels: a run on another backend
 is refused before anything is written (:func:`check_backend`).
 """
@@ -19,11 +20,19 @@ from typing import Any
 from aoe_optuna.backends.simulator.decode_attention import decode_attention_cost
 from aoe_optuna.backends.simulator.decode_attention import floor_s as attention_floor_s
 from aoe_optuna.backends.simulator.decode_attention import roofline_s as attention_roofline_s
+from aoe_optuna.backends.simulator.prefill_attention import floor_s as prefill_floor_s
+from aoe_optuna.backends.simulator.prefill_attention import prefill_attention_cost
+from aoe_optuna.backends.simulator.prefill_attention import roofline_s as prefill_roofline_s
 from aoe_optuna.backends.simulator.vector_ops import floor_s as vector_floor_s
 from aoe_optuna.backends.simulator.vector_ops import vector_op_cost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.attention_space import attention_space, config_of, tiling_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
+from aoe_optuna.space.prefill_attention import PrefillAttention
+from aoe_optuna.space.prefill_attention import cann_default_tiling as prefill_default_tiling
+from aoe_optuna.space.prefill_attention_space import config_of as prefill_config_of
+from aoe_optuna.space.prefill_attention_space import prefill_attention_space
+from aoe_optuna.space.prefill_attention_space import tiling_of as prefill_tiling_of
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Workload
 from aoe_optuna.workload.vector_ops import VectorOp
@@ -31,14 +40,16 @@ from aoe_optuna.workload.vector_space import default_config as vector_default_co
 from aoe_optuna.workload.vector_space import vector_space
 
 MODELLED_BY = "simulator"  # the one backend whose models time these kernels
-ATTENTION_OP = "decode_attention"  # the knowledge base's op name for attention entries
+ATTENTION_OP = "decode_attention"  # the knowledge base's op names for attention entries
+PREFILL_ATTENTION_OP = "prefill_attention"
+Problem = DecodeAttention | PrefillAttention | VectorOp
 
 
 @dataclass(frozen=True)
 class LayerOperator:
     """One distinct non-GEMM problem of a workload and the calls that run it."""
 
-    problem: DecodeAttention | VectorOp
+    problem: Problem
     dtype: str
     names: tuple[str, ...]  # the workload's layer-op names of this problem
     weight: int  # calls per step: the sum of their counts
@@ -46,15 +57,20 @@ class LayerOperator:
     @property
     def kind(self) -> str:
         """``attention`` or the vector kernel's kind (``add_rmsnorm``, ``swiglu``...)."""
-        return "attention" if isinstance(self.problem, DecodeAttention) else self.problem.kind
+        if isinstance(self.problem, VectorOp):
+            return self.problem.kind
+        return "attention"
 
     @property
     def op_name(self) -> str:
-        """The knowledge base's op: ``decode_attention``, or the vector kernel's kind."""
+        """The knowledge base's op: ``decode_attention``, ``prefill_attention``, or the
+        vector kernel's kind."""
+        if isinstance(self.problem, PrefillAttention):
+            return PREFILL_ATTENTION_OP
         return ATTENTION_OP if self.kind == "attention" else self.kind
 
     @property
-    def key(self) -> tuple[DecodeAttention | VectorOp, str]:
+    def key(self) -> tuple[Problem, str]:
         return (self.problem, self.dtype)
 
     @property
@@ -63,10 +79,19 @@ class LayerOperator:
 
     @property
     def dims(self) -> str:
-        """``b1-q28-kv4-d128-s1024`` (attention; ``-p<page>`` and the layout when not the
-        defaults) or ``<rows>x<width>`` (a vector kernel), ``-<dtype>`` unless fp16."""
+        """``b1-q28-kv4-d128-s1024`` (decode attention; ``-p<page>`` and the layout when
+        not the defaults), ``prefill-b1-q28-kv4-d128-s4096`` (prefill attention; ``-k<keys>``
+        when keys are cached, ``-full`` without the causal mask) or ``<rows>x<width>`` (a
+        vector kernel), ``-<dtype>`` unless fp16."""
         suffix = "" if self.dtype == "fp16" else f"-{self.dtype}"
         p = self.problem
+        if isinstance(p, PrefillAttention):
+            text = f"prefill-b{p.batch}-q{p.q_heads}-kv{p.kv_heads}-d{p.head_dim}-s{p.seq_len}"
+            if p.keys != p.seq_len:
+                text += f"-k{p.keys}"
+            if not p.causal:
+                text += "-full"
+            return text + suffix
         if isinstance(p, DecodeAttention):
             text = f"b{p.batch}-q{p.q_heads}-kv{p.kv_heads}-d{p.head_dim}-s{p.context}"
             if p.page_tokens != 128:
@@ -83,6 +108,10 @@ class LayerOperator:
             return {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
                     "head_dim": p.head_dim, "context": p.context,
                     "page_tokens": p.page_tokens, "kv_layout": p.kv_layout}
+        if isinstance(p, PrefillAttention):
+            return {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
+                    "head_dim": p.head_dim, "seq_len": p.seq_len, "kv_len": p.keys,
+                    "causal": p.causal}
         doc: dict[str, Any] = {"rows": p.rows, "width": p.width}
         if p.kind == "rope":
             doc["head_dim"] = p.head_dim
@@ -90,10 +119,15 @@ class LayerOperator:
 
     @classmethod
     def from_plan(cls, plan: Mapping[str, Any]) -> LayerOperator:
-        """The operator a plan entry (:meth:`plan_entry`) describes."""
+        """The operator a plan entry (:meth:`plan_entry`) describes; a plan without an
+        ``op`` (written before prefill attention was tuned) is decode's."""
         problem, dtype = dict(plan["problem"]), str(plan["dtype"])
-        built: DecodeAttention | VectorOp
-        if plan["kind"] == "attention":
+        built: Problem
+        if plan["kind"] == "attention" and plan.get("op") == PREFILL_ATTENTION_OP:
+            if problem["kv_len"] == problem["seq_len"]:
+                problem["kv_len"] = None  # a plain prefill, as forward.py builds it
+            built = PrefillAttention(dtype_bytes=DTYPE_BYTES[dtype], **problem)
+        elif plan["kind"] == "attention":
             built = DecodeAttention(dtype_bytes=DTYPE_BYTES[dtype], **problem)
         else:
             built = VectorOp(plan["kind"], problem["rows"], problem["width"], dtype,
@@ -106,6 +140,8 @@ class LayerOperator:
     def roofline_s(self, profile: SocProfile) -> float:
         if isinstance(self.problem, DecodeAttention):
             return attention_roofline_s(profile, self.problem)
+        if isinstance(self.problem, PrefillAttention):
+            return prefill_roofline_s(profile, self.problem)
         return self.problem.roofline_s(profile)
 
     def bound_s(self, profile: SocProfile) -> float:
@@ -114,27 +150,40 @@ class LayerOperator:
         scheduler chase a gain that no tiling gives."""
         if isinstance(self.problem, DecodeAttention):
             return attention_floor_s(profile, self.problem)
+        if isinstance(self.problem, PrefillAttention):
+            return prefill_floor_s(profile, self.problem)
         return vector_floor_s(profile, self.problem)
 
     def flops(self) -> float | None:
-        return self.problem.flops if isinstance(self.problem, DecodeAttention) else None
+        return None if isinstance(self.problem, VectorOp) else self.problem.flops
 
     def plan_entry(self, parent: str) -> dict[str, Any]:
-        return {"study": self.study_name(parent), "kind": self.kind, "dtype": self.dtype,
-                "problem": self.problem_doc(), "names": list(self.names),
-                "weight": self.weight}
+        """What the operator's study holds. Prefill attention's names its ``op``; decode's
+        and the vector kernels' do not, so studies written before prefill was tuned
+        resume with the same plan."""
+        plan: dict[str, Any] = {"study": self.study_name(parent), "kind": self.kind,
+                                "dtype": self.dtype, "problem": self.problem_doc(),
+                                "names": list(self.names), "weight": self.weight}
+        if isinstance(self.problem, PrefillAttention):
+            plan["op"] = PREFILL_ATTENTION_OP
+        return plan
 
     # ------------------------------------------------------------ its kernel
     def space(self, profile: SocProfile) -> SearchSpace:
         if isinstance(self.problem, DecodeAttention):
             return attention_space(profile, self.problem)
+        if isinstance(self.problem, PrefillAttention):
+            return prefill_attention_space(profile, self.problem)
         return vector_space(profile, self.problem)
 
     def default_config(self, profile: SocProfile) -> dict[str, Any]:
-        """CANN's default tiling (attention: IncreFlashAttention's host rules; a vector
-        kernel: every core with work, double buffered, the largest tile, fused)."""
+        """CANN's default tiling (decode attention: IncreFlashAttention's host rules;
+        prefill: PromptFlashAttention's; a vector kernel: every core with work, double
+        buffered, the largest tile, fused)."""
         if isinstance(self.problem, DecodeAttention):
             return config_of(cann_default_tiling(profile, self.problem))
+        if isinstance(self.problem, PrefillAttention):
+            return prefill_config_of(prefill_default_tiling(profile, self.problem))
         return vector_default_config(profile, self.problem)
 
     def model(self, profile: SocProfile) -> Callable[[Mapping[str, Any]], float]:
@@ -142,13 +191,15 @@ class LayerOperator:
         p = self.problem
         if isinstance(p, DecodeAttention):
             return lambda c: decode_attention_cost(profile, p, tiling_of(c)).total_s
+        if isinstance(p, PrefillAttention):
+            return lambda c: prefill_attention_cost(profile, p, prefill_tiling_of(c)).total_s
         return lambda c: vector_op_cost(profile, p, dict(c)).total_s
 
 
 def layer_operators(workload: Workload) -> list[LayerOperator]:
     """The distinct attention and vector problems of ``workload``, attention first, each
     kind in the order its calls first appear."""
-    groups: dict[tuple[DecodeAttention | VectorOp, str], list[tuple[str, int]]] = {}
+    groups: dict[tuple[Problem, str], list[tuple[str, int]]] = {}
     for call in workload.layer_ops:
         groups.setdefault((call.problem, call.dtype), []).append((call.name, call.count))
     ops = [LayerOperator(problem, dtype, tuple(n for n, _ in calls), sum(c for _, c in calls))

@@ -1,8 +1,9 @@
 """Tuning a workload operator by operator: one study each, one budget, one scheduler.
 
 The operators are the workload's distinct GEMM shapes and, where the spec
-tunes them, its decode attention and vector kernels (:mod:`.layer_ops`); the
-tuner drives each one's study through :class:`.units.OperatorUnit`.
+tunes them, its attention (decode or prefill) and vector kernels
+(:mod:`.layer_ops`); the tuner drives each one's study through
+:class:`.units.OperatorUnit`.
 
 The tuner is the budget's one writer. It keeps the plan in a parent study
 (``<study>``: the spec, the shapes, the budget) and each shape's measurements

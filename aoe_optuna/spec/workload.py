@@ -48,7 +48,7 @@ MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_ker
 VECTOR_CHARGES = ("roofline", "default", "best", "tuned")
 # GQA/MQA attention likewise: at the roofline, or with the simulator's decode or causal
 # prefill attention model at CANN's default tiling or at its best tiling
-# (docs/ATTENTION.md), or (decode) "tuned" as the vector kernels.
+# (docs/ATTENTION.md), or "tuned" as the vector kernels.
 ATTENTION_CHARGES = ("roofline", "default", "best", "tuned")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}
@@ -127,9 +127,6 @@ def _model(section: Section, profile: SocProfile,
         if arch.mla is not None:
             raise section.error("attention", "'roofline' for MLA (the attention models "
                                 "cover GQA/MQA decode and prefill)", attention)
-        if attention == "tuned" and phase != "decode":
-            raise section.error("attention", "'roofline', 'default' or 'best' for prefill "
-                                "(attention is tuned as an operator in decode)", attention)
         doc["attention"] = attention
     tuned = [part for part, value in (("attention", attention), ("vector", charge))
              if value == "tuned"]

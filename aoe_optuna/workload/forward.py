@@ -76,7 +76,7 @@ def forward_workload(
     SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
     ``tuned`` names the parts (``attention``, ``vector``) whose calls the workload
     lists in ``layer_ops``, each with its model's charge, for an operator run to
-    tune; a part needs its model (decode GQA/MQA attention only).
+    tune; a part needs its model (GQA/MQA attention, decode or prefill).
     """
     if phase not in PHASES:
         raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
@@ -106,7 +106,7 @@ def forward_workload(
             arch, batch, seq_len, tp, dtype)
         per_call = attention_model(shape)
         attention_s = arch.layers * per_call
-        if "attention" in tuned and phase == "decode":
+        if "attention" in tuned:
             layer_ops.append(LayerOpCall("attention", shape, dtype, arch.layers, per_call))
     # RMSNorm x2, SwiGLU, residual adds: a few reads and writes of the activations.
     act_bytes = arch.dense_layers * m * b * (4 * h + 3 * arch.intermediate // tp) * 2

@@ -1,4 +1,4 @@
-"""The non-GEMM operators of a step that an operator run tunes: decode attention and the
+"""The non-GEMM operators of a step that an operator run tunes: attention and the
 vector kernels, each call with the time the workload charges it.
 
 A workload charges these at some fixed figure (the roofline, or a model of a
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.vector_ops import VectorOp
 
 # The parts of a step that can be tuned beside the GEMMs (spec values "tuned").
@@ -24,7 +25,7 @@ class LayerOpCall:
     """One non-GEMM operator of a step: its problem, how often it runs, what it is charged."""
 
     name: str  # unique in the workload beside the GEMM names ("attention", "b16/rope")
-    problem: DecodeAttention | VectorOp
+    problem: DecodeAttention | PrefillAttention | VectorOp
     dtype: str
     count: int  # calls per step
     charged_s: float  # seconds per call that the workload's fixed_s holds for it
@@ -38,12 +39,12 @@ class LayerOpCall:
     @property
     def part(self) -> str:
         """``attention`` or ``vector``: the step-split part it belongs to."""
-        return "attention" if isinstance(self.problem, DecodeAttention) else "vector"
+        return "vector" if isinstance(self.problem, VectorOp) else "attention"
 
     @property
     def kind(self) -> str:
         """``attention`` or the vector kernel's kind (``rmsnorm``, ``swiglu``...)."""
-        return "attention" if isinstance(self.problem, DecodeAttention) else self.problem.kind
+        return self.problem.kind if isinstance(self.problem, VectorOp) else "attention"
 
     def renamed(self, name: str, count: int) -> LayerOpCall:
         return LayerOpCall(name, self.problem, self.dtype, count, self.charged_s)

@@ -84,9 +84,16 @@ def test_serving_buckets_prefix_their_calls_and_share_operators() -> None:
     assert len(ops) == 8 and all(op.kind != "attention" for op in ops)  # 4 kinds x 2 batches
 
 
-def test_prefill_attention_is_not_tuned_as_an_operator() -> None:
-    with pytest.raises(ValueError, match="attention.*'default' or 'best' for prefill"):
-        spec_from_dict({"workload": {"phase": "prefill", "attention": "tuned"}})
+def test_prefill_attention_is_listed_at_the_default_tilings_charge_when_tuned() -> None:
+    wl = {"phase": "prefill", "batch": 1, "seq_len": 1024}
+    tuned = spec_from_dict({"workload": {**wl, "attention": "tuned"}}).workload
+    default = spec_from_dict({"workload": {**wl, "attention": "default"}}).workload
+    assert default.layer_ops == () and tuned.fixed_s == pytest.approx(default.fixed_s)
+    (call,) = tuned.layer_ops
+    assert call.kind == "attention" and call.part == "attention" and call.count == 28
+    assert call.count * call.charged_s == pytest.approx(tuned.details["attention_s"])
+    (op,) = layer_operators(tuned)
+    assert op.op_name == "prefill_attention" and op.dims == "prefill-b1-q28-kv4-d128-s1024"
 
 
 # ---------------------------------------------------------------- the attention space

@@ -93,12 +93,14 @@ DEEPSEEK_V2_LITE = {
 
 
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
-def test_attention_model_refused_for_mla_in_one_line(tmp_path: Path, phase: str) -> None:
+@pytest.mark.parametrize("charge", ["best", "tuned"])
+def test_attention_model_refused_for_mla_in_one_line(tmp_path: Path, phase: str,
+                                                     charge: str) -> None:
     config = tmp_path / "config.json"
     config.write_text(json.dumps(DEEPSEEK_V2_LITE))
     path = tmp_path / "study.json"
     path.write_text(json.dumps({"workload": {"hf_config": str(config), "phase": phase,
-                                             "attention": "best"}}))
+                                             "attention": charge}}))
     with pytest.raises(SpecError) as info:
         load_spec(path)
     msg = str(info.value)

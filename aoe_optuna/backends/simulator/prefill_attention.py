@@ -80,6 +80,13 @@ def roofline_s(profile: SocProfile, shape: PrefillAttention) -> float:
     return max(shape.hbm_bytes / profile.hbm_bandwidth(), shape.flops / peak)
 
 
+def floor_s(profile: SocProfile, shape: PrefillAttention) -> float:
+    """The least any tiling can take in this model: Q/K/V/O once at HBM bandwidth plus
+    the launch head :func:`prefill_attention_cost` charges, or the roofline."""
+    return max(shape.hbm_bytes / profile.hbm_bandwidth() + MIX_HEAD_S,
+               roofline_s(profile, shape))
+
+
 @dataclass(frozen=True)
 class _Stages:
     stream: float
