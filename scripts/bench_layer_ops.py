@@ -1,7 +1,8 @@
 """Tuning every operator of the step against tuning its GEMMs only, on the simulator.
 
-For each Qwen2.5-7B decode point (batch 1 at 1k and 32k context, batch 64 at
-4k by default) and budget, side by side:
+For each point (Qwen2.5-7B decode at batch 1 with 1k and 32k context and at
+batch 64 with 4k, Qwen2.5-7B prefill of 4k tokens, Qwen3-30B-A3B (MoE, 128
+experts, 8 active) decode at batch 1 with 1k context) and budget, side by side:
 
 * ``every operator``: ``attention`` and ``vector_kernels`` "tuned": one study
   per GEMM shape, per decode attention problem and per vector kernel, one
@@ -37,6 +38,7 @@ from typing import Any
 import optuna
 
 from aoe_optuna.backends.simulator.decode_attention import best_tiling
+from aoe_optuna.backends.simulator.prefill_attention import best_tiling as best_prefill_tiling
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config
 from aoe_optuna.bench.exhaustive import best_per_gemm
 from aoe_optuna.operators.layer_ops import LayerOperator
@@ -44,6 +46,7 @@ from aoe_optuna.operators.scheduler import make_scheduler
 from aoe_optuna.operators.shapes import step_latencies
 from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.spec.format import read_document
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 
@@ -52,16 +55,25 @@ from bench_operator_tuning import TrueLatency  # noqa: E402  (a sibling script)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_SPEC = ROOT / "studies" / "qwen25_7b_decode_catlass_910b2.json"
-POINTS = {"b1-1k": (1, 1024), "b1-32k": (1, 32768), "b64-4k": (64, 4096)}
+# Each point's workload keys over the catlass decode spec's (Qwen2.5-7B decode).
+POINTS: dict[str, dict[str, Any]] = {
+    "b1-1k": {"batch": 1, "seq_len": 1024},
+    "b1-32k": {"batch": 1, "seq_len": 32768},
+    "b64-4k": {"batch": 64, "seq_len": 4096},
+    "prefill-4k": {"phase": "prefill", "batch": 1, "seq_len": 4096},
+    "moe-b1-1k": {"hf_config": str(ROOT / "studies" / "models" / "qwen3-30b-a3b.json"),
+                  "batch": 1, "seq_len": 1024},
+}
 VARIANTS = ("every operator", "GEMMs only")
 
 
 def spec_for(point: str, charge: str, base: Path = BASE_SPEC) -> StudySpec:
     """The catlass decode spec at ``point``, attention and vector kernels at ``charge``."""
-    batch, seq_len = POINTS[point]
     doc = copy.deepcopy(read_document(base))
-    doc["workload"] = {**doc.get("workload", {}), "batch": batch, "seq_len": seq_len,
-                       "attention": charge, "vector_kernels": charge}
+    workload = {**doc.get("workload", {}), **POINTS[point]}
+    if "hf_config" in workload:
+        workload.pop("model", None)
+    doc["workload"] = {**workload, "attention": charge, "vector_kernels": charge}
     doc["max_search_time"] = None
     return spec_from_dict(doc, source=f"{base} [{point}, {charge}]")
 
@@ -80,9 +92,12 @@ def layer_optimum(spec: StudySpec) -> dict[str, float]:
     out = {}
     for call in spec.workload.layer_ops:
         p = call.problem
-        out[call.name] = (best_tiling(spec.profile, p)[1].total_s
-                          if isinstance(p, DecodeAttention)
-                          else best_vector_config(spec.profile, p)[1].total_s)
+        if isinstance(p, DecodeAttention):
+            out[call.name] = best_tiling(spec.profile, p)[1].total_s
+        elif isinstance(p, PrefillAttention):
+            out[call.name] = best_prefill_tiling(spec.profile, p)[1].total_s
+        else:
+            out[call.name] = best_vector_config(spec.profile, p)[1].total_s
     return out
 
 
