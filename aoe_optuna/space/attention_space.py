@@ -14,9 +14,6 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from aoe_optuna.space.constraints import Columns
 from aoe_optuna.space.decode_attention import (
     BLOCK_TILES,
     L0_TILES,
@@ -26,6 +23,7 @@ from aoe_optuna.space.decode_attention import (
     DecodeAttention,
     violations,
 )
+from aoe_optuna.space.lookup_rule import LookupRule
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 
@@ -48,37 +46,11 @@ def config_of(tiling: AttentionTiling) -> dict[str, int]:
     return {f: int(getattr(tiling, f)) for f in FIELDS}
 
 
-class _TilingRule:
-    """Every rule of :func:`violations`, as one: 0 for a feasible tiling, else the number
-    of rules it breaks."""
-
-    name = "attention_tiling"
-    variables = frozenset(FIELDS)
-
-    def __init__(self, profile: SocProfile, shape: DecodeAttention) -> None:
-        self.profile = profile
-        self.shape = shape
-        self._broken: dict[tuple[int, ...], int] = {}
-
-    def _count(self, row: tuple[int, ...]) -> int:
-        n = self._broken.get(row)
-        if n is None:
-            n = len(violations(self.profile, self.shape, AttentionTiling(*row)))
-            self._broken[row] = n
-        return n
-
-    def violation(self, columns: Columns) -> np.ndarray:
-        rows = np.stack([np.asarray(columns[f], dtype=np.int64) for f in FIELDS], axis=-1)
-        return np.array([self._count(tuple(int(v) for v in r)) for r in rows], dtype=float)
-
-    def describe(self, columns: Columns) -> str:
-        row = tuple(int(np.asarray(columns[f]).ravel()[0]) for f in FIELDS)
-        return "; ".join(violations(self.profile, self.shape, AttentionTiling(*row)))
-
-
 def attention_space(profile: SocProfile, shape: DecodeAttention) -> SearchSpace:
     """The tilings of ``shape`` on ``profile``: one SearchSpace for samplers and checks."""
     params = [Param.generic("kv_split", range(1, max_kv_split(profile, shape) + 1)),
               Param.generic("block_tile", BLOCK_TILES), Param.generic("l1_tile", L1_TILES),
               Param.generic("l0_tile", L0_TILES), Param.generic("pipeline", PIPELINES)]
-    return SearchSpace(params, [_TilingRule(profile, shape)])
+    rule = LookupRule("attention_tiling", FIELDS,
+                      lambda row: violations(profile, shape, AttentionTiling(*row)))
+    return SearchSpace(params, [rule])

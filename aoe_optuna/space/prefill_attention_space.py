@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from aoe_optuna.space.constraints import Columns
+from aoe_optuna.space.lookup_rule import LookupRule
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.prefill_attention import (
     DEALINGS,
@@ -51,40 +49,12 @@ def config_of(tiling: PrefillTiling) -> dict[str, Any]:
     return {**{f: int(getattr(tiling, f)) for f in INT_FIELDS}, "dealing": tiling.dealing}
 
 
-class _PrefillTilingRule:
-    """Every rule of :func:`violations`, as one: 0 for a feasible tiling, else the number
-    of rules it breaks. ``dealing`` arrives as its index in :data:`DEALINGS`."""
-
-    name = "prefill_attention_tiling"
-    variables = frozenset(FIELDS)
-
-    def __init__(self, profile: SocProfile, shape: PrefillAttention) -> None:
-        self.profile = profile
-        self.shape = shape
-        self._broken: dict[tuple[int, ...], int] = {}
-
-    def _tiling(self, row: tuple[int, ...]) -> PrefillTiling:
-        return PrefillTiling(*row[:-1], DEALINGS[row[-1]])
-
-    def _count(self, row: tuple[int, ...]) -> int:
-        n = self._broken.get(row)
-        if n is None:
-            n = len(violations(self.profile, self.shape, self._tiling(row)))
-            self._broken[row] = n
-        return n
-
-    def violation(self, columns: Columns) -> np.ndarray:
-        rows = np.stack([np.asarray(columns[f], dtype=np.int64) for f in FIELDS], axis=-1)
-        return np.array([self._count(tuple(int(v) for v in r)) for r in rows], dtype=float)
-
-    def describe(self, columns: Columns) -> str:
-        row = tuple(int(np.asarray(columns[f]).ravel()[0]) for f in FIELDS)
-        return "; ".join(violations(self.profile, self.shape, self._tiling(row)))
-
-
 def prefill_attention_space(profile: SocProfile, shape: PrefillAttention) -> SearchSpace:
     """The tilings of ``shape`` on ``profile``: one SearchSpace for samplers and checks."""
     params = [Param.generic("q_tile", Q_TILES), Param.generic("kv_tile", kv_tiles(shape)),
               Param.generic("l1_tile", L1_TILES), Param.generic("pipeline", PIPELINES),
               Param.generic("dealing", DEALINGS)]
-    return SearchSpace(params, [_PrefillTilingRule(profile, shape)])
+    rule = LookupRule("prefill_attention_tiling", FIELDS,  # dealing as its index
+                      lambda row: violations(profile, shape,
+                                             PrefillTiling(*row[:-1], DEALINGS[row[-1]])))
+    return SearchSpace(params, [rule])
