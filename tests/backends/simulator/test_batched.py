@@ -5,42 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.hardware.capacity import hardware_rules
-from aoe_optuna.hardware.profile import load_profile
-from aoe_optuna.space.params import Param
-from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Gemm
-
-TILES = list(range(16, 257, 16))
-
-
-@pytest.fixture(scope="module")
-def profile():
-    return load_profile("Ascend910B2")
-
-
-@pytest.fixture(scope="module")
-def sim(profile):
-    return AscendSimulator(profile)
-
-
-@pytest.fixture(scope="module")
-def seed(profile):
-    space = SearchSpace([Param.known("tile_m", TILES), Param.known("tile_k", TILES),
-                         Param.known("tile_n", TILES), Param.known("pipeline", [0, 1, 2]),
-                         Param.known("l1_prefetch", [0, 1]), Param.known("output_align", [0, 1])],
-                        hardware_rules(profile, "fp16"))
-    return space.columns(space.all_feasible())
-
-
-BASELINE = {"tile_m": np.array([128]), "tile_k": np.array([64]), "tile_n": np.array([256]),
-            "pipeline": np.array([2]), "l1_prefetch": np.array([1]),
-            "output_align": np.array([1])}
-
-
-def one(sim, gemm, cols=BASELINE) -> float:
-    return float(sim.latency(cols, gemm)[0])
+from tests.backends.simulator.seed_fixtures import one
 
 
 def test_batch_one_is_the_plain_gemm_bit_for_bit(sim, seed):

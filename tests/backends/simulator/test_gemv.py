@@ -11,14 +11,10 @@ import numpy as np
 import pytest
 
 from aoe_optuna.backends.simulator import gemv
-from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import load_profile
-from aoe_optuna.space.params import Param
-from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.models import Gemm
+from tests.backends.simulator.seed_fixtures import one
 
-TILES = list(range(16, 257, 16))
 # hicann/catlass examples/04_gemv_aiv/01_fp16_cm_gemv_aiv/batch_prof_data.csv (commit
 # 0a8dac9deb8d7082ec6f5aa7373c645b18a2fd04) and batch_prof_data2.csv (commit
 # b6750e28b26a22622548c6eb9ff6841150a2267f): (GEMV rows M, columns N, msprof us), fp16,
@@ -28,32 +24,6 @@ HELD_OUT = ((3633, 5508, 54.4), (1568, 9286, 50.96), (6775, 9881, 138.2), (9248,
             (3633, 5508, 57.22), (1568, 9286, 36.28), (6775, 9881, 151.0), (9248, 1668, 36.14))
 
 
-@pytest.fixture(scope="module")
-def profile():
-    return load_profile("Ascend910B2")
-
-
-@pytest.fixture(scope="module")
-def sim(profile):
-    return AscendSimulator(profile)
-
-
-@pytest.fixture(scope="module")
-def seed(profile):
-    space = SearchSpace([Param.known("tile_m", TILES), Param.known("tile_k", TILES),
-                         Param.known("tile_n", TILES), Param.known("pipeline", [0, 1, 2]),
-                         Param.known("l1_prefetch", [0, 1]), Param.known("output_align", [0, 1])],
-                        hardware_rules(profile, "fp16"))
-    return space.columns(space.all_feasible())
-
-
-BASELINE = {"tile_m": np.array([128]), "tile_k": np.array([64]), "tile_n": np.array([256]),
-            "pipeline": np.array([2]), "l1_prefetch": np.array([1]),
-            "output_align": np.array([1])}
-
-
-def one(sim, gemm, cols=BASELINE) -> float:
-    return float(sim.latency(cols, gemm)[0])
 
 def test_tiny_n_threshold_is_half_a_fractal():
     assert gemv.runs_as_gemv(Gemm(1, 4096, 8)) and gemv.runs_as_gemv(Gemm(4096, 2048, 1))

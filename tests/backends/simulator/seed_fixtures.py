@@ -1,0 +1,16 @@
+"""The baseline config and a one-config latency, as the simulator tests share them (the
+fixtures ``profile``, ``sim`` and ``seed`` are in this folder's conftest.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aoe_optuna.workload.models import Gemm
+
+BASELINE = {"tile_m": np.array([128]), "tile_k": np.array([64]), "tile_n": np.array([256]),
+            "pipeline": np.array([2]), "l1_prefetch": np.array([1]),
+            "output_align": np.array([1])}
+
+
+def one(sim, gemm: Gemm, cols=BASELINE) -> float:
+    return float(sim.latency(cols, gemm)[0])
