@@ -57,9 +57,7 @@ def describe_split(parts: list[Part]) -> str:
     total = sum(p.seconds for p in parts) or 1.0
     out = []
     for p in parts:
-        share = p.seconds / total
-        text = f"{p.name} {p.seconds * 1e3:.3g} ms ({share:.0%}" if share >= 0.1 or share == 0 \
-            else f"{p.name} {p.seconds * 1e3:.3g} ms ({share:.1%}"
+        text = _time_and_share(p, total)
         if p.roofline_s is not None:
             text += f", modelled; roofline charge {p.roofline_s * 1e3:.3g} ms"
         out.append(text + ")")
@@ -95,12 +93,17 @@ def describe_fractions(parts: list[Part]) -> str:
     total = sum(p.seconds for p in parts) or 1.0
     out = []
     for p in parts:
-        share = p.seconds / total
-        text = f"{p.name} {p.seconds * 1e3:.3g} ms ({share:.0%}" if share >= 0.1 or share == 0 \
-            else f"{p.name} {p.seconds * 1e3:.3g} ms ({share:.1%}"
+        text = _time_and_share(p, total)
         if p.roofline_s is not None and p.seconds > 0:
             fraction = p.roofline_s / p.seconds
             text += f", {fraction:.0%} of roofline" if fraction >= 0.1 else \
                 f", {fraction:.1%} of roofline"
         out.append(text + ")")
     return ", ".join(out)
+
+
+def _time_and_share(p: Part, total: float) -> str:
+    """``attention 0.22 ms (1.8%``: the part's time and share of the step, left open."""
+    share = p.seconds / total
+    digits = ".0%" if share >= 0.1 or share == 0 else ".1%"
+    return f"{p.name} {p.seconds * 1e3:.3g} ms ({share:{digits}}"
