@@ -23,6 +23,7 @@ from aoe_optuna.attrs import ATTR_LATE_RESULT_OF, RETRY_HISTORY_KEY
 from aoe_optuna.study import storage as storage_module
 from aoe_optuna.study.objective import count_measured, is_measured
 from aoe_optuna.study.storage import open_storage
+from tests.study.stopped import wait_stopped
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"  # simulator: measurements are instant
@@ -47,19 +48,6 @@ def _start(url: str, n: int, out: Path, pause_at: str | None = None,
         args.append("--no-progress")
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=out.open("w"),
                             text=True, env=env)
-
-
-def _wait_stopped(proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    """Until the process has stopped itself at its fault point."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the worker exited before its pause"
-        with open(f"/proc/{proc.pid}/stat") as fh:
-            stat = fh.read()
-        if stat[stat.rfind(")") + 2] in "Tt":
-            return
-        time.sleep(0.1)
-    raise AssertionError("the worker never reached its pause")
 
 
 def _trials(url: str) -> list[FrozenTrial]:
@@ -94,7 +82,7 @@ def test_result_stored_before_the_pause_is_kept_and_the_worker_goes_on(tmp_path:
     url, n = f"sqlite:///{tmp_path / 'pw.db'}", 10
     paused = _start(url, n, tmp_path / "a.err", pause_at="tell:3")
     try:
-        _wait_stopped(paused)
+        wait_stopped(paused)
         held = _paused_trial(url, paused.pid)
         assert held.user_attrs.get("measured") is True
         other = _start(url, n, tmp_path / "b.err")
@@ -119,7 +107,7 @@ def test_measurement_finished_after_the_trial_failed_goes_to_its_retry(
     url, n = f"sqlite:///{tmp_path / 'pw.db'}", 6
     paused = _start(url, n, tmp_path / "a.err", pause_at="measure:3")
     try:
-        _wait_stopped(paused)
+        wait_stopped(paused)
         held = _paused_trial(url, paused.pid)
         time.sleep(GRACE_S + 1)
         # What any other worker does before its next trial, with the same grace.
@@ -151,7 +139,7 @@ def test_progress_line_names_the_stopped_worker_on_a_journal(tmp_path: Path) -> 
     paused = _start(url, n, tmp_path / "a.err", pause_at="tell:3")
     other_err = tmp_path / "b.err"
     try:
-        _wait_stopped(paused)
+        wait_stopped(paused)
         held = _paused_trial(url, paused.pid)
         other = _start(url, n, other_err, progress=True)
         want = f"trial {held.number} RUNNING"

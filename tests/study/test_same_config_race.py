@@ -25,6 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 from aoe_optuna.attrs import ATTR_HELD_BY
 from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.study.objective import TuningObjective, is_measured
+from tests.study.stopped import wait_stopped
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"  # simulator: measurements are instant
@@ -43,19 +44,6 @@ def _start(url: str, n: int, pause_at: str, err: Path) -> subprocess.Popen:
         [str(AOE_TUNE), "--config", str(SPEC), "--storage", url, "--study-name", NAME,
          "--n-trials", str(n), "--sampler", "random", "--seed", str(SEED), "--no-progress"],
         stdout=subprocess.DEVNULL, stderr=err.open("w"), env=env)
-
-
-def _wait_stopped(proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    """Until the process has stopped itself at its fault point."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the worker exited before its pause"
-        with open(f"/proc/{proc.pid}/stat") as fh:
-            stat = fh.read()
-        if stat[stat.rfind(")") + 2] in "Tt":
-            return
-        time.sleep(0.05)
-    raise AssertionError("the worker never reached its pause")
 
 
 def _trials(url: str) -> list[FrozenTrial]:
@@ -89,9 +77,9 @@ def test_a_sampled_config_checked_after_a_later_trial_measured_it_is_not_measure
     early = _start(url, 3, "ask:2", tmp_path / "early.err")  # baseline done; trial 1 asked
     late: subprocess.Popen | None = None
     try:
-        _wait_stopped(early)
+        wait_stopped(early)
         late = _start(url, 3, "measure:1", tmp_path / "late.err")  # trial 2: checked, not yet
-        _wait_stopped(late)  # measured: its config is in storage, trial 1's is not
+        wait_stopped(late)  # measured: its config is in storage, trial 1's is not
         trials = _trials(url)
         assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.RUNNING,
                                             TrialState.RUNNING], "the first random config of "\
@@ -121,7 +109,7 @@ def test_a_holder_that_finishes_during_the_check_is_still_seen(
     err = tmp_path / "holder.err"
     holder = _start(url, 1, "tell:1", err)  # the baseline measured, its trial not yet told
     try:
-        _wait_stopped(holder)
+        wait_stopped(holder)
         spec = load_spec(SPEC)
         study = optuna.load_study(study_name=NAME, storage=url,
                                   sampler=optuna.samplers.RandomSampler(seed=SEED))
