@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aoe_optuna.space.buffers import overflows
+
 if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
 
@@ -158,12 +160,7 @@ def violations(profile: SocProfile, shape: PrefillAttention, t: PrefillTiling) -
         "UB": (chunk * (ACCUMULATOR_BYTES + b)
                + half * d * ACCUMULATOR_BYTES + 2 * half * ACCUMULATOR_BYTES),
     }
-    capacity = {"L1": profile.l1_bytes, "L0A": profile.l0a_bytes, "L0B": profile.l0b_bytes,
-                "L0C": profile.l0c_bytes, "UB": profile.ub_bytes}
-    for buffer, need in needs.items():
-        if need > capacity[buffer]:
-            out.append(f"{buffer}: needs {need // 1024} KiB, has {capacity[buffer] // 1024} KiB")
-    return out
+    return out + overflows(profile, needs)
 
 
 def feasible_tilings(profile: SocProfile, shape: PrefillAttention) -> list[PrefillTiling]:

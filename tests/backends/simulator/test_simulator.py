@@ -17,16 +17,6 @@ TILES = list(range(16, 257, 16))
 PUBLISHED_TFLOPS = {2048: 251.0, 4096: 314.5, 8192: 305.5}  # torch_npu on 910B2 (reference)
 
 
-@pytest.fixture(scope="module")
-def profile():
-    return load_profile("Ascend910B2")
-
-
-@pytest.fixture(scope="module")
-def sim(profile):
-    return AscendSimulator(profile)
-
-
 def seed_space(profile, dtype="fp16", extra=()):
     params = [Param.known("tile_m", TILES), Param.known("tile_k", TILES),
               Param.known("tile_n", TILES), Param.known("pipeline", [0, 1, 2]),
@@ -345,7 +335,6 @@ def test_missing_columns_take_their_defaults(sim):
 
 def test_remeasure_draws_fresh_noise_and_draw_zero_is_the_first_timing() -> None:
     from aoe_optuna.backends.simulator.backend import AscendSimulator
-    from aoe_optuna.hardware.profile import load_profile
     from aoe_optuna.space.params import default_config
     from aoe_optuna.workload.models import Gemm
 
