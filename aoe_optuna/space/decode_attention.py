@@ -176,7 +176,9 @@ def cann_default_tiling(profile: SocProfile, shape: DecodeAttention) -> Attentio
 
     CANN's cube side moves K/V in the matmul API's own base blocks; this model
     gives it 512-token L1 loads, 128-token MMADs and double buffering, the
-    largest that fit the buffers for head_dim 128.
+    largest that fit the buffers for head_dim 128; a wider head (Gemma's 256)
+    takes the largest smaller loads and MMADs that fit, single-buffered only
+    where nothing double-buffered does.
     """
     bn = shape.batch * shape.kv_heads
     cores = profile.vector_cores
@@ -192,7 +194,14 @@ def cann_default_tiling(profile: SocProfile, shape: DecodeAttention) -> Attentio
     block = max(shape.page_tokens, block // shape.page_tokens * shape.page_tokens)
     block = _largest_at_most(BLOCK_TILES, block)
     l1 = min(512, block)
-    return AttentionTiling(split, block, l1, min(128, l1), 2)
+    first = AttentionTiling(split, block, l1, min(128, l1), 2)
+    for stages in (2, 1):
+        for l1_tile in (x for x in reversed(L1_TILES) if x <= l1):
+            for l0_tile in (x for x in reversed(L0_TILES) if x <= min(128, l1_tile)):
+                t = AttentionTiling(split, block, l1_tile, l0_tile, stages)
+                if not violations(profile, shape, t):
+                    return t
+    return first  # nothing fits: the cost model names the buffer
 
 
 def _largest_at_most(options: tuple[int, ...], limit: int) -> int:

@@ -109,3 +109,17 @@ def test_forward_charges_decode_attention_only_when_asked() -> None:
     assert modelled.details["attention_s"] > plain.details["attention_s"]
     assert modelled.fixed_s - plain.fixed_s == pytest.approx(
         modelled.details["attention_s"] - plain.details["attention_s"])
+
+
+@pytest.mark.parametrize("group", [1, 2, 8])
+def test_the_default_fits_a_256_wide_head(profile, group: int) -> None:
+    """Gemma's head_dim 256 overflows L1 and L0B at the 128-wide head's 512/128 tiles; the
+    default takes the largest that fit instead of a tiling the model cannot build."""
+    shape = DecodeAttention(batch=1, q_heads=8 * group, kv_heads=8, head_dim=256,
+                            context=32768)
+    t = cann_default_tiling(profile, shape)
+    assert violations(profile, shape, t) == []
+    assert t.pipeline == 2 and (t.l1_tile, t.l0_tile) < (512, 128)
+    narrow = dataclasses.replace(shape, head_dim=128)
+    assert cann_default_tiling(profile, narrow).l1_tile == 512  # unchanged where it fit
+    assert default_cost(profile, shape).total_s > 0
