@@ -198,6 +198,8 @@ def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any
 def _checked_problem(where: str, kind: str, op: str, problem: Any) -> dict[str, Any]:
     if kind == "attention":
         fields = PREFILL_PROBLEM if op == PREFILL_ATTENTION_OP else ATTENTION_PROBLEM
+        if op == PREFILL_ATTENTION_OP and isinstance(problem, Mapping) and "window" in problem:
+            fields += ("window",)  # a sliding-window layer's
     else:
         fields = VECTOR_PROBLEM + (("head_dim",) if op == "rope" else ())
     if not isinstance(problem, Mapping) or set(problem) != set(fields):

@@ -81,7 +81,8 @@ class LayerOperator:
     def dims(self) -> str:
         """``b1-q28-kv4-d128-s1024`` (decode attention; ``-p<page>`` and the layout when
         not the defaults), ``prefill-b1-q28-kv4-d128-s4096`` (prefill attention; ``-k<keys>``
-        when keys are cached, ``-full`` without the causal mask) or ``<rows>x<width>`` (a
+        when keys are cached, ``-w<window>`` for a sliding window, ``-full`` without the
+        causal mask) or ``<rows>x<width>`` (a
         vector kernel), ``-<dtype>`` unless fp16."""
         suffix = "" if self.dtype == "fp16" else f"-{self.dtype}"
         p = self.problem
@@ -89,6 +90,8 @@ class LayerOperator:
             text = f"prefill-b{p.batch}-q{p.q_heads}-kv{p.kv_heads}-d{p.head_dim}-s{p.seq_len}"
             if p.keys != p.seq_len:
                 text += f"-k{p.keys}"
+            if p.window is not None:
+                text += f"-w{p.window}"
             if not p.causal:
                 text += "-full"
             return text + suffix
@@ -109,9 +112,12 @@ class LayerOperator:
                     "head_dim": p.head_dim, "context": p.context,
                     "page_tokens": p.page_tokens, "kv_layout": p.kv_layout}
         if isinstance(p, PrefillAttention):
-            return {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
-                    "head_dim": p.head_dim, "seq_len": p.seq_len, "kv_len": p.keys,
-                    "causal": p.causal}
+            doc = {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
+                   "head_dim": p.head_dim, "seq_len": p.seq_len, "kv_len": p.keys,
+                   "causal": p.causal}
+            if p.window is not None:  # absent otherwise: older entries keep their key
+                doc["window"] = p.window
+            return doc
         doc: dict[str, Any] = {"rows": p.rows, "width": p.width}
         if p.kind == "rope":
             doc["head_dim"] = p.head_dim

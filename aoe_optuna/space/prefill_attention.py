@@ -52,7 +52,9 @@ class PrefillAttention:
     ``kv_len`` keys per sequence (None: ``seq_len``, a plain prefill; more:
     a chunk of a longer prompt whose earlier keys are cached). A causal mask
     is aligned bottom-right, as CANN's sparse mode 3: the last query row sees
-    every key.
+    every key. ``window`` (sliding-window layers; CANN's band mode, sparse mode
+    4 with preTokens) keeps the last ``window`` keys of each row, its own
+    included; None keeps them all.
     """
 
     batch: int
@@ -63,8 +65,12 @@ class PrefillAttention:
     causal: bool = True
     dtype_bytes: int = 2
     kv_len: int | None = None
+    window: int | None = None
 
     def __post_init__(self) -> None:
+        if self.window is not None and (not self.causal or self.window < 1):
+            raise ValueError(f"window: expected a positive window under a causal mask, "
+                             f"got {self.window} (causal={self.causal})")
         if min(self.batch, self.q_heads, self.kv_heads, self.head_dim, self.seq_len,
                self.dtype_bytes, self.keys) < 1:
             raise ValueError(f"prefill attention: every size must be at least 1, got {self}")
@@ -95,9 +101,21 @@ class PrefillAttention:
     @property
     def flops(self) -> float:
         """QK^T and PV, 2 FLOP per multiply-add, over the (query, key) pairs the mask keeps."""
+        return 4.0 * self.batch * self.q_heads * self.head_dim * self.pairs
+
+    @property
+    def pairs(self) -> float:
+        """(query, key) pairs per sequence and head that the mask keeps."""
         s, past = self.seq_len, self.keys - self.seq_len
-        pairs = s * past + s * (s + 1) / 2 if self.causal else float(s * self.keys)
-        return 4.0 * self.batch * self.q_heads * self.head_dim * pairs
+        if not self.causal:
+            return float(s * self.keys)
+        if self.window is None:
+            return s * past + s * (s + 1) / 2
+        # Row at position p (past .. past + s - 1) sees min(p + 1, window) keys.
+        w, first, last = self.window, past + 1, past + s  # p + 1 over the rows
+        ramp_end = min(last, w - 1)  # rows still seeing every earlier key
+        ramp = (ramp_end - first + 1) * (first + ramp_end) / 2 if ramp_end >= first else 0.0
+        return ramp + w * (s - max(0, ramp_end - first + 1))
 
 
 @dataclass(frozen=True)
@@ -122,10 +140,28 @@ def q_blocks(shape: PrefillAttention, t: PrefillTiling) -> int:
 
 
 def visible_tokens(shape: PrefillAttention, t: PrefillTiling, block: int) -> int:
-    """Keys Q block ``block`` attends to: all of them, or up to its last row when causal."""
+    """Keys Q block ``block`` streams: all of them, up to its last row when causal, and
+    from its first row's window on under a sliding window."""
     if not shape.causal:
         return shape.keys
-    return min(shape.keys, shape.keys - shape.seq_len + (block + 1) * t.q_tile)
+    return min(shape.keys, shape.keys - shape.seq_len + (block + 1) * t.q_tile) \
+        - first_key(shape, t, block)
+
+
+def first_key(shape: PrefillAttention, t: PrefillTiling, block: int) -> int:
+    """The first key Q block ``block`` needs: 0, or its first row's window start."""
+    if shape.window is None:
+        return 0
+    return max(0, shape.keys - shape.seq_len + block * t.q_tile - shape.window + 1)
+
+
+def band_cut(shape: PrefillAttention, t: PrefillTiling, block: int) -> bool:
+    """Whether a sliding window drops keys that some row of Q block ``block`` would
+    otherwise see: its first KV block is then masked too."""
+    if shape.window is None:
+        return False
+    last_row = min(shape.seq_len, (block + 1) * t.q_tile) - 1
+    return shape.keys - shape.seq_len + last_row - shape.window + 1 > 0
 
 
 def violations(profile: SocProfile, shape: PrefillAttention, t: PrefillTiling) -> list[str]:

@@ -52,6 +52,33 @@ class Architecture:
     vocab: int
     experts: Experts | None = None
     mla: LatentAttention | None = None
+    # Sliding-window attention (Gemma 2/3, gpt-oss, Mistral v0.1, Phi-3): ``sliding_layers``
+    # of the layers attend to the last ``sliding_window`` keys only, the rest to all.
+    sliding_window: int | None = None
+    sliding_layers: int = 0
+    # Norms beyond the Llama layout's two per layer: Gemma 2/3 also norm the attention
+    # and MLP outputs (``post_norms``); Qwen3 and Gemma 3 norm each Q and K head
+    # over head_dim before rotary (``qk_norm``).
+    post_norms: bool = False
+    qk_norm: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.sliding_layers <= self.layers:
+            raise ValueError(f"sliding_layers: expected 0 to {self.layers}, "
+                             f"got {self.sliding_layers}")
+        if self.sliding_layers and (self.sliding_window is None or self.sliding_window < 1):
+            raise ValueError("sliding_window: expected a positive window for the "
+                             f"{self.sliding_layers} sliding layers, got {self.sliding_window}")
+
+    def attention_spans(self, seq_len: int) -> tuple[tuple[int | None, int], ...]:
+        """(window, layers) per kind of attention layer at ``seq_len`` keys: None for the
+        layers that see every key. A window at least ``seq_len`` long sees every key too,
+        so such layers join the full ones: the kernel cannot tell them apart."""
+        window = self.sliding_window if self.sliding_layers else None
+        if window is None or window >= seq_len:
+            return ((None, self.layers),)
+        full = self.layers - self.sliding_layers
+        return tuple((w, n) for w, n in ((None, full), (window, self.sliding_layers)) if n)
 
     @property
     def moe_layers(self) -> int:

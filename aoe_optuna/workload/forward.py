@@ -102,18 +102,25 @@ def forward_workload(
     attention_s = _attention_s(profile, arch, phase, batch, seq_len, tp, dtype)
     if attention_model is not None and arch.mla is None:
         details["attention_roofline_s"] = attention_s
-        shape = (decode_attention_shape if phase == "decode" else prefill_attention_shape)(
-            arch, batch, seq_len, tp, dtype)
-        per_call = attention_model(shape)
-        attention_s = arch.layers * per_call
-        if "attention" in tuned:
-            layer_ops.append(LayerOpCall("attention", shape, dtype, arch.layers, per_call))
+        attention_s = 0.0
+        for window, n in arch.attention_spans(seq_len):
+            shape = (decode_attention_shape if phase == "decode" else prefill_attention_shape)(
+                arch, batch, seq_len, tp, dtype, window)
+            per_call = attention_model(shape)
+            attention_s += n * per_call
+            if "attention" in tuned:
+                name = "attention" if window is None else "sliding_attention"
+                layer_ops.append(LayerOpCall(name, shape, dtype, n, per_call))
     # RMSNorm x2, SwiGLU, residual adds: a few reads and writes of the activations.
     act_bytes = arch.dense_layers * m * b * (4 * h + 3 * arch.intermediate // tp) * 2
     if arch.experts is not None:
         e = arch.experts
         width = e.per_token * e.intermediate + e.shared_intermediate
         act_bytes += arch.moe_layers * m * b * (4 * h + 3 * width // tp) * 2
+    # Gemma's norms of the attention and MLP outputs; Qwen3's per-head Q/K norms.
+    extra = (2 * h if arch.post_norms else 0) + (
+        (arch.q_heads + max(arch.kv_heads, tp)) * arch.head_dim // tp if arch.qk_norm else 0)
+    act_bytes += layers * m * b * extra * 2
     elementwise_s = act_bytes / bw
     if vector_model is not None:
         details["elementwise_roofline_s"] = elementwise_s
@@ -151,10 +158,11 @@ def _vector_calls(calls: list[tuple[VectorOp, int, float]], dtype: str) -> list[
 
 
 def decode_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int,
-                           dtype: str) -> DecodeAttention:
+                           dtype: str, window: int | None = None) -> DecodeAttention:
     """One layer's decode attention on one card: its share of the Q heads and KV heads.
 
-    A model with fewer KV heads than ``tp`` replicates them, one per card.
+    A model with fewer KV heads than ``tp`` replicates them, one per card. A
+    sliding-window layer reads the last ``window`` keys only.
     """
     if arch.kv_heads >= tp:
         kv_heads = math.ceil(arch.kv_heads / tp)
@@ -162,17 +170,21 @@ def decode_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int
     else:
         kv_heads, q_heads = 1, math.ceil(arch.q_heads / tp)
     return DecodeAttention(batch=batch, q_heads=q_heads, kv_heads=kv_heads,
-                           head_dim=arch.head_dim, context=seq_len,
+                           head_dim=arch.head_dim,
+                           context=seq_len if window is None else min(seq_len, window),
                            dtype_bytes=DTYPE_BYTES[dtype])
 
 
 def prefill_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int,
-                            dtype: str) -> PrefillAttention:
-    """One layer's causal prefill attention on one card, heads shared out as in decode."""
+                            dtype: str, window: int | None = None) -> PrefillAttention:
+    """One layer's causal prefill attention on one card, heads shared out as in decode;
+    a sliding-window layer's rows see their last ``window`` keys (when shorter than
+    the sequence)."""
     d = decode_attention_shape(arch, batch, seq_len, tp, dtype)
     return PrefillAttention(batch=batch, q_heads=d.q_heads, kv_heads=d.kv_heads,
                             head_dim=d.head_dim, seq_len=seq_len, causal=True,
-                            dtype_bytes=d.dtype_bytes)
+                            dtype_bytes=d.dtype_bytes,
+                            window=window if window is not None and window < seq_len else None)
 
 
 def _attention_gemms(arch: Architecture, m: int, batch: int, phase: str, tp: int,
@@ -243,8 +255,15 @@ def _attention_s(profile: SocProfile, arch: Architecture, phase: str, batch: int
     causal = 1 if phase == "decode" else seq_len / 2
     if arch.mla is None:
         kvd = arch.kv_heads * arch.head_dim
-        kv_bytes = 2 * batch * kv_len * (kvd // tp) * b * layers
-        attn_flops = 4.0 * batch * arch.q_heads // tp * arch.head_dim * kv_len * causal * layers
+        kv_bytes = attn_flops = 0.0
+        for window, n in arch.attention_spans(seq_len):
+            w = seq_len if window is None else window
+            # Decode reads the window's keys; prefill reads each key once and keeps
+            # (query, key) pairs within the window of each row.
+            kv_bytes += 2 * batch * (w if phase == "decode" else seq_len) * (kvd // tp) * b * n
+            pairs = w if phase == "decode" else (
+                seq_len * seq_len / 2 if window is None else w * seq_len - w * w / 2)
+            attn_flops += 4.0 * batch * arch.q_heads // tp * arch.head_dim * pairs * n
     else:
         mla = arch.mla
         # The compressed cache (latent + rope key) is replicated on every card.

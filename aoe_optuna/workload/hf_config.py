@@ -15,6 +15,16 @@ mixture-of-experts layouts:
   latent attention (``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``,
   ``qk_rope_head_dim``, ``v_head_dim``).
 
+Sliding-window attention is read as the model's code applies it: ``layer_types``
+where the config lists it, else the family's rule (Gemma 2 and gpt-oss every
+other layer from the first, Gemma 3 all but every ``sliding_window_pattern``-th,
+Mistral/Mixtral/Phi-3 every layer when ``sliding_window`` is set, Qwen2/Qwen3
+the layers from ``max_window_layers`` on when ``use_sliding_window``). The
+canonical form keeps the result only (``sliding_window``, ``sliding_layers``),
+and only for a model that has such layers. Likewise the norms a family adds to
+the Llama layout: Gemma 2/3's norms of the attention and MLP outputs
+(``post_norms``), Qwen3's and Gemma 3's per-head Q/K norms (``qk_norm``).
+
 ChatGLM's own names (``num_layers``, ``ffn_hidden_size``, ``kv_channels``,
 ``padded_vocab_size``, ``multi_query_group_num``) are read as these. A model
 family the workload does not describe (``model_type`` outside
@@ -43,6 +53,12 @@ HF_KEYS = (
     "decoder_sparse_step", "mlp_only_layers", "first_k_dense_replace", "moe_layer_freq",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
 )
+# Derived keys of the canonical form: the window and how many layers use it; the norms
+# a family adds to the Llama layout (present only when true).
+WINDOW_KEYS = ("sliding_window", "sliding_layers")
+NORM_KEYS = ("post_norms", "qk_norm")
+_POST_NORMS = frozenset({"gemma2", "gemma3_text"})
+_QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3_text"})
 WHAT = "a Hugging Face config.json"
 
 
@@ -77,7 +93,16 @@ def used_keys(config: Any, source: str) -> dict[str, Any]:
             + ", ".join(sorted(SUPPORTED_FAMILIES)), repr(family))
     if family == "chatglm" or "multi_query_group_num" in config:
         config = _chatglm_as_llama(config, source)
-    return {k: config[k] for k in HF_KEYS if k in config}
+    used = {k: config[k] for k in HF_KEYS if k in config}
+    return used | _sliding_window(config, family, source) | _norms(config, family)
+
+
+def _norms(config: Mapping[str, Any], family: str | None) -> dict[str, bool]:
+    """The family's extra norms as canonical keys; a canonical copy keeps its own."""
+    if family is None:
+        return {k: True for k in NORM_KEYS if config.get(k) is True}
+    return {k: True for k, families in zip(NORM_KEYS, (_POST_NORMS, _QK_NORM), strict=True)
+            if family in families}
 
 
 # Families whose config.json the reader describes: decoder-only, rotary attention with
@@ -111,6 +136,47 @@ def model_family(config: Mapping[str, Any]) -> str | None:
                 return known
         return squashed
     return None
+
+
+# Families whose sliding layers follow from ``sliding_window`` alone (every layer).
+_EVERY_LAYER_WINDOW = frozenset({"mistral", "mixtral", "phi3"})
+_QWEN_WINDOW = frozenset({"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
+_LAYER_TYPES = ("full_attention", "sliding_attention")
+
+
+def _sliding_window(config: Mapping[str, Any], family: str | None,
+                    source: str) -> dict[str, int]:
+    """``{"sliding_window": w, "sliding_layers": n}`` when ``n`` layers attend to the last
+    ``w`` keys only (as the family's modelling code decides); {} when none do."""
+    cfg = _Keys(config, source)
+    if family is None and "sliding_layers" in config:  # a canonical copy: as it was written
+        layers = cfg.integer("sliding_layers", low=0)
+        return {"sliding_window": cfg.integer("sliding_window"), "sliding_layers": layers}
+    layers = config.get("num_hidden_layers")
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers < 1:
+        return {}  # architecture_from_hf names the bad key
+    types = config.get("layer_types")
+    if types is not None:
+        if (not isinstance(types, list) or len(types) != layers
+                or any(t not in _LAYER_TYPES for t in types)):
+            raise cfg.error("layer_types", f"a list of {layers} entries, each "
+                            + " or ".join(repr(t) for t in _LAYER_TYPES), types)
+        sliding = types.count("sliding_attention")
+    elif not cfg.present("sliding_window"):
+        sliding = 0
+    elif family in ("gemma2", "gpt_oss"):
+        sliding = (layers + 1) // 2  # layers 0, 2, 4...
+    elif family == "gemma3_text":
+        sliding = layers - layers // cfg.integer("sliding_window_pattern", 6)
+    elif family in _EVERY_LAYER_WINDOW:
+        sliding = layers
+    elif family in _QWEN_WINDOW and config.get("use_sliding_window") is True:
+        sliding = max(0, layers - cfg.integer("max_window_layers", layers, low=0))
+    else:
+        sliding = 0
+    if not sliding:
+        return {}
+    return {"sliding_window": cfg.integer("sliding_window"), "sliding_layers": sliding}
 
 
 # ChatGLM's config.json names (THUDM's modeling code) and the Llama names they mean.
@@ -150,9 +216,15 @@ def architecture_from_hf(config: Mapping[str, Any], name: str, source: str) -> A
     dense = layers - (0 if experts is None else len(experts.layers))
     intermediate = cfg.integer("intermediate_size") if dense else cfg.integer(
         "intermediate_size", 0, low=0)
+    sliding = cfg.integer("sliding_layers", 0, low=0)
+    if sliding > layers:
+        raise cfg.error("sliding_layers", f"at most num_hidden_layers ({layers})", sliding)
+    window = cfg.integer("sliding_window") if sliding else None
     return Architecture(name=name, hidden=hidden, intermediate=intermediate, layers=layers,
                         q_heads=heads, kv_heads=kv_heads, head_dim=head_dim, vocab=vocab,
-                        experts=experts, mla=mla)
+                        experts=experts, mla=mla, sliding_window=window,
+                        sliding_layers=sliding, post_norms=config.get("post_norms") is True,
+                        qk_norm=config.get("qk_norm") is True)
 
 
 def _experts(cfg: _Keys, layers: int) -> Experts | None:

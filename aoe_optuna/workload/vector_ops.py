@@ -107,7 +107,9 @@ def step_vector_ops(arch: Architecture, phase: str, batch: int, seq_len: int, tp
     problem) except the first layer's input norm, one SwiGLU over the MLP's
     width on this card (a MoE layer's routed rows and its shared expert
     together), one rotary pass over Q and K (MLA rotates only its rope
-    dimensions); and the final norm before lm_head.
+    dimensions); and the final norm before lm_head. Gemma 2/3 add two plain
+    RMSNorms per layer (of the attention and MLP outputs, before their residual
+    adds); Qwen3 and Gemma 3 one RMSNorm over head_dim of every Q and K head.
     """
     tokens = batch if phase == "decode" else batch * seq_len
     h = arch.hidden
@@ -120,6 +122,11 @@ def step_vector_ops(arch: Architecture, phase: str, batch: int, seq_len: int, tp
     out = [(VectorOp("add_rmsnorm", tokens, h, dtype), 2 * arch.layers - 1),
            (VectorOp("rmsnorm", tokens, h, dtype), 2),
            (VectorOp("rope", tokens, rope_width, dtype, rope_dim), arch.layers)]
+    if arch.post_norms:
+        out[1] = (out[1][0], 2 + 2 * arch.layers)
+    if arch.qk_norm:  # each Q and K head's row of head_dim, as the rotary pass sees them
+        out.append((VectorOp("rmsnorm", tokens * rope_width // arch.head_dim, arch.head_dim,
+                             dtype), arch.layers))
     if arch.dense_layers:
         out.append((VectorOp("swiglu", tokens, arch.intermediate // tp, dtype),
                     arch.dense_layers))

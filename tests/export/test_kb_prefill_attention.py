@@ -64,3 +64,18 @@ def test_a_malformed_prefill_entry_is_one_line_naming_the_field(problem: dict,
         validate_entry(bad, where="kb.json: entries[0]")
     text = str(info.value)
     assert text.startswith("kb.json: entries[0]: ") and message in text and "\n" not in text
+
+
+def test_a_sliding_window_entry_is_keyed_by_its_window(tmp_path: Path) -> None:
+    kb = KnowledgeBase()
+    assert kb.merge(prefill()).outcome == "added"
+    assert kb.merge(prefill(window=1024)).outcome == "added"  # not the full layer's entry
+    path = tmp_path / "kb.json"
+    kb.save(path)
+    again = KnowledgeBase.load(path)
+    hit = lookup_layer_op(again, SOC, "prefill_attention", "fp16", {**PREFILL, "window": 1024})
+    assert hit is not None and hit["problem"]["window"] == 1024
+    assert "window" not in lookup_layer_op(again, SOC, "prefill_attention", "fp16",
+                                           PREFILL)["problem"]
+    with pytest.raises(KBError, match="problem.window: expected an integer"):
+        validate_entry(prefill(window=0), "kb.json: entries[0]")

@@ -250,3 +250,26 @@ def test_the_scheduler_aims_at_what_a_tiling_can_reach() -> None:
         assert op.roofline_s(PROFILE) <= op.bound_s(PROFILE) <= default_s
         if op.kind != "attention":  # launch-bound: the roofline is no target for a tiling
             assert op.bound_s(PROFILE) > 100 * op.roofline_s(PROFILE)
+
+
+@pytest.mark.parametrize(("phase", "seq_len", "window_dims"), [
+    ("decode", 32768, "b1-q16-kv8-d256-s4096"),
+    ("prefill", 8192, "prefill-b1-q16-kv8-d256-s8192-w4096"),
+])
+def test_sliding_window_layers_are_an_operator_of_their_own(phase: str, seq_len: int,
+                                                            window_dims: str) -> None:
+    """gemma-2-9b: 21 layers see every key, 21 a 4096-token window; two attention problems,
+    each with its calls, its feasible CANN default and a plan that rebuilds it."""
+    config = json.loads((Path(__file__).parents[2] / "studies/models/gemma-2-9b.json")
+                        .read_text())
+    wl = spec_from_dict({"workload": {"hf_config": config, "phase": phase, "batch": 1,
+                                      "seq_len": seq_len, "attention": "tuned"}}).workload
+    assert [(c.name, c.count) for c in wl.layer_ops] == [("attention", 21),
+                                                         ("sliding_attention", 21)]
+    full, window = layer_operators(wl)
+    assert window.dims == window_dims and full.dims != window_dims
+    assert window.model(PROFILE)(window.default_config(PROFILE)) < \
+        full.model(PROFILE)(full.default_config(PROFILE))
+    for op in (full, window):
+        assert LayerOperator.from_plan(op.plan_entry("p")) == op
+        assert not op.space(PROFILE).explain(op.default_config(PROFILE))

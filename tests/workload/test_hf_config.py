@@ -3,6 +3,7 @@ the router's expected rows per expert, tensor parallelism, and one line per bad 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 
 from aoe_optuna.workload.files import WorkloadFileError
 from aoe_optuna.workload.forward import routed_rows
-from aoe_optuna.workload.hf_config import architecture_from_hf, read_hf_config
+from aoe_optuna.workload.hf_config import architecture_from_hf, read_hf_config, used_keys
 from aoe_optuna.workload.models import model_workload
+from aoe_optuna.workload.vector_ops import step_vector_ops
 
 from .conftest import MODELS_DIR
 
@@ -250,3 +252,93 @@ def test_shipped_deepseek_and_mixtral_configs(profile):
     # 46.7B parameters less the 0.13B embedding table
     assert 46.4e9 < weights(model_workload(profile, mixtral, "prefill", batch=1, seq_len=512)) \
         < 46.7e9
+
+
+# --- sliding-window attention --------------------------------------------------------------
+DENSE = {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+         "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000}
+ALTERNATING = ["sliding_attention", "full_attention"] * 12
+
+
+@pytest.mark.parametrize(("keys", "window", "sliding"), [
+    # Gemma 2 and gpt-oss: layers 0, 2, 4... (the modelling code's (i + 1) % 2).
+    ({"model_type": "gemma2", "sliding_window": 4096}, 4096, 12),
+    ({"model_type": "gpt_oss", "sliding_window": 128}, 128, 12),
+    # Gemma 3: all but every 6th layer.
+    ({"model_type": "gemma3_text", "sliding_window": 1024}, 1024, 20),
+    ({"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": 4}, 512, 18),
+    # The config's own list wins over the family's rule.
+    ({"model_type": "gpt_oss", "sliding_window": 128, "layer_types": ALTERNATING}, 128, 12),
+    ({"model_type": "gemma2", "sliding_window": 4096,
+      "layer_types": ["full_attention"] * 24}, None, 0),
+    # Mistral v0.1 and Phi-3: every layer when set; null (Mistral v0.2+) none.
+    ({"model_type": "mistral", "sliding_window": 4096}, 4096, 24),
+    ({"model_type": "phi3", "sliding_window": 2047}, 2047, 24),
+    ({"model_type": "mistral", "sliding_window": None}, None, 0),
+    # Qwen2/Qwen3: only with use_sliding_window, from max_window_layers on.
+    ({"model_type": "qwen2", "sliding_window": 131072, "use_sliding_window": False,
+      "max_window_layers": 28}, None, 0),
+    ({"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": True,
+      "max_window_layers": 20}, 4096, 4),
+    # Families without sliding windows ignore the key.
+    ({"model_type": "llama", "sliding_window": 4096}, None, 0),
+])
+def test_sliding_window_layers_follow_the_family(keys: dict, window, sliding: int) -> None:
+    config = {**DENSE, **keys}
+    used = used_keys(config, "config.json")
+    arch = architecture_from_hf(used, "m", "config.json")
+    assert (arch.sliding_window, arch.sliding_layers) == (window, sliding)
+    # The canonical copy holds the result only, and reads back the same.
+    assert ("sliding_layers" in used) == bool(sliding)
+    again = architecture_from_hf(used_keys(used, "spec"), "m", "spec")
+    assert (again.sliding_window, again.sliding_layers) == (window, sliding)
+
+
+def test_a_model_without_windows_keeps_its_canonical_form() -> None:
+    """Qwen2.5's config carries sliding_window with use_sliding_window false: nothing of it
+    reaches the canonical form, so its studies resume unchanged."""
+    _, used = read_hf_config(MODELS_DIR / "qwen2.5-7b-instruct.json")
+    assert not {"sliding_window", "sliding_layers"} & set(used)
+
+
+@pytest.mark.parametrize("types", [["full_attention"] * 23, ["chunked_attention"] * 24, "full"])
+def test_bad_layer_types_are_one_line(types) -> None:
+    config = {**DENSE, "model_type": "gpt_oss", "sliding_window": 128, "layer_types": types}
+    with pytest.raises(WorkloadFileError) as err:
+        used_keys(config, "config.json")
+    assert "key 'layer_types': expected a list of 24 entries" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_gemma2_splits_attention_into_full_and_window_layers(profile) -> None:
+    arch, _ = read_hf_config(MODELS_DIR / "gemma-2-9b.json")
+    assert arch.attention_spans(32768) == ((None, 21), (4096, 21))
+    assert arch.attention_spans(4096) == ((None, 42),)  # the window holds every key
+    long = model_workload(profile, arch, "decode", batch=1, seq_len=32768)
+    full = model_workload(profile, dataclasses.replace(arch, sliding_window=None,
+                                                       sliding_layers=0),
+                          "decode", batch=1, seq_len=32768)
+    # Half the layers read 4096 of 32768 keys: 21 x (1 + 1/8) of 42 layers' cache reads.
+    ratio = long.details["attention_s"] / full.details["attention_s"]
+    assert ratio == pytest.approx((21 + 21 / 8) / 42, rel=1e-9)
+
+
+@pytest.mark.parametrize(("family", "post_norms", "qk_norm"), [
+    ("gemma2", True, False), ("gemma3_text", True, True), ("qwen3", False, True),
+    ("qwen3_moe", False, True), ("qwen2", False, False), ("llama", False, False)])
+def test_a_familys_extra_norms_are_charged(profile, family: str, post_norms: bool,
+                                           qk_norm: bool) -> None:
+    """Gemma 2/3 norm the attention and MLP outputs too (two more RMSNorms a layer);
+    Qwen3 and Gemma 3 norm every Q and K head over head_dim before rotary."""
+    used = used_keys({**DENSE, "model_type": family}, "config.json")
+    arch = architecture_from_hf(used, "m", "config.json")
+    assert (arch.post_norms, arch.qk_norm) == (post_norms, qk_norm)
+    assert architecture_from_hf(used_keys(used, "spec"), "m", "spec") == arch
+    ops = [(op.kind, op.rows, op.width, n)
+           for op, n in step_vector_ops(arch, "decode", 4, 1024, 1, "fp16")]
+    assert ("rmsnorm", 4, 2048, 2 + 48 if post_norms else 2) in ops
+    assert (("rmsnorm", 4 * 20, 128, 24) in ops) == qk_norm  # 16 Q + 4 K heads of 128
+    plain = architecture_from_hf(used_keys({**DENSE, "model_type": "llama"}, "c"), "m", "c")
+    more = model_workload(profile, arch, "decode", batch=4).details["elementwise_s"]
+    less = model_workload(profile, plain, "decode", batch=4).details["elementwise_s"]
+    assert (more > less) == (post_norms or qk_norm)

@@ -48,6 +48,7 @@ from aoe_optuna.space.prefill_attention import (
     L0_N,
     PrefillAttention,
     PrefillTiling,
+    band_cut,
     cann_default_tiling,
     feasible_tilings,
     q_blocks,
@@ -162,14 +163,17 @@ class _Steps:
 
 
 def _unit(steps: _Steps, t: PrefillTiling, rows: int, tokens: int,
-          causal: bool) -> tuple[float, _Stages]:
-    """(seconds, summed stages) of one unit over ``tokens`` keys."""
+          causal: bool, band: bool = False) -> tuple[float, _Stages]:
+    """(seconds, summed stages) of one unit over ``tokens`` keys; ``band``: a sliding
+    window cuts the unit's first block too, which is masked like the diagonal."""
     full, tail = divmod(tokens, t.kv_tile)
     parts = [(steps(rows, t.kv_tile, False), full)]
     if tail:
         parts.append((steps(rows, tail, causal), 1))
     elif causal:  # the diagonal falls in the last full block
         parts = [(steps(rows, t.kv_tile, False), full - 1), (steps(rows, t.kv_tile, True), 1)]
+    if band and parts[0][1] > 0:
+        parts = [(steps(rows, t.kv_tile, True), 1), (parts[0][0], parts[0][1] - 1), *parts[1:]]
     parts = [(s, n) for s, n in parts if n]
     total = _Stages(*(sum(getattr(s, f) * n for s, n in parts)
                       for f in ("stream", "cube", "vector")))
@@ -224,7 +228,8 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
     sums = np.zeros(3)
     for i in range(blocks):
         rows = min(t.q_tile, shape.seq_len - i * t.q_tile)
-        seconds, stages = _unit(steps, t, rows, visible_tokens(shape, t, i), shape.causal)
+        seconds, stages = _unit(steps, t, rows, visible_tokens(shape, t, i), shape.causal,
+                                band_cut(shape, t, i))
         # Q in once, O out once.
         seconds += 2 * steps._gm(rows * d * b, d * b, 1.0)
         unit_s[i] = seconds

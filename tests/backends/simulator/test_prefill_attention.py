@@ -132,3 +132,31 @@ def test_one_core_rate_is_within_30_percent_of_the_published_kernel() -> None:
                                  seq_len=p.seq_q, causal=False, kv_len=p.seq_kv)
         ratio = default_cost(PROFILE, shape).total_s * 1e6 / p.time_us
         assert 0.7 < ratio < 1.3, (p, ratio)
+
+
+@pytest.mark.parametrize(("seq_len", "kv_len", "window"), [
+    (1000, None, 256), (4096, None, 4096), (4096, None, 5000), (512, 2048, 300), (64, None, 1)])
+def test_window_pairs_are_the_masks_count(seq_len: int, kv_len, window: int) -> None:
+    shape = PrefillAttention(batch=1, q_heads=4, kv_heads=4, head_dim=64, seq_len=seq_len,
+                             kv_len=kv_len, window=window)
+    past = shape.keys - seq_len
+    brute = sum(min(p + 1, window) for p in range(past, past + seq_len))
+    assert shape.pairs == brute
+
+
+def test_a_sliding_window_streams_and_costs_less(profile) -> None:
+    """Rows of a 4096-token window over a 16k prompt see a quarter of the keys the late
+    rows of a full causal mask see: fewer FLOPs, fewer streamed blocks, less time; a window
+    as long as the prompt changes nothing."""
+    full = PrefillAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, seq_len=16384)
+    band = dataclasses.replace(full, window=4096)
+    t = cann_default_tiling(profile, full)
+    assert band.flops < 0.5 * full.flops
+    assert band.hbm_bytes == full.hbm_bytes  # every key is still read once
+    assert prefill_attention_cost(profile, band, t).total_s < \
+        0.7 * prefill_attention_cost(profile, full, t).total_s
+    same = dataclasses.replace(full, window=16384)
+    assert prefill_attention_cost(profile, same, t).total_s == pytest.approx(
+        prefill_attention_cost(profile, full, t).total_s)
+    with pytest.raises(ValueError, match="window"):
+        dataclasses.replace(full, causal=False, window=4096)
