@@ -63,10 +63,13 @@ class PrefillAttention:
     causal: bool = True
     dtype_bytes: int = 2
     kv_len: int | None = None
+    v_head_dim: int | None = None  # V's and O's head width when not head_dim (MLA: 128 of 192)
 
     def __post_init__(self) -> None:
+        if self.v_head_dim == self.head_dim:  # one spelling per problem
+            object.__setattr__(self, "v_head_dim", None)
         if min(self.batch, self.q_heads, self.kv_heads, self.head_dim, self.seq_len,
-               self.dtype_bytes, self.keys) < 1:
+               self.dtype_bytes, self.keys, self.v_dim) < 1:
             raise ValueError(f"prefill attention: every size must be at least 1, got {self}")
         if self.causal and self.keys < self.seq_len:
             raise ValueError(f"kv_len: {self.keys} is shorter than seq_len {self.seq_len} "
@@ -81,6 +84,11 @@ class PrefillAttention:
         return self.seq_len if self.kv_len is None else self.kv_len
 
     @property
+    def v_dim(self) -> int:
+        """Head width of V and O (QK^T's is ``head_dim``)."""
+        return self.head_dim if self.v_head_dim is None else self.v_head_dim
+
+    @property
     def group(self) -> int:
         """Q heads per KV head (1: MHA, q_heads: MQA)."""
         return self.q_heads // self.kv_heads
@@ -88,8 +96,9 @@ class PrefillAttention:
     @property
     def hbm_bytes(self) -> int:
         """Q, K, V read once and O written once: the HBM traffic no tiling can avoid."""
-        q_and_o = 2 * self.batch * self.q_heads * self.seq_len * self.head_dim
-        k_and_v = 2 * self.batch * self.kv_heads * self.keys * self.head_dim
+        widths = self.head_dim + self.v_dim
+        q_and_o = self.batch * self.q_heads * self.seq_len * widths
+        k_and_v = self.batch * self.kv_heads * self.keys * widths
         return (q_and_o + k_and_v) * self.dtype_bytes
 
     @property
@@ -97,7 +106,7 @@ class PrefillAttention:
         """QK^T and PV, 2 FLOP per multiply-add, over the (query, key) pairs the mask keeps."""
         s, past = self.seq_len, self.keys - self.seq_len
         pairs = s * past + s * (s + 1) / 2 if self.causal else float(s * self.keys)
-        return 4.0 * self.batch * self.q_heads * self.head_dim * pairs
+        return 2.0 * self.batch * self.q_heads * (self.head_dim + self.v_dim) * pairs
 
 
 @dataclass(frozen=True)
@@ -130,7 +139,7 @@ def visible_tokens(shape: PrefillAttention, t: PrefillTiling, block: int) -> int
 
 def violations(profile: SocProfile, shape: PrefillAttention, t: PrefillTiling) -> list[str]:
     """Why ``t`` cannot run ``shape`` on ``profile``: one line per broken rule, [] if none."""
-    b, d = shape.dtype_bytes, shape.head_dim
+    b, d, v = shape.dtype_bytes, shape.head_dim, shape.v_dim
     out: list[str] = []
     if t.pipeline not in PIPELINES:
         out.append(f"pipeline: expected one of {PIPELINES}, got {t.pipeline}")
@@ -147,18 +156,18 @@ def violations(profile: SocProfile, shape: PrefillAttention, t: PrefillTiling) -
     chunk = softmax_rows(t) * t.kv_tile
     needs = {
         # The Q block stays resident; K or V loads ping-pong.
-        "L1": t.q_tile * d * b + stages * t.l1_tile * d * b,
+        "L1": t.q_tile * d * b + stages * t.l1_tile * max(d, v) * b,
         # A operand: a Q or P slice of L0_K columns for every row of the block.
         "L0A": stages * t.q_tile * L0_K * b,
-        # B operand: a K or V slice, L0_K deep and up to head_dim or L0_N wide.
-        "L0B": stages * L0_K * max(d, L0_N) * b,
+        # B operand: a K or V slice, L0_K deep and up to a head or L0_N wide.
+        "L0B": stages * L0_K * max(d, v, L0_N) * b,
         # fp32 result of one MMAD chunk (scores or PV) for every row of the block.
         "L0C": stages * t.q_tile * L0_N * ACCUMULATOR_BYTES,
         # Per vector core: one softmax chunk (fp32 scores in, P out; the steps
         # ping-pong through GM workspace, not UB) plus the running output, max
         # and sum of its half of the rows.
         "UB": (chunk * (ACCUMULATOR_BYTES + b)
-               + half * d * ACCUMULATOR_BYTES + 2 * half * ACCUMULATOR_BYTES),
+               + half * v * ACCUMULATOR_BYTES + 2 * half * ACCUMULATOR_BYTES),
     }
     return out + overflows(profile, needs)
 
