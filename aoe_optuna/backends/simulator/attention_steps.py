@@ -18,8 +18,9 @@ assumed order of magnitude. No attention timing was used to set any of them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -123,3 +124,27 @@ def combine_s(profile: SocProfile, rows: int, kv_split: int, v_dim: int,
 def cube_peak_flops(profile: SocProfile) -> float:
     """fp16 FLOP/s of every cube core: the compute side of an attention roofline."""
     return profile.cube_cores * profile.macs_per_cycle["fp16"] * 2 * profile.clock_hz
+
+
+class _Timed(Protocol):
+    total_s: float
+
+
+T = TypeVar("T")
+C = TypeVar("C", bound=_Timed)
+
+
+def best_of(default: T, candidates: Sequence[T], cost: Callable[[T], C]) -> tuple[T, C]:
+    """The fastest of ``candidates`` by exhaustive search, starting from ``default``.
+
+    A tiling must beat the default (and then the best so far) by more than
+    ``TIE`` to replace it, so a shape no tiling can speed up (bandwidth-bound)
+    reports the default; candidates are tried largest tiles first (the
+    enumerations list them last), so among ties the larger tiles are kept.
+    """
+    best = (default, cost(default))
+    for t in reversed(candidates):
+        c = cost(t)
+        if c.total_s < best[1].total_s * (1.0 - TIE):
+            best = (t, c)
+    return best

@@ -28,8 +28,8 @@ import numpy as np
 from aoe_optuna.backends.simulator import cube, transfer
 from aoe_optuna.backends.simulator.attention_steps import (
     HBM_LATENCY_S,
-    TIE,
     Stages,
+    best_of,
     combine_s,
     cube_peak_flops,
     softmax_vector_s,
@@ -151,13 +151,8 @@ def best_tiling(profile: SocProfile, shape: DecodeAttention) -> tuple[AttentionT
     (bandwidth-bound) reports the default, and among tilings that tie the
     one with the larger tiles (fewer instructions) is kept.
     """
-    default = cann_default_tiling(profile, shape)
-    best = (default, decode_attention_cost(profile, shape, default))
-    for t in reversed(feasible_tilings(profile, shape)):  # on ties, the larger tiles
-        cost = decode_attention_cost(profile, shape, t)
-        if cost.total_s < best[1].total_s * (1.0 - TIE):
-            best = (t, cost)
-    return best
+    return best_of(cann_default_tiling(profile, shape), feasible_tilings(profile, shape),
+                   lambda t: decode_attention_cost(profile, shape, t))
 
 
 def attention_charge(profile: SocProfile, tiling: str) -> Callable[[DecodeAttention], float]:

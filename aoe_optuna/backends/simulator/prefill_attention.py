@@ -33,8 +33,8 @@ from aoe_optuna.backends.simulator import transfer
 from aoe_optuna.backends.simulator.attention_steps import (
     HBM_LATENCY_S,
     STEP_FLAG_S,
-    TIE,
     Stages,
+    best_of,
     cube_peak_flops,
     flash_cube_s,
     softmax_vector_s,
@@ -215,13 +215,8 @@ def best_tiling(profile: SocProfile, shape: PrefillAttention) -> tuple[PrefillTi
     As for decode, a tiling must beat the CANN default (then the best so far)
     by more than ``TIE`` to replace it; among ties the larger tiles are kept.
     """
-    default = cann_default_tiling(profile, shape)
-    best = (default, prefill_attention_cost(profile, shape, default))
-    for t in reversed(feasible_tilings(profile, shape)):
-        cost = prefill_attention_cost(profile, shape, t)
-        if cost.total_s < best[1].total_s * (1.0 - TIE):
-            best = (t, cost)
-    return best
+    return best_of(cann_default_tiling(profile, shape), feasible_tilings(profile, shape),
+                   lambda t: prefill_attention_cost(profile, shape, t))
 
 
 def prefill_attention_charge(profile: SocProfile,
