@@ -30,6 +30,7 @@ from aoe_optuna.space.mla_attention_space import (
     mla_attention_space,
     tiling_of,
 )
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.storage import open_storage
 
@@ -102,3 +103,15 @@ def test_operators_run_tunes_deepseek_mla_decode_and_exports_it(
     assert "added Ascend910B2/mla_decode_attention/fp16 batch=1" in capsys.readouterr().out
     (entry,) = KnowledgeBase.load(fresh).entries()
     assert entry["problem"] == problem and entry["config"] == hit["config"]
+
+
+def test_mla_prefill_keys_its_v_width_and_gqa_prefill_keys_none() -> None:
+    narrow = PrefillAttention(batch=1, q_heads=16, kv_heads=16, head_dim=192, seq_len=2048,
+                              v_head_dim=128)
+    op = LayerOperator(narrow, "fp16", ("attention",), 27)
+    assert op.dims == "prefill-b1-q16-kv16-d192-s2048-v128"
+    assert op.problem_doc()["v_head_dim"] == 128
+    assert LayerOperator.from_plan(op.plan_entry("run")) == op
+    assert not op.space(PROFILE).explain(op.default_config(PROFILE))
+    gqa = LayerOperator(PrefillAttention(1, 28, 4, 128, 2048), "fp16", ("attention",), 28)
+    assert "v_head_dim" not in gqa.plan_entry("run")["problem"]  # older studies resume
