@@ -12,9 +12,11 @@ An attention or vector kernel entry (``kind`` "attention" or "vector";
 GEMM entries carry no ``kind``, so knowledge bases written before these kinds
 load unchanged) keys its problem instead of M, K, N and a layout: decode
 attention's (op ``decode_attention``) batch, heads, head_dim, context, page size
-and KV layout; prefill attention's (op ``prefill_attention``) batch, heads,
-head_dim, query and key lengths and causal mask; a vector kernel's rows and width
-(and rope's head_dim). :func:`lookup_layer_op` finds the exact problem;
+and KV layout; MLA decode attention's (op ``mla_decode_attention``) batch, Q
+heads, latent rank, rope width, context and page size; prefill attention's (op
+``prefill_attention``) batch, heads, head_dim (and V's width where narrower),
+query and key lengths and causal mask; a vector kernel's rows and width (and
+rope's head_dim). :func:`lookup_layer_op` finds the exact problem;
 the C header holds the GEMM entries only.
 """
 
@@ -52,11 +54,15 @@ Key = tuple[Any, ...]  # a GEMM's KEY_FIELDS; (soc, op, dtype, problem text) for
 LAYER_KINDS = ("attention", "vector")
 ATTENTION_OP = "decode_attention"
 PREFILL_ATTENTION_OP = "prefill_attention"
-ATTENTION_OPS = (ATTENTION_OP, PREFILL_ATTENTION_OP)
+MLA_ATTENTION_OP = "mla_decode_attention"
+ATTENTION_OPS = (ATTENTION_OP, PREFILL_ATTENTION_OP, MLA_ATTENTION_OP)
 # The problem fields of each op: integers >= 1, except kv_layout (a name) and causal (a bool).
 ATTENTION_PROBLEM = ("batch", "q_heads", "kv_heads", "head_dim", "context", "page_tokens",
                      "kv_layout")
 PREFILL_PROBLEM = ("batch", "q_heads", "kv_heads", "head_dim", "seq_len", "kv_len", "causal")
+MLA_PROBLEM = ("batch", "q_heads", "kv_lora_rank", "qk_rope_head_dim", "context", "page_tokens")
+# Problem fields an op's entry may leave out (prefill's V width: absent, it is head_dim).
+OPTIONAL_PROBLEM = {PREFILL_ATTENTION_OP: ("v_head_dim", "window")}  # MLA prefill, sliding layers
 VECTOR_PROBLEM = ("rows", "width")
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")  # soc, op, dtype: safe in file names and C strings
@@ -197,14 +203,18 @@ def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any
 
 def _checked_problem(where: str, kind: str, op: str, problem: Any) -> dict[str, Any]:
     if kind == "attention":
-        fields = PREFILL_PROBLEM if op == PREFILL_ATTENTION_OP else ATTENTION_PROBLEM
-        if op == PREFILL_ATTENTION_OP and isinstance(problem, Mapping) and "window" in problem:
-            fields += ("window",)  # a sliding-window layer's
+        fields = {PREFILL_ATTENTION_OP: PREFILL_PROBLEM,
+                  MLA_ATTENTION_OP: MLA_PROBLEM}.get(op, ATTENTION_PROBLEM)
     else:
         fields = VECTOR_PROBLEM + (("head_dim",) if op == "rope" else ())
-    if not isinstance(problem, Mapping) or set(problem) != set(fields):
+    optional = tuple(f for f in OPTIONAL_PROBLEM.get(op, ()) if isinstance(problem, Mapping)
+                     and f in problem)
+    if not isinstance(problem, Mapping) or set(problem) != set(fields + optional):
+        extra = f" (and optionally {', '.join(OPTIONAL_PROBLEM[op])})" \
+            if op in OPTIONAL_PROBLEM else ""
         raise KBError(f"{where}: problem: expected an object with exactly "
-                      f"{', '.join(fields)}, got {problem!r}")
+                      f"{', '.join(fields)}{extra}, got {problem!r}")
+    fields += optional
     out: dict[str, Any] = {}
     for name in fields:
         if name == "kv_layout":

@@ -1,12 +1,13 @@
 """Attention and the vector kernels as operators of a run, beside the GEMM shapes.
 
-Each distinct problem (one decode or prefill attention shape; one vector kernel's kind,
+Each distinct problem (one decode, MLA decode or prefill attention shape; one vector kernel's kind,
 rows, width and dtype) is an operator with a study of its own, named like a
 GEMM shape's (``<study>/attention/<dims>``, ``<study>/rmsnorm/<dims>``): its
 search space is the problem's tiling space with its rules (an infeasible
 tiling is never measured), its measurement the simulator's model of the
 kernel, its baseline the CANN-style default tiling (IncreFlashAttention's for
-decode, PromptFlashAttention's for prefill), and its weight its calls
+decode, catlass's MLA example's for MLA decode, PromptFlashAttention's for
+prefill), and its weight its calls
 per step. Only the simulator models these kernels: a run on another backend
 is refused before anything is written (:func:`check_backend`).
 """
@@ -20,14 +21,22 @@ from typing import Any
 from aoe_optuna.backends.simulator.decode_attention import decode_attention_cost
 from aoe_optuna.backends.simulator.decode_attention import floor_s as attention_floor_s
 from aoe_optuna.backends.simulator.decode_attention import roofline_s as attention_roofline_s
+from aoe_optuna.backends.simulator.mla_attention import floor_s as mla_floor_s
+from aoe_optuna.backends.simulator.mla_attention import mla_attention_cost
+from aoe_optuna.backends.simulator.mla_attention import roofline_s as mla_roofline_s
 from aoe_optuna.backends.simulator.prefill_attention import floor_s as prefill_floor_s
 from aoe_optuna.backends.simulator.prefill_attention import prefill_attention_cost
 from aoe_optuna.backends.simulator.prefill_attention import roofline_s as prefill_roofline_s
 from aoe_optuna.backends.simulator.vector_ops import floor_s as vector_floor_s
 from aoe_optuna.backends.simulator.vector_ops import vector_op_cost
+from aoe_optuna.export.kb import ATTENTION_OP, MLA_ATTENTION_OP, PREFILL_ATTENTION_OP
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.attention_space import attention_space, config_of, tiling_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
+from aoe_optuna.space.mla_attention import MlaDecodeAttention, catlass_default_tiling
+from aoe_optuna.space.mla_attention_space import config_of as mla_config_of
+from aoe_optuna.space.mla_attention_space import mla_attention_space
+from aoe_optuna.space.mla_attention_space import tiling_of as mla_tiling_of
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.space.prefill_attention import cann_default_tiling as prefill_default_tiling
 from aoe_optuna.space.prefill_attention_space import config_of as prefill_config_of
@@ -40,9 +49,7 @@ from aoe_optuna.workload.vector_space import default_config as vector_default_co
 from aoe_optuna.workload.vector_space import vector_space
 
 MODELLED_BY = "simulator"  # the one backend whose models time these kernels
-ATTENTION_OP = "decode_attention"  # the knowledge base's op names for attention entries
-PREFILL_ATTENTION_OP = "prefill_attention"
-Problem = DecodeAttention | PrefillAttention | VectorOp
+Problem = DecodeAttention | MlaDecodeAttention | PrefillAttention | VectorOp
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,12 @@ class LayerOperator:
 
     @property
     def op_name(self) -> str:
-        """The knowledge base's op: ``decode_attention``, ``prefill_attention``, or the
-        vector kernel's kind."""
+        """The knowledge base's op: ``decode_attention``, ``mla_decode_attention``,
+        ``prefill_attention``, or the vector kernel's kind."""
         if isinstance(self.problem, PrefillAttention):
             return PREFILL_ATTENTION_OP
+        if isinstance(self.problem, MlaDecodeAttention):
+            return MLA_ATTENTION_OP
         return ATTENTION_OP if self.kind == "attention" else self.kind
 
     @property
@@ -80,20 +89,29 @@ class LayerOperator:
     @property
     def dims(self) -> str:
         """``b1-q28-kv4-d128-s1024`` (decode attention; ``-p<page>`` and the layout when
-        not the defaults), ``prefill-b1-q28-kv4-d128-s4096`` (prefill attention; ``-k<keys>``
-        when keys are cached, ``-w<window>`` for a sliding window, ``-full`` without the
-        causal mask) or ``<rows>x<width>`` (a
-        vector kernel), ``-<dtype>`` unless fp16."""
+        not the defaults), ``mla-b1-q16-l512-r64-s1024`` (MLA decode: latent rank and rope
+        width; ``-p<page>`` when not 128), ``prefill-b1-q28-kv4-d128-s4096`` (prefill
+        attention; ``-v<width>`` when V is narrower, ``-k<keys>`` when keys are cached,
+        ``-w<window>`` for a sliding window, ``-full`` without the causal mask) or
+        ``<rows>x<width>`` (a vector kernel), ``-<dtype>`` unless fp16."""
         suffix = "" if self.dtype == "fp16" else f"-{self.dtype}"
         p = self.problem
         if isinstance(p, PrefillAttention):
             text = f"prefill-b{p.batch}-q{p.q_heads}-kv{p.kv_heads}-d{p.head_dim}-s{p.seq_len}"
+            if p.v_head_dim is not None:
+                text += f"-v{p.v_head_dim}"
             if p.keys != p.seq_len:
                 text += f"-k{p.keys}"
             if p.window is not None:
                 text += f"-w{p.window}"
             if not p.causal:
                 text += "-full"
+            return text + suffix
+        if isinstance(p, MlaDecodeAttention):
+            text = (f"mla-b{p.batch}-q{p.q_heads}-l{p.kv_lora_rank}-r{p.qk_rope_head_dim}"
+                    f"-s{p.context}")
+            if p.page_tokens != 128:
+                text += f"-p{p.page_tokens}"
             return text + suffix
         if isinstance(p, DecodeAttention):
             text = f"b{p.batch}-q{p.q_heads}-kv{p.kv_heads}-d{p.head_dim}-s{p.context}"
@@ -111,12 +129,18 @@ class LayerOperator:
             return {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
                     "head_dim": p.head_dim, "context": p.context,
                     "page_tokens": p.page_tokens, "kv_layout": p.kv_layout}
+        if isinstance(p, MlaDecodeAttention):
+            return {"batch": p.batch, "q_heads": p.q_heads, "kv_lora_rank": p.kv_lora_rank,
+                    "qk_rope_head_dim": p.qk_rope_head_dim, "context": p.context,
+                    "page_tokens": p.page_tokens}
         if isinstance(p, PrefillAttention):
             doc = {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
                    "head_dim": p.head_dim, "seq_len": p.seq_len, "kv_len": p.keys,
                    "causal": p.causal}
             if p.window is not None:  # absent otherwise: older entries keep their key
                 doc["window"] = p.window
+            if p.v_head_dim is not None:  # keyed only where V is narrower: older keys hold
+                doc["v_head_dim"] = p.v_head_dim
             return doc
         doc: dict[str, Any] = {"rows": p.rows, "width": p.width}
         if p.kind == "rope":
@@ -133,6 +157,8 @@ class LayerOperator:
             if problem["kv_len"] == problem["seq_len"]:
                 problem["kv_len"] = None  # a plain prefill, as forward.py builds it
             built = PrefillAttention(dtype_bytes=DTYPE_BYTES[dtype], **problem)
+        elif plan["kind"] == "attention" and plan.get("op") == MLA_ATTENTION_OP:
+            built = MlaDecodeAttention(dtype_bytes=DTYPE_BYTES[dtype], **problem)
         elif plan["kind"] == "attention":
             built = DecodeAttention(dtype_bytes=DTYPE_BYTES[dtype], **problem)
         else:
@@ -148,6 +174,8 @@ class LayerOperator:
             return attention_roofline_s(profile, self.problem)
         if isinstance(self.problem, PrefillAttention):
             return prefill_roofline_s(profile, self.problem)
+        if isinstance(self.problem, MlaDecodeAttention):
+            return mla_roofline_s(profile, self.problem)
         return self.problem.roofline_s(profile)
 
     def bound_s(self, profile: SocProfile) -> float:
@@ -158,20 +186,22 @@ class LayerOperator:
             return attention_floor_s(profile, self.problem)
         if isinstance(self.problem, PrefillAttention):
             return prefill_floor_s(profile, self.problem)
+        if isinstance(self.problem, MlaDecodeAttention):
+            return mla_floor_s(profile, self.problem)
         return vector_floor_s(profile, self.problem)
 
     def flops(self) -> float | None:
         return None if isinstance(self.problem, VectorOp) else self.problem.flops
 
     def plan_entry(self, parent: str) -> dict[str, Any]:
-        """What the operator's study holds. Prefill attention's names its ``op``; decode's
-        and the vector kernels' do not, so studies written before prefill was tuned
-        resume with the same plan."""
+        """What the operator's study holds. Prefill and MLA attention's name their ``op``;
+        decode's and the vector kernels' do not, so studies written before prefill was
+        tuned resume with the same plan."""
         plan: dict[str, Any] = {"study": self.study_name(parent), "kind": self.kind,
                                 "dtype": self.dtype, "problem": self.problem_doc(),
                                 "names": list(self.names), "weight": self.weight}
-        if isinstance(self.problem, PrefillAttention):
-            plan["op"] = PREFILL_ATTENTION_OP
+        if isinstance(self.problem, PrefillAttention | MlaDecodeAttention):
+            plan["op"] = self.op_name
         return plan
 
     # ------------------------------------------------------------ its kernel
@@ -180,16 +210,20 @@ class LayerOperator:
             return attention_space(profile, self.problem)
         if isinstance(self.problem, PrefillAttention):
             return prefill_attention_space(profile, self.problem)
+        if isinstance(self.problem, MlaDecodeAttention):
+            return mla_attention_space(profile, self.problem)
         return vector_space(profile, self.problem)
 
     def default_config(self, profile: SocProfile) -> dict[str, Any]:
         """CANN's default tiling (decode attention: IncreFlashAttention's host rules;
-        prefill: PromptFlashAttention's; a vector kernel: every core with work, double
-        buffered, the largest tile, fused)."""
+        MLA decode: catlass's MLA example's; prefill: PromptFlashAttention's; a vector
+        kernel: every core with work, double buffered, the largest tile, fused)."""
         if isinstance(self.problem, DecodeAttention):
             return config_of(cann_default_tiling(profile, self.problem))
         if isinstance(self.problem, PrefillAttention):
             return prefill_config_of(prefill_default_tiling(profile, self.problem))
+        if isinstance(self.problem, MlaDecodeAttention):
+            return mla_config_of(catlass_default_tiling(profile, self.problem))
         return vector_default_config(profile, self.problem)
 
     def model(self, profile: SocProfile) -> Callable[[Mapping[str, Any]], float]:
@@ -199,6 +233,8 @@ class LayerOperator:
             return lambda c: decode_attention_cost(profile, p, tiling_of(c)).total_s
         if isinstance(p, PrefillAttention):
             return lambda c: prefill_attention_cost(profile, p, prefill_tiling_of(c)).total_s
+        if isinstance(p, MlaDecodeAttention):
+            return lambda c: mla_attention_cost(profile, p, mla_tiling_of(c)).total_s
         return lambda c: vector_op_cost(profile, p, dict(c)).total_s
 
 

@@ -66,13 +66,16 @@ class PrefillAttention:
     dtype_bytes: int = 2
     kv_len: int | None = None
     window: int | None = None
+    v_head_dim: int | None = None  # V's and O's head width when not head_dim (MLA: 128 of 192)
 
     def __post_init__(self) -> None:
+        if self.v_head_dim == self.head_dim:  # one spelling per problem
+            object.__setattr__(self, "v_head_dim", None)
         if self.window is not None and (not self.causal or self.window < 1):
             raise ValueError(f"window: expected a positive window under a causal mask, "
                              f"got {self.window} (causal={self.causal})")
         if min(self.batch, self.q_heads, self.kv_heads, self.head_dim, self.seq_len,
-               self.dtype_bytes, self.keys) < 1:
+               self.dtype_bytes, self.keys, self.v_dim) < 1:
             raise ValueError(f"prefill attention: every size must be at least 1, got {self}")
         if self.causal and self.keys < self.seq_len:
             raise ValueError(f"kv_len: {self.keys} is shorter than seq_len {self.seq_len} "
@@ -87,6 +90,11 @@ class PrefillAttention:
         return self.seq_len if self.kv_len is None else self.kv_len
 
     @property
+    def v_dim(self) -> int:
+        """Head width of V and O (QK^T's is ``head_dim``)."""
+        return self.head_dim if self.v_head_dim is None else self.v_head_dim
+
+    @property
     def group(self) -> int:
         """Q heads per KV head (1: MHA, q_heads: MQA)."""
         return self.q_heads // self.kv_heads
@@ -94,14 +102,15 @@ class PrefillAttention:
     @property
     def hbm_bytes(self) -> int:
         """Q, K, V read once and O written once: the HBM traffic no tiling can avoid."""
-        q_and_o = 2 * self.batch * self.q_heads * self.seq_len * self.head_dim
-        k_and_v = 2 * self.batch * self.kv_heads * self.keys * self.head_dim
+        widths = self.head_dim + self.v_dim
+        q_and_o = self.batch * self.q_heads * self.seq_len * widths
+        k_and_v = self.batch * self.kv_heads * self.keys * widths
         return (q_and_o + k_and_v) * self.dtype_bytes
 
     @property
     def flops(self) -> float:
         """QK^T and PV, 2 FLOP per multiply-add, over the (query, key) pairs the mask keeps."""
-        return 4.0 * self.batch * self.q_heads * self.head_dim * self.pairs
+        return 2.0 * self.batch * self.q_heads * (self.head_dim + self.v_dim) * self.pairs
 
     @property
     def pairs(self) -> float:
@@ -166,7 +175,7 @@ def band_cut(shape: PrefillAttention, t: PrefillTiling, block: int) -> bool:
 
 def violations(profile: SocProfile, shape: PrefillAttention, t: PrefillTiling) -> list[str]:
     """Why ``t`` cannot run ``shape`` on ``profile``: one line per broken rule, [] if none."""
-    b, d = shape.dtype_bytes, shape.head_dim
+    b, d, v = shape.dtype_bytes, shape.head_dim, shape.v_dim
     out: list[str] = []
     if t.pipeline not in PIPELINES:
         out.append(f"pipeline: expected one of {PIPELINES}, got {t.pipeline}")
@@ -183,18 +192,18 @@ def violations(profile: SocProfile, shape: PrefillAttention, t: PrefillTiling) -
     chunk = softmax_rows(t) * t.kv_tile
     needs = {
         # The Q block stays resident; K or V loads ping-pong.
-        "L1": t.q_tile * d * b + stages * t.l1_tile * d * b,
+        "L1": t.q_tile * d * b + stages * t.l1_tile * max(d, v) * b,
         # A operand: a Q or P slice of L0_K columns for every row of the block.
         "L0A": stages * t.q_tile * L0_K * b,
-        # B operand: a K or V slice, L0_K deep and up to head_dim or L0_N wide.
-        "L0B": stages * L0_K * max(d, L0_N) * b,
+        # B operand: a K or V slice, L0_K deep and up to a head or L0_N wide.
+        "L0B": stages * L0_K * max(d, v, L0_N) * b,
         # fp32 result of one MMAD chunk (scores or PV) for every row of the block.
         "L0C": stages * t.q_tile * L0_N * ACCUMULATOR_BYTES,
         # Per vector core: one softmax chunk (fp32 scores in, P out; the steps
         # ping-pong through GM workspace, not UB) plus the running output, max
         # and sum of its half of the rows.
         "UB": (chunk * (ACCUMULATOR_BYTES + b)
-               + half * d * ACCUMULATOR_BYTES + 2 * half * ACCUMULATOR_BYTES),
+               + half * v * ACCUMULATOR_BYTES + 2 * half * ACCUMULATOR_BYTES),
     }
     return out + overflows(profile, needs)
 

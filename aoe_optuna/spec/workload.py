@@ -17,16 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.backends.simulator.decode_attention import attention_charge
+from aoe_optuna.backends.simulator.mla_attention import mla_attention_charge
 from aoe_optuna.backends.simulator.prefill_attention import prefill_attention_charge
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.spec.format import Section, SpecError, describe
 from aoe_optuna.workload import hf_config, msprof, shape_list
 from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.buckets import serving_workload
 from aoe_optuna.workload.files import WorkloadFileError
+from aoe_optuna.workload.forward import AttentionShape
 from aoe_optuna.workload.models import (
     MAX_DIM,
     MODELS,
@@ -46,9 +48,9 @@ MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_ker
 # best tiling (docs/VECTOR_KERNELS.md); "tuned": charged at the default tiling, and
 # `aoe-tune operators` tunes each kernel as an operator of its own (docs/OPERATORS.md).
 VECTOR_CHARGES = ("roofline", "default", "best", "tuned")
-# GQA/MQA attention likewise: at the roofline, or with the simulator's decode or causal
-# prefill attention model at CANN's default tiling or at its best tiling
-# (docs/ATTENTION.md), or "tuned" as the vector kernels.
+# Attention likewise: at the roofline, or with the simulator's decode (GQA/MQA, MLA)
+# or causal prefill attention model at CANN's (catlass's for MLA) default tiling or
+# at its best tiling (docs/ATTENTION.md), or "tuned" as the vector kernels.
 ATTENTION_CHARGES = ("roofline", "default", "best", "tuned")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}
@@ -124,9 +126,6 @@ def _model(section: Section, profile: SocProfile,
         doc["vector_kernels"] = charge
     attention = section.string("attention", "roofline", list(ATTENTION_CHARGES))
     if attention != "roofline":
-        if arch.mla is not None:
-            raise section.error("attention", "'roofline' for MLA (the attention models "
-                                "cover GQA/MQA decode and prefill)", attention)
         doc["attention"] = attention
     tuned = [part for part, value in (("attention", attention), ("vector", charge))
              if value == "tuned"]
@@ -143,11 +142,19 @@ def _model(section: Section, profile: SocProfile,
     return workload, doc
 
 
-def layer_attention_charge(
-        profile: SocProfile, charge: str) -> Callable[[DecodeAttention | PrefillAttention], float]:
-    """Seconds of one layer's attention call under ``charge``, decode or prefill."""
+def layer_attention_charge(profile: SocProfile, charge: str) -> Callable[[AttentionShape], float]:
+    """Seconds of one layer's attention call under ``charge``: decode (GQA/MQA or MLA)
+    or prefill."""
     decode, prefill = attention_charge(profile, charge), prefill_attention_charge(profile, charge)
-    return lambda shape: prefill(shape) if isinstance(shape, PrefillAttention) else decode(shape)
+    mla = mla_attention_charge(profile, charge)
+
+    def charged(shape: AttentionShape) -> float:
+        if isinstance(shape, PrefillAttention):
+            return prefill(shape)
+        if isinstance(shape, MlaDecodeAttention):
+            return mla(shape)
+        return decode(shape)
+    return charged
 
 
 def vector_charge(profile: SocProfile, charge: str) -> Callable[[VectorOp], float] | None:

@@ -19,10 +19,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from aoe_optuna.hardware.profile import SocProfile
-from aoe_optuna.space.decode_attention import DecodeAttention
-from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture
-from aoe_optuna.workload.forward import forward_workload
+from aoe_optuna.workload.forward import AttentionShape, forward_workload
 from aoe_optuna.workload.gemm import Gemm, Workload
 from aoe_optuna.workload.layer_ops import LayerOpCall
 from aoe_optuna.workload.vector_ops import VectorOp
@@ -77,7 +75,7 @@ def serving_workload(profile: SocProfile, arch: Architecture, phase: str,
                      batches: Sequence[int], seq_lens: Sequence[int], tp: int = 1,
                      dtype: str = "fp16", weights: Sequence[int] | None = None,
                      vector_model: Callable[[VectorOp], float] | None = None,
-                     attention_model: Callable[[DecodeAttention | PrefillAttention], float]
+                     attention_model: Callable[[AttentionShape], float]
                      | None = None,
                      tuned: Collection[str] = (),
                      ) -> Workload:
@@ -85,7 +83,7 @@ def serving_workload(profile: SocProfile, arch: Architecture, phase: str,
 
     One bucket is that bucket's workload as it is, names unprefixed (a weight
     scales its tokens and its time alike). ``vector_model`` and
-                     attention_model: Callable[[DecodeAttention | PrefillAttention], float]
+                     attention_model: Callable[[AttentionShape], float]
                      | None = None,
                      tuned: Collection[str] = (),
     """

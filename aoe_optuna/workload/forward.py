@@ -10,8 +10,10 @@ sequence only (lm_head has ``batch`` rows), as serving engines do. Attention,
 norms and activations are charged as HBM traffic; attention in prefill also
 as cube work. A caller may pass
 ``attention_model`` (e.g. the simulator's attention models at CANN's
-default tiling) to charge GQA/MQA decode and causal prefill attention with
-it instead of the roofline; without one every figure stays at the roofline.
+default tiling) to charge decode attention (GQA/MQA, or MLA's absorbed form
+over the latent cache) and causal prefill attention (MLA's with a narrower V)
+with it instead of the roofline; without one every figure stays at the
+roofline.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Collection
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
@@ -63,20 +66,20 @@ def forward_workload(
     seq_len: int = 1024,
     tp: int = 1,
     dtype: str = "fp16",
-    attention_model: Callable[[DecodeAttention | PrefillAttention], float] | None = None,
+    attention_model: Callable[[AttentionShape], float] | None = None,
     vector_model: Callable[[VectorOp], float] | None = None,
     tuned: Collection[str] = (),
 ) -> Workload:
     """The forward step of ``arch``: decode (one new token per sequence) or prefill.
 
     ``attention_model`` gives the seconds of one layer's attention call (a
-    :class:`DecodeAttention` or, in prefill, a causal :class:`PrefillAttention`);
-    None charges it at the roofline. MLA stays at the roofline.
+    :class:`DecodeAttention`, for MLA an :class:`MlaDecodeAttention`, or, in
+    prefill, a causal :class:`PrefillAttention`); None charges it at the roofline.
     ``vector_model`` likewise gives the seconds of one vector kernel (norms,
     SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
     ``tuned`` names the parts (``attention``, ``vector``) whose calls the workload
     lists in ``layer_ops``, each with its model's charge, for an operator run to
-    tune; a part needs its model (GQA/MQA attention, decode or prefill).
+    tune; a part needs its model.
     """
     if phase not in PHASES:
         raise ValueError(f"phase: expected 'decode' or 'prefill', got {phase!r}")
@@ -100,12 +103,11 @@ def forward_workload(
     b = DTYPE_BYTES[dtype]
     bw = profile.hbm_bandwidth()
     attention_s = _attention_s(profile, arch, phase, batch, seq_len, tp, dtype)
-    if attention_model is not None and arch.mla is None:
+    if attention_model is not None:
         details["attention_roofline_s"] = attention_s
         attention_s = 0.0
         for window, n in arch.attention_spans(seq_len):
-            shape = (decode_attention_shape if phase == "decode" else prefill_attention_shape)(
-                arch, batch, seq_len, tp, dtype, window)
+            shape = attention_shape(arch, phase, batch, seq_len, tp, dtype, window)
             per_call = attention_model(shape)
             attention_s += n * per_call
             if "attention" in tuned:
@@ -155,6 +157,42 @@ def _vector_calls(calls: list[tuple[VectorOp, int, float]], dtype: str) -> list[
         name = op.kind if seen[op.kind] == 1 else f"{op.kind}_{seen[op.kind]}"
         out.append(LayerOpCall(name, op, dtype, n, seconds))
     return out
+
+
+AttentionShape = DecodeAttention | MlaDecodeAttention | PrefillAttention
+
+
+def attention_shape(arch: Architecture, phase: str, batch: int, seq_len: int, tp: int,
+                    dtype: str, window: int | None = None) -> AttentionShape:
+    """One layer's attention call on one card in ``phase`` (``window``: a sliding
+    layer's; MLA models have none)."""
+    if arch.mla is not None:
+        if phase == "decode":
+            return mla_decode_attention_shape(arch, arch.mla, batch, seq_len, tp, dtype)
+        return mla_prefill_attention_shape(arch, arch.mla, batch, seq_len, tp, dtype)
+    if phase == "decode":
+        return decode_attention_shape(arch, batch, seq_len, tp, dtype, window)
+    return prefill_attention_shape(arch, batch, seq_len, tp, dtype, window)
+
+
+def mla_decode_attention_shape(arch: Architecture, mla: LatentAttention, batch: int,
+                               seq_len: int, tp: int, dtype: str) -> MlaDecodeAttention:
+    """MLA decode as serving engines run it (absorbed): this card's Q heads over the latent
+    cache, which every card holds whole."""
+    return MlaDecodeAttention(batch=batch, q_heads=arch.q_heads // tp, context=seq_len,
+                              kv_lora_rank=mla.kv_lora_rank,
+                              qk_rope_head_dim=mla.qk_rope_head_dim,
+                              dtype_bytes=DTYPE_BYTES[dtype])
+
+
+def mla_prefill_attention_shape(arch: Architecture, mla: LatentAttention, batch: int,
+                                seq_len: int, tp: int, dtype: str) -> PrefillAttention:
+    """MLA prefill (not absorbed: ``kv_b_proj`` expands the latent): causal MHA over this
+    card's heads, QK^T over the nope and rope parts (192), PV over ``v_head_dim`` (128)."""
+    heads = arch.q_heads // tp
+    return PrefillAttention(batch=batch, q_heads=heads, kv_heads=heads,
+                            head_dim=mla.qk_head_dim, seq_len=seq_len, causal=True,
+                            dtype_bytes=DTYPE_BYTES[dtype], v_head_dim=mla.v_head_dim)
 
 
 def decode_attention_shape(arch: Architecture, batch: int, seq_len: int, tp: int,

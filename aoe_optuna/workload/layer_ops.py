@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.vector_ops import VectorOp
 
@@ -25,7 +26,7 @@ class LayerOpCall:
     """One non-GEMM operator of a step: its problem, how often it runs, what it is charged."""
 
     name: str  # unique in the workload beside the GEMM names ("attention", "b16/rope")
-    problem: DecodeAttention | PrefillAttention | VectorOp
+    problem: DecodeAttention | MlaDecodeAttention | PrefillAttention | VectorOp
     dtype: str
     count: int  # calls per step
     charged_s: float  # seconds per call that the workload's fixed_s holds for it

@@ -77,7 +77,8 @@ def test_merge_keeps_the_faster_tiling_of_a_problem():
 
 @pytest.mark.parametrize("change,message", [
     ({"kind": "softmax"}, "kind: expected 'gemm' (or no kind) or one of"),
-    ({"op": "rmsnorm"}, "op: expected one of ['decode_attention', 'prefill_attention']"),
+    ({"op": "rmsnorm"},
+     "op: expected one of ['decode_attention', 'prefill_attention', 'mla_decode_attention']"),
     ({"problem": {**ATTENTION, "context": 0}}, "problem.context: expected an integer"),
     ({"problem": {**ATTENTION, "kv_layout": "NZ"}}, "problem.kv_layout: expected one of"),
     ({"problem": {"rows": 1, "width": 8}}, "problem: expected an object with exactly batch"),

@@ -1,6 +1,6 @@
 """``workload.vector_kernels`` and ``workload.attention``: a model's norms, SwiGLU, rope and
-GQA/MQA decode and prefill attention charged at the roofline (the default, canonical form
-unchanged) or with the simulator's models; a bad value, or a model for MLA, is one line."""
+decode (GQA/MQA, MLA) and prefill attention charged at the roofline (the default, canonical
+form unchanged) or with the simulator's models; a bad value is one line."""
 
 from __future__ import annotations
 
@@ -92,17 +92,26 @@ DEEPSEEK_V2_LITE = {
 }
 
 
-@pytest.mark.parametrize("phase", ["decode", "prefill"])
-@pytest.mark.parametrize("charge", ["best", "tuned"])
-def test_attention_model_refused_for_mla_in_one_line(tmp_path: Path, phase: str,
-                                                     charge: str) -> None:
+@pytest.mark.parametrize("phase,op", [("decode", "MlaDecodeAttention"),
+                                      ("prefill", "PrefillAttention")])
+@pytest.mark.parametrize("charge", ["default", "best", "tuned"])
+def test_mla_attention_is_charged_by_its_model(tmp_path: Path, phase: str, op: str,
+                                               charge: str) -> None:
     config = tmp_path / "config.json"
     config.write_text(json.dumps(DEEPSEEK_V2_LITE))
     path = tmp_path / "study.json"
-    path.write_text(json.dumps({"workload": {"hf_config": str(config), "phase": phase,
-                                             "attention": charge}}))
-    with pytest.raises(SpecError) as info:
-        load_spec(path)
-    msg = str(info.value)
-    assert msg.startswith(f"{path}: ") and "\n" not in msg
-    assert "workload.attention" in msg and "MLA" in msg and "GQA/MQA" in msg, msg
+    doc = {"workload": {"hf_config": str(config), "phase": phase, "seq_len": 2048}}
+    plain = load_spec(write(path, doc))
+    spec = load_spec(write(path, {"workload": {**doc["workload"], "attention": charge}}))
+    assert spec.canonical()["workload"]["attention"] == charge
+    d = spec.workload.details
+    assert d["attention_roofline_s"] == plain.workload.details["attention_s"]
+    assert d["attention_s"] > d["attention_roofline_s"]
+    calls = spec.workload.layer_ops
+    assert [type(c.problem).__name__ for c in calls] == ([op] if charge == "tuned" else [])
+    assert rebuilt(spec).workload == spec.workload
+
+
+def write(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc))
+    return path

@@ -12,11 +12,9 @@ cores, so batch 1 with 4 KV heads and no split keeps 4 cores busy and reads
 the cache at 4 cores' bandwidth), never less than the chip's HBM bandwidth
 allows, plus the combine pass when the KV is split and a launch head.
 
-Constants reuse the GEMM simulator's: per-core GM streaming and the cross-core
-hand-over are the fits of scripts/calibrate_simulator.py (transfer.py,
-vector_passes.py), MMAD timing is the msKPP fit (cube.py). The vector-core
-figures below are hardware widths, not fitted; the per-step flag cost is an
-assumed order of magnitude. No attention timing was used to set any of them.
+The step stages, their overlap, the softmax's vector cost and the combine are
+attention_steps.py's, shared with the prefill and MLA models; no attention
+timing was used to set any of their constants.
 """
 
 from __future__ import annotations
@@ -28,7 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from aoe_optuna.backends.simulator import cube, transfer
-from aoe_optuna.backends.simulator.vector_passes import HANDOVER_S, MIX_HEAD_S
+from aoe_optuna.backends.simulator.attention_steps import (
+    HBM_LATENCY_S,
+    Stages,
+    best_of,
+    combine_s,
+    cube_peak_flops,
+    softmax_vector_s,
+    unit_seconds,
+)
+from aoe_optuna.backends.simulator.vector_passes import MIX_HEAD_S
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import (
     ACCUMULATOR_BYTES,
@@ -39,22 +46,6 @@ from aoe_optuna.space.decode_attention import (
     tokens_per_unit,
     violations,
 )
-
-# Ascend C vector instructions process 256 B per repeat, one repeat per cycle
-# (64 fp32 lanes); two vector cores per AI core (../shared/reference/ascend-910b.md).
-VECTOR_BYTES_PER_CYCLE = 256
-VECTOR_CORES_PER_AI_CORE = 2
-# Vector instructions per score of the online softmax: max, subtract, exp (charged
-# as 2 repeats), sum, cast to P. Counted from the algorithm, not measured.
-VECTOR_OPS_PER_SCORE = 6
-# Per output element and step: rescale O by exp(m_old - m_new) and add P V.
-VECTOR_OPS_PER_OUTPUT = 3
-# GM<->UB mover, bytes per cycle per vector core (msKPP TheoreticalBandwidth()).
-GM_UB_BYTES_PER_CYCLE = 128
-# Assumed (not measured): set/wait cross-core flags cube -> vector -> cube per step.
-STEP_FLAG_S = 0.3e-6
-TIE = 1e-3  # relative gain below which a tiling does not displace the default
-HBM_LATENCY_S = transfer.gm_to_l1().startup_s  # exposed per load without double buffering
 
 
 @dataclass(frozen=True)
@@ -72,21 +63,11 @@ class AttentionCost:
 
 def roofline_s(profile: SocProfile, shape: DecodeAttention) -> float:
     """The bound forward.py charged before: KV bytes at HBM bandwidth or FLOPs at peak."""
-    peak = profile.cube_cores * profile.macs_per_cycle["fp16"] * 2 * profile.clock_hz
-    return max(shape.kv_bytes / profile.hbm_bandwidth(), shape.flops / peak)
-
-
-@dataclass(frozen=True)
-class _Stages:
-    """Seconds of one softmax step's three stages on one AI core."""
-
-    stream: float
-    cube: float
-    vector: float
+    return max(shape.kv_bytes / profile.hbm_bandwidth(), shape.flops / cube_peak_flops(profile))
 
 
 def _step(profile: SocProfile, shape: DecodeAttention, t: AttentionTiling,
-          tokens: int) -> _Stages:
+          tokens: int) -> Stages:
     """The stages of a step over ``tokens`` cached tokens (a full block or the tail)."""
     clock = profile.clock_hz
     d, b, g = shape.head_dim, shape.dtype_bytes, shape.group_rows
@@ -121,22 +102,8 @@ def _step(profile: SocProfile, shape: DecodeAttention, t: AttentionTiling,
         np.array(scores * ACCUMULATOR_BYTES, dtype=float), clock, loads)) / clock
 
     # Vector: softmax of the step's scores, rescale of O, S in and P out through GM/L2.
-    lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * VECTOR_CORES_PER_AI_CORE
-    ops = scores * VECTOR_OPS_PER_SCORE + g * d * VECTOR_OPS_PER_OUTPUT
-    moved = scores * (ACCUMULATOR_BYTES + b)
-    vector_s = (ops / lanes + moved / (GM_UB_BYTES_PER_CYCLE * VECTOR_CORES_PER_AI_CORE)) / clock
-    return _Stages(stream_s, mmad_s + l0b_s + fixpipe_s, vector_s)
-
-
-def _unit_s(t: AttentionTiling, steps: list[_Stages]) -> float:
-    """One unit's steps, overlapped (pipeline 2: the slowest stage per step, plus the
-    first load and the last step's drain) or in turn (pipeline 1)."""
-    if t.pipeline == 1:
-        return sum(s.stream + s.cube + s.vector + STEP_FLAG_S for s in steps)
-    body = sum(max(s.stream, s.cube, s.vector) + STEP_FLAG_S for s in steps)
-    first, last = steps[0], steps[-1]
-    return body + HBM_LATENCY_S + min(first.stream, first.cube, first.vector) \
-        + min(last.cube, last.vector)
+    vector_s = softmax_vector_s(profile, scores, g * d, b)
+    return Stages(stream_s, mmad_s + l0b_s + fixpipe_s, vector_s)
 
 
 def decode_attention_cost(profile: SocProfile, shape: DecodeAttention,
@@ -151,7 +118,7 @@ def decode_attention_cost(profile: SocProfile, shape: DecodeAttention,
     steps = [_step(profile, shape, t, t.block_tile)] * full
     if tail:
         steps.append(_step(profile, shape, t, tail))
-    unit_s = _unit_s(t, steps)
+    unit_s = unit_seconds(t.pipeline, steps)
 
     units = shape.batch * shape.kv_heads * t.kv_split
     busy = min(units, profile.cube_cores)
@@ -160,18 +127,13 @@ def decode_attention_cost(profile: SocProfile, shape: DecodeAttention,
     chip_s = units * 2 * tokens * d * b / profile.hbm_bandwidth()  # pages read whole
     main_s = max(core_s, chip_s)
 
-    combine_s = 0.0
-    if t.kv_split > 1:
-        rows = shape.batch * shape.q_heads
-        moved_bytes = rows * (t.kv_split * (d + 2) * ACCUMULATOR_BYTES * 2 + d * b)
-        gm_ub = GM_UB_BYTES_PER_CYCLE * profile.vector_cores * profile.clock_hz
-        combine_s = HANDOVER_S + moved_bytes / min(gm_ub, profile.hbm_bandwidth())
-    total = max(main_s + combine_s + MIX_HEAD_S, roofline_s(profile, shape))
+    combine = combine_s(profile, shape.batch * shape.q_heads, t.kv_split, d, b)
+    total = max(main_s + combine + MIX_HEAD_S, roofline_s(profile, shape))
     return AttentionCost(
         total_s=total, stream_s=per_core_units * sum(s.stream for s in steps),
         cube_s=per_core_units * sum(s.cube for s in steps),
         vector_s=per_core_units * sum(s.vector for s in steps),
-        combine_s=combine_s, busy_cores=busy, roofline_s=roofline_s(profile, shape),
+        combine_s=combine, busy_cores=busy, roofline_s=roofline_s(profile, shape),
     )
 
 
@@ -189,13 +151,8 @@ def best_tiling(profile: SocProfile, shape: DecodeAttention) -> tuple[AttentionT
     (bandwidth-bound) reports the default, and among tilings that tie the
     one with the larger tiles (fewer instructions) is kept.
     """
-    default = cann_default_tiling(profile, shape)
-    best = (default, decode_attention_cost(profile, shape, default))
-    for t in reversed(feasible_tilings(profile, shape)):  # on ties, the larger tiles
-        cost = decode_attention_cost(profile, shape, t)
-        if cost.total_s < best[1].total_s * (1.0 - TIE):
-            best = (t, cost)
-    return best
+    return best_of(cann_default_tiling(profile, shape), feasible_tilings(profile, shape),
+                   lambda t: decode_attention_cost(profile, shape, t))
 
 
 def attention_charge(profile: SocProfile, tiling: str) -> Callable[[DecodeAttention], float]:

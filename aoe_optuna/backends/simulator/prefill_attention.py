@@ -29,23 +29,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import cube, transfer
-from aoe_optuna.backends.simulator.decode_attention import (
-    GM_UB_BYTES_PER_CYCLE,
+from aoe_optuna.backends.simulator import transfer
+from aoe_optuna.backends.simulator.attention_steps import (
     HBM_LATENCY_S,
     STEP_FLAG_S,
-    TIE,
-    VECTOR_BYTES_PER_CYCLE,
-    VECTOR_CORES_PER_AI_CORE,
-    VECTOR_OPS_PER_OUTPUT,
-    VECTOR_OPS_PER_SCORE,
+    Stages,
+    best_of,
+    cube_peak_flops,
+    flash_cube_s,
+    softmax_vector_s,
 )
 from aoe_optuna.backends.simulator.vector_passes import MIX_HEAD_S
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.prefill_attention import (
     ACCUMULATOR_BYTES,
-    L0_K,
-    L0_N,
     PrefillAttention,
     PrefillTiling,
     band_cut,
@@ -55,9 +52,6 @@ from aoe_optuna.space.prefill_attention import (
     violations,
     visible_tokens,
 )
-
-# Per masked score on the diagonal block: select -inf where the key is past the row.
-VECTOR_OPS_PER_MASKED_SCORE = 1
 
 
 @dataclass(frozen=True)
@@ -77,8 +71,7 @@ class PrefillCost:
 
 def roofline_s(profile: SocProfile, shape: PrefillAttention) -> float:
     """The chip floor: FLOPs at cube peak or Q/K/V/O once at HBM bandwidth."""
-    peak = profile.cube_cores * profile.macs_per_cycle["fp16"] * 2 * profile.clock_hz
-    return max(shape.hbm_bytes / profile.hbm_bandwidth(), shape.flops / peak)
+    return max(shape.hbm_bytes / profile.hbm_bandwidth(), shape.flops / cube_peak_flops(profile))
 
 
 def floor_s(profile: SocProfile, shape: PrefillAttention) -> float:
@@ -88,13 +81,6 @@ def floor_s(profile: SocProfile, shape: PrefillAttention) -> float:
                roofline_s(profile, shape))
 
 
-@dataclass(frozen=True)
-class _Stages:
-    stream: float
-    cube: float
-    vector: float
-
-
 class _Steps:
     """Stage costs of one step, memoised per (rows, tokens, diagonal) within one call."""
 
@@ -102,11 +88,9 @@ class _Steps:
                  kv_miss: float) -> None:
         self.profile, self.shape, self.t, self.kv_miss = profile, shape, t, kv_miss
         self.stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, profile.clock_hz)
-        self.c0 = np.array(profile.c0["fp16"])
-        self.startup = cube.mmad_startup_cycles(profile.soc)
-        self.cache: dict[tuple[int, int, bool], _Stages] = {}
+        self.cache: dict[tuple[int, int, bool], Stages] = {}
 
-    def __call__(self, rows: int, tokens: int, diagonal: bool) -> _Stages:
+    def __call__(self, rows: int, tokens: int, diagonal: bool) -> Stages:
         key = (rows, tokens, diagonal)
         if key not in self.cache:
             self.cache[key] = self._stages(rows, tokens, diagonal)
@@ -116,54 +100,32 @@ class _Steps:
         return float(self.stream.seconds(np.array(nbytes), np.array(run), np.array(run),
                                          np.array(miss)))
 
-    def _stages(self, rows: int, tokens: int, diagonal: bool) -> _Stages:
-        clock, t = self.profile.clock_hz, self.t
-        d, b = self.shape.head_dim, self.shape.dtype_bytes
+    def _stages(self, rows: int, tokens: int, diagonal: bool) -> Stages:
+        t, shape = self.t, self.shape
+        d, v, b = shape.head_dim, shape.v_dim, shape.dtype_bytes
         loads = math.ceil(tokens / t.l1_tile)
+        run = min(t.l1_tile, tokens)
 
         # MTE2: K and V of the step (BNSD: a head's rows are contiguous), the first
         # read of each from HBM and the re-reads from L2; P back through L2.
-        kv = 2.0 * tokens * d * b
-        stream_s = self._gm(kv, min(t.l1_tile, tokens) * d * b, self.kv_miss)
+        stream_s = (self._gm(tokens * d * b, run * d * b, self.kv_miss)
+                    + self._gm(tokens * v * b, run * v * b, self.kv_miss))
         stream_s += self._gm(rows * tokens * b, tokens * b, 0.0)
         if t.pipeline == 1:
             stream_s += 2 * loads * HBM_LATENCY_S
 
-        # Cube: QK^T (rows x d x tokens) and PV (rows x tokens x d) in MMADs of
-        # L0_K-deep, L0_N-wide slices; L1->L0 of K, V, Q and P; FixPipe of S and of PV.
-        m = np.array(rows)
-        slice_cycles = float(cube.mmad_cycles(m, np.array(L0_K), np.array(L0_N), self.c0,
-                                              self.startup))
-        qk = math.ceil(d / L0_K) * math.ceil(tokens / L0_N)
-        pv = math.ceil(tokens / L0_K) * math.ceil(d / L0_N)
-        mmad_s = (qk + pv) * slice_cycles / clock
-        l0b_s = float(transfer.l1_to_l0b().cycles(np.array(kv), clock, qk + pv)) / clock
-        l0a_s = float(transfer.l1_to_l0a().cycles(np.array(rows * (d + tokens) * b * 1.0),
-                                                  clock, qk + pv)) / clock
-        out = rows * (tokens + d) * ACCUMULATOR_BYTES
-        fixpipe_s = float(transfer.l0c_to_gm().cycles(np.array(float(out)), clock,
-                                                      2 * loads)) / clock
-
+        cube_s = flash_cube_s(self.profile, rows, d, v, tokens, b, 2 * loads, t.pipeline)
         # Vector: softmax of the step's scores (plus the mask on the diagonal block),
         # rescale of O; S and the PV partial in, P out, through GM/L2.
         scores = rows * tokens
-        lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * VECTOR_CORES_PER_AI_CORE
-        ops = (scores * (VECTOR_OPS_PER_SCORE + (VECTOR_OPS_PER_MASKED_SCORE if diagonal else 0))
-               + rows * d * VECTOR_OPS_PER_OUTPUT)
-        moved = scores * (ACCUMULATOR_BYTES + b) + rows * d * ACCUMULATOR_BYTES
-        vector_s = (ops / lanes
-                    + moved / (GM_UB_BYTES_PER_CYCLE * VECTOR_CORES_PER_AI_CORE)) / clock
-        # Ping-pong L0 buffers let MTE1 and FixPipe run beside the MMADs (the rule
-        # pipeline.py applies to GEMM blocks); one buffer makes them take turns.
-        if t.pipeline == 2:
-            cube_s = max(mmad_s, l0a_s + l0b_s, fixpipe_s)
-        else:
-            cube_s = mmad_s + l0a_s + l0b_s + fixpipe_s
-        return _Stages(stream_s, cube_s, vector_s)
+        vector_s = softmax_vector_s(self.profile, scores, rows * v, b,
+                                    masked=scores if diagonal else 0,
+                                    moved_extra=rows * v * ACCUMULATOR_BYTES)
+        return Stages(stream_s, cube_s, vector_s)
 
 
 def _unit(steps: _Steps, t: PrefillTiling, rows: int, tokens: int,
-          causal: bool, band: bool = False) -> tuple[float, _Stages]:
+          causal: bool, band: bool = False) -> tuple[float, Stages]:
     """(seconds, summed stages) of one unit over ``tokens`` keys; ``band``: a sliding
     window cuts the unit's first block too, which is masked like the diagonal."""
     full, tail = divmod(tokens, t.kv_tile)
@@ -175,7 +137,7 @@ def _unit(steps: _Steps, t: PrefillTiling, rows: int, tokens: int,
     if band and parts[0][1] > 0:
         parts = [(steps(rows, t.kv_tile, True), 1), (parts[0][0], parts[0][1] - 1), *parts[1:]]
     parts = [(s, n) for s, n in parts if n]
-    total = _Stages(*(sum(getattr(s, f) * n for s, n in parts)
+    total = Stages(*(sum(getattr(s, f) * n for s, n in parts)
                       for f in ("stream", "cube", "vector")))
     if t.pipeline == 1:
         seconds = total.stream + total.cube + total.vector + STEP_FLAG_S * sum(
@@ -223,7 +185,7 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
         raise ValueError(f"prefill attention tiling {t}: {'; '.join(broken)}")
     blocks = q_blocks(shape, t)
     steps = _Steps(profile, shape, t, kv_miss(shape, t))
-    d, b = shape.head_dim, shape.dtype_bytes
+    d, v, b = shape.head_dim, shape.v_dim, shape.dtype_bytes
     unit_s = np.empty(blocks)
     sums = np.zeros(3)
     for i in range(blocks):
@@ -231,7 +193,7 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
         seconds, stages = _unit(steps, t, rows, visible_tokens(shape, t, i), shape.causal,
                                 band_cut(shape, t, i))
         # Q in once, O out once.
-        seconds += 2 * steps._gm(rows * d * b, d * b, 1.0)
+        seconds += steps._gm(rows * d * b, d * b, 1.0) + steps._gm(rows * v * b, v * b, 1.0)
         unit_s[i] = seconds
         sums += (stages.stream, stages.cube, stages.vector)
     copies = shape.q_heads * shape.batch
@@ -258,13 +220,8 @@ def best_tiling(profile: SocProfile, shape: PrefillAttention) -> tuple[PrefillTi
     As for decode, a tiling must beat the CANN default (then the best so far)
     by more than ``TIE`` to replace it; among ties the larger tiles are kept.
     """
-    default = cann_default_tiling(profile, shape)
-    best = (default, prefill_attention_cost(profile, shape, default))
-    for t in reversed(feasible_tilings(profile, shape)):
-        cost = prefill_attention_cost(profile, shape, t)
-        if cost.total_s < best[1].total_s * (1.0 - TIE):
-            best = (t, cost)
-    return best
+    return best_of(cann_default_tiling(profile, shape), feasible_tilings(profile, shape),
+                   lambda t: prefill_attention_cost(profile, shape, t))
 
 
 def prefill_attention_charge(profile: SocProfile,
