@@ -80,6 +80,14 @@ __aicore__ inline void WaitCopyIn()
     AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
 }
 
+// A GM->UB copy into an output tile (gamma, cos/sin) must not overtake the UB->GM copy
+// of what that tile held before.
+__aicore__ inline void WaitCopyOut()
+{
+    AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+}
+
 __aicore__ inline void WaitVectorForScalar()
 {
     AscendC::SetFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
@@ -225,6 +233,7 @@ private:
         AscendC::LocalTensor<float> x = workA_.Get<float>();
         AscendC::LocalTensor<float> g = workB_.Get<float>();
         AscendC::LocalTensor<InputT> out = outQueue_.AllocTensor<InputT>();
+        WaitCopyOut();
         AscendC::DataCopy(out, side0_[col], n);  // gamma through the output buffer
         WaitCopyIn();
         AscendC::Cast(g, out, AscendC::RoundMode::CAST_NONE, n);
@@ -306,6 +315,7 @@ private:
             CopyIn(inQueue_, in0_, base + col, n);
             // cos and sin of the token, and an fp32 step of them, in a free output tile
             AscendC::LocalTensor<InputT> trig = outQueue_.AllocTensor<InputT>();
+            WaitCopyOut();
             AscendC::DataCopy(trig, side0_[static_cast<uint64_t>(row) * HEAD_DIM], HEAD_DIM);
             AscendC::DataCopy(trig[HEAD_DIM], side1_[static_cast<uint64_t>(row) * HEAD_DIM],
                               HEAD_DIM);
