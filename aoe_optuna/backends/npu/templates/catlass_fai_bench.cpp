@@ -26,6 +26,7 @@
 #include "acl/acl.h"
 #include "aoe_catlass_fai.h"
 #include "fai_tiling.cpp"
+#include "tiling/platform/platform_ascendc.h"
 
 #define CHECK_ACL(call)                                                                      \
     do {                                                                                     \
@@ -124,8 +125,8 @@ int main(int argc, char **argv)
     for (int r = 0; r < 1024; ++r)
         for (int c = r + 1; c < 1024; ++c) mask[r * 1024 + c] = Encode(1.0f);
 
-    uint32_t cores = 0;
-    CHECK_ACL(aclrtGetDeviceInfo(device, ACL_DEV_ATTR_CUBE_CORE_NUM, reinterpret_cast<int64_t *>(&cores)));
+    // One task stream per cube core, as catlass's fai.cpp launches (blockDim = AIC cores).
+    const uint32_t cores = platform_ascendc::PlatformAscendCManager::GetInstance()->GetCoreNumAic();
     FAInferTiling::FAInfo info;
     info.numTokens = static_cast<int32_t>(batch * qLen);
     info.numHeads = qHeads;
@@ -217,5 +218,8 @@ int main(int argc, char **argv)
                 ok ? "ok" : "wrong_result", AOE_FAI_PHASE, worst, tolerance);
     for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.9g", i ? ", " : "", times[i]);
     std::printf("]}\n");
+    CHECK_ACL(aclrtDestroyStream(stream));
+    CHECK_ACL(aclrtResetDevice(device));
+    CHECK_ACL(aclFinalize());
     return ok ? 0 : 3;
 }
