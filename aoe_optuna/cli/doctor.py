@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXAMPLES = """\
 examples:
@@ -154,4 +154,26 @@ def _dry_run(args: argparse.Namespace) -> int:
         raise _UsageError(f"{args.config}: {exc}") from None
     for line in plan.lines:
         print(line)
-    return 0 if plan.ok else 1
+    attention = _dry_run_attention(args, options, spec)
+    return 0 if plan.ok and attention else 1
+
+
+def _dry_run_attention(args: argparse.Namespace, options: dict[str, Any], spec: Any) -> bool:
+    """The catlass flash-attention build tree of the spec's first attention problem, at
+    CANN's default tiling, under <out>/attention; True when there is none to render."""
+    from aoe_optuna.backends.npu.dry_run import dry_run_attention
+    from aoe_optuna.operators.layer_ops import layer_operators
+
+    ops = [op for op in layer_operators(spec.workload) if op.kind == "attention"]
+    if not ops:
+        return True
+    op = ops[0]
+    try:
+        plan = dry_run_attention(options, spec.profile, op.problem,
+                                 op.default_config(spec.profile), op.dtype,
+                                 Path(args.out) / "attention")
+    except ValueError as exc:
+        raise _UsageError(f"{args.config}: {exc}") from None
+    for line in plan.lines:
+        print(line)
+    return plan.ok

@@ -373,7 +373,9 @@ def _export_command(argv: list[str]) -> int:
 
 def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
     """Export an operator run's attention or vector kernel study, if it is one: its
-    tiling into the knowledge base. False for any other study."""
+    tiling into the knowledge base, and with --output its kernel source (catlass's
+    flash-attention instantiation header, or the Ascend C vector kernel). False for any
+    other study."""
     import optuna
 
     from aoe_optuna.operators.report import export_layer_study
@@ -385,12 +387,12 @@ def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
                               sampler=optuna.samplers.RandomSampler())
     if LAYER_OP_ATTR not in study.user_attrs:
         return False
-    for option in ("output", "op_source", "catlass_header"):
+    for option in ("op_source", "catlass_header"):
         if getattr(args, option) is not None:
             raise UsageError(f"--{option.replace('_', '-')}: study {args.study_name!r} tunes "
-                             f"{study.user_attrs[LAYER_OP_ATTR]['kind']}, whose tiling goes to "
-                             "the knowledge base only (no kernel source is written)")
-    for line in export_layer_study(study, args.storage, args.kb, args.header):
+                             f"{study.user_attrs[LAYER_OP_ATTR]['kind']}, whose kernel "
+                             "--output writes (the npu backend's own rendering)")
+    for line in export_layer_study(study, args.storage, args.kb, args.header, args.output):
         print(line)
     return True
 

@@ -24,6 +24,8 @@ from aoe_optuna.export.kb import (
     write_c_header,
 )
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
+from aoe_optuna.export.layer_kernel import write_layer_kernel
+from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.operators.state import best_measured, trial_latency
@@ -175,9 +177,10 @@ def layer_entry(soc: str, op: LayerOperator, params: dict, latency_s: float,
 
 
 def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | None,
-                       header: str | None) -> Iterator[str]:
+                       header: str | None, output: str | None = None) -> Iterator[str]:
     """``aoe-tune export`` of an attention or vector kernel's study: its best tiling into
-    the knowledge base (no kernel source is written for these kernels)."""
+    the knowledge base and, with ``output``, the kernel source the npu backend renders
+    for it (export/layer_kernel.py)."""
     plan = study.user_attrs[LAYER_OP_ATTR]
     op = LayerOperator.from_plan(plan)
     trials = study.get_trials(deepcopy=False)
@@ -188,6 +191,13 @@ def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | Non
                  TrialState.COMPLETE), None)
     latency = trial_latency(best)
     gain = None if base is None else trial_latency(base) / latency - 1.0
+    if output is not None:
+        info = ExportInfo(study=study.study_name, storage=storage_url, trial=best.number,
+                          value=1.0 / latency, objective="calls/s",
+                          baseline=None if base is None else 1.0 / trial_latency(base))
+        what = write_layer_kernel(output, op.problem, op.dtype, dict(best.params),
+                                  load_profile(str(plan["soc"])), info)
+        yield f"wrote {output}: {what}"
     if kb_path:
         kb = KnowledgeBase.load(kb_path)
         entry = layer_entry(str(plan["soc"]), op, dict(best.params), latency, gain,
@@ -214,15 +224,24 @@ def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
 def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, out_dir: Path,
                    op_source: Path | None) -> Iterator[str]:
     """Each shape's kernel: a catlass instantiation header where the space is catlass's,
-    and a rewritten kernel source when ``op_source`` is given."""
+    and a rewritten kernel source when ``op_source`` is given; each attention problem's
+    catlass flash-attention header and each vector kernel's Ascend C source."""
     out_dir.mkdir(parents=True, exist_ok=True)
     catlass = "l1_k" in spec.space.names or "swizzle_offset" in spec.space.names
     for r in result.shapes:
         if r.params is None:
             continue
         if isinstance(r.shape, LayerOperator):
-            yield (f"not exported {r.shape.label} {r.shape.dims}: no kernel source is written "
-                   "for attention or vector kernels (their tiling is in the knowledge base)")
+            path = out_dir / (f"{r.shape.kind}_{r.shape.dims}"
+                              + (".h" if r.shape.kind == "attention" else ".cpp"))
+            info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,
+                              value=1.0 / r.latency_s, objective="calls/s")
+            try:
+                what = write_layer_kernel(path, r.shape.problem, r.shape.dtype, r.params,
+                                          spec.profile, info)
+                yield f"wrote {path}: {what}"
+            except ExportError as exc:
+                yield f"not exported {r.shape.label} {r.shape.dims}: {exc}"
             continue
         if r.shape.batch > 1:
             yield (f"not exported {r.shape.label} {r.shape.dims}: "

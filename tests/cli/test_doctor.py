@@ -3,6 +3,7 @@ toolkit_trees.py), on a machine without one, and its dry run of a spec."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -164,3 +165,28 @@ def test_dry_run_of_a_bad_backend_option_is_one_line(tmp_path, capsys):
     assert doctor(["--dry-run", "--config", str(spec), "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
     assert "run_mode" in err and err.count("\n") == 1 and not (tmp_path / "t").exists()
+
+
+def test_dry_run_of_a_spec_tuning_attention_writes_the_catlass_attention_tree(tmp_path, capsys):
+    home = make_toolkit(tmp_path / "cann", "8.5.0", soc="Ascend910B2")
+    catlass = make_catlass(tmp_path / "catlass", legacy=False)
+    spec = tmp_path / "attention.json"
+    spec.write_text(json.dumps({
+        "op_name": "Gemm", "hardware": {"soc": "Ascend910B2"},
+        "search_space": {"tile_m": [64, 128], "tile_n": [128], "tile_k": [64]},
+        "workload": {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
+                     "attention": "tuned"},
+        "backend": {"name": "npu", "cann": str(home), "catlass": str(catlass)}}))
+    out_dir = tmp_path / "tree"
+    code = aoe_tune(["doctor", "--dry-run", "--config", str(spec), "--out", str(out_dir)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0, "\n".join(out)
+    tree = out_dir / "attention"
+    assert sorted(p.name for p in tree.iterdir()) == [
+        "CMakeLists.txt", "aoe_catlass_fai.h", "catlass_fai_bench.cpp"]
+    assert any(ln.startswith("# attention (DecodeAttention): config block_tile=") for ln in out)
+    assert "# kv_layout=BNSD: no catlass counterpart (it runs BSND)" in out
+    assert f"cd {tree}" in out
+    assert f"cmake -S . -B build -DCATLASS_HOME={catlass} -DCATLASS_ARCH=2201 -DRUN_MODE=npu " \
+        "-DCMAKE_BUILD_TYPE=Release" in out
+    assert out[-1].startswith("out/bin/fai_bench ")

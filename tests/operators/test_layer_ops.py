@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,22 +170,52 @@ def test_tokens_per_s_replaces_each_charge_with_the_winners_latency(tmp_path: Pa
     assert math.fsum(p.seconds for p in result.split) == pytest.approx(1 / result.tokens_per_s)
 
 
-def test_export_of_an_attention_study_writes_its_kb_entry_and_refuses_a_kernel(
+def test_export_of_attention_and_vector_studies_writes_kb_entries_and_kernels(
         tmp_path: Path, spec_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'e.db'}"
+    kernels = tmp_path / "kernels"
     assert main(["operators", "--config", str(spec_file), "--storage", db, "--n-trials", "20",
-                 "--sampler", "random", "--seed", "2", "--no-progress"]) == 0
-    capsys.readouterr()
+                 "--sampler", "random", "--seed", "2", "--no-progress",
+                 "--export-dir", str(kernels)]) == 0
+    run_out = capsys.readouterr().out
+    written = sorted(p.name for p in kernels.iterdir())
+    assert "attention_b1-q28-kv4-d128-s1024.h" in written
+    assert {"rmsnorm", "add_rmsnorm", "swiglu", "rope"} <= {
+        n.split("_1x")[0] for n in written if n.endswith(".cpp")}
+    assert "not exported" not in run_out
     study = f"{PARENT}/attention/b1-q28-kv4-d128-s1024"
     kb = tmp_path / "kb.json"
-    assert main(["export", "--storage", db, "--study-name", study, "--kb", str(kb)]) == 0
-    assert "added Ascend910B2/decode_attention/fp16 batch=1" in capsys.readouterr().out
+    header = tmp_path / "aoe_catlass_fai.h"
+    assert main(["export", "--storage", db, "--study-name", study, "--kb", str(kb),
+                 "--output", str(header)]) == 0
+    out = capsys.readouterr().out
+    assert "added Ascend910B2/decode_attention/fp16 batch=1" in out
+    assert f"wrote {header}: catlass flash-attention-infer (decode) instantiation" in out
     assert [e["kind"] for e in KnowledgeBase.load(kb).entries()] == ["attention"]
-    out = tmp_path / "k.cpp"
-    assert main(["export", "--storage", db, "--study-name", study, "--output", str(out)]) == 2
+    best = optuna.load_study(study_name=study, storage=db).best_trial.params
+    tuned = dict(re.findall(r"constexpr uint32_t kTuned(\w+) = (\d+);", header.read_text()))
+    assert tuned == {"KvSplit": str(best["kv_split"]), "BlockTile": str(best["block_tile"]),
+                     "L1Tile": str(best["l1_tile"]), "L0Tile": str(best["l0_tile"]),
+                     "Pipeline": str(best["pipeline"])}
+    assert f"Study {study} in {db}" in header.read_text()
+
+    norm = next(n for n in optuna.get_all_study_names(db) if n.startswith(f"{PARENT}/rmsnorm"))
+    kernel = tmp_path / "rmsnorm.cpp"
+    assert main(["export", "--storage", db, "--study-name", norm, "--kb", str(kb),
+                 "--output", str(kernel)]) == 0
+    assert f"wrote {kernel}: Ascend C rmsnorm kernel" in capsys.readouterr().out
+    best = optuna.load_study(study_name=norm, storage=db).best_trial.params
+    declared = dict(re.findall(r"^constexpr \w+ (TILE_LEN|CORES|BUFFER_NUM) = (\d+);",
+                               kernel.read_text(), flags=re.MULTILINE))
+    assert declared == {"TILE_LEN": str(best["tile_len"]), "CORES": str(best["cores"]),
+                        "BUFFER_NUM": str(2 if best["double_buffer"] else 1)}
+
+    refused = tmp_path / "k.h"
+    assert main(["export", "--storage", db, "--study-name", study, "--catlass-header",
+                 str(refused)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--output" in err and "knowledge base only" in err and len(err.splitlines()) == 1
-    assert not out.exists()
+    assert "--catlass-header" in err and "--output writes" in err and len(err.splitlines()) == 1
+    assert not refused.exists()
 
 
 # ---------------------------------------------------------------- refusals

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aoe_optuna.backends.npu.cann import CannToolkit
-from aoe_optuna.backends.npu.catlass_args import CatlassArgs
+from aoe_optuna.backends.npu.catlass_args import ArchInfo, CatlassArgs
 from aoe_optuna.backends.npu.catlass_render import HEADER_FILE, render_header
 from aoe_optuna.backends.npu.gemm_kernel import RenderError, kernel_options, template_text
 from aoe_optuna.backends.npu.render import RTOL, check_soc
@@ -137,18 +138,51 @@ def render_bench_header(args: CatlassArgs, profile: SocProfile, run_mode: str) -
     ])
 
 
-def render_cmake(args: CatlassArgs, run_mode: str, options: Sequence[str],
-                 build_system: str = "asc", soc: str = "") -> str:
+class HasArch(Protocol):
+    """A rendered catlass instantiation: what its build needs is the arch."""
+
+    @property
+    def arch(self) -> ArchInfo: ...
+
+
+@dataclass(frozen=True)
+class CatlassTarget:
+    """What one catlass CMake project builds: its project name, the one ASC source, the
+    executable, a catlass directory to include besides ``include/`` (relative to the
+    checkout) and whether the kernel runs on the whole AI core (cube and vector: "mix")."""
+
+    project: str
+    source: str
+    executable: str
+    extra_include: str = ""
+    mix: bool = False
+
+
+GEMM_TARGET = CatlassTarget("aoe_catlass_gemm", BENCH_FILE, "gemm_bench")
+
+
+def render_cmake(args: CatlassArgs | None, run_mode: str, options: Sequence[str],
+                 build_system: str = "asc", soc: str = "",
+                 target: CatlassTarget = GEMM_TARGET, arch: str = "2201") -> str:
+    """The CMakeLists of ``target`` (a GEMM's when ``args`` is given, its variant
+    deciding cube-only or mix)."""
     template = template_text(BUILD_SYSTEMS[build_system])
     language = "ASC" if build_system == "asc" else "ASCEND"
     # One SHELL: entry keeps flag pairs such as "-mllvm -misched=..." from being de-duplicated.
     flags = (f'"SHELL:$<$<COMPILE_LANGUAGE:{language}>:{" ".join(options)}>"'
              if options else "")
-    fills = {"@RUN_MODE@": run_mode, "@CATLASS_ARCH@": args.arch.npu_arch,
-             "@KERNEL_OPTIONS@": flags}
+    mix = target.mix if args is None else args.variant in MIX_VARIANTS
+    if not target.extra_include:
+        template = template.replace("@EXTRA_INCLUDE@ ", "")
+    fills = {"@RUN_MODE@": run_mode,
+             "@CATLASS_ARCH@": arch if args is None else args.arch.npu_arch,
+             "@KERNEL_OPTIONS@": flags, "@PROJECT@": target.project, "@SOURCE@": target.source,
+             "@TARGET@": target.executable}
+    if target.extra_include:
+        fills["@EXTRA_INCLUDE@"] = "${CATLASS_HOME}/" + target.extra_include
     if build_system == "legacy":
         fills["@SOC_VERSION@"] = soc
-        fills["@AICORE_ARCH@"] = "dav-c220" if args.variant in MIX_VARIANTS else "dav-c220-cube"
+        fills["@AICORE_ARCH@"] = "dav-c220" if mix else "dav-c220-cube"
     for key, value in fills.items():
         if key not in template:
             raise RenderError(f"catlass CMakeLists template lacks {key}")
@@ -168,7 +202,7 @@ def render_catlass_project(args: CatlassArgs, config: Mapping[str, Any], profile
     }
 
 
-def catlass_build_commands(catlass_home: Path, args: CatlassArgs, run_mode: str,
+def catlass_build_commands(catlass_home: Path, args: CatlassArgs | HasArch, run_mode: str,
                            jobs: int = 4) -> list[list[str]]:
     return [
         ["cmake", "-S", ".", "-B", "build", f"-DCATLASS_HOME={catlass_home}",

@@ -4,7 +4,9 @@
 the defaults) for the first GEMM of the workload, writes its CMake project to a
 directory, and lists, in order, every command the backend would run there
 with the environment it would set, as shell lines a user can paste. Without a
-toolkit the commands name ``$ASCEND_HOME_PATH``.
+toolkit the commands name ``$ASCEND_HOME_PATH``. A spec that tunes attention also
+gets the catlass flash-attention build tree of its first attention problem at
+CANN's default tiling (:func:`dry_run_attention`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from aoe_optuna.backends.npu.cann import CannNotFound, CannToolkit, find_cann
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args
 from aoe_optuna.backends.npu.catlass_args import shape_reason as catlass_shape_reason
 from aoe_optuna.backends.npu.catlass_build import (
+    CatlassNotFound,
     catlass_build_commands,
     catlass_build_system,
     compile_option_reason,
+    find_catlass,
     render_catlass_project,
 )
+from aoe_optuna.backends.npu.catlass_fai import fai_args, fai_run_command, render_fai_project
 from aoe_optuna.backends.npu.commands import (
     ARTIFACT,
     VISIBLE_DEVICES,
@@ -40,6 +45,8 @@ from aoe_optuna.backends.npu.commands import (
 from aoe_optuna.backends.npu.limits import shape_reason
 from aoe_optuna.backends.npu.render import render_project, unsupported_reason, validate_config
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.models import Gemm
 
 PLACEHOLDER_HOME = Path("$ASCEND_HOME_PATH")
@@ -147,3 +154,43 @@ def _word(text: str) -> str:
 
 def _join(argv: list[str]) -> str:
     return " ".join(_word(a) for a in argv)
+
+
+def dry_run_attention(options: Mapping[str, Any], profile: SocProfile,
+                      problem: DecodeAttention | PrefillAttention, config: Mapping[str, Any],
+                      dtype: str, out: Path, env: Mapping[str, str] | None = None) -> DryRun:
+    """Write the catlass flash-attention build tree of ``problem`` under ``config`` to
+    ``out`` and list its build and run commands. The backend does not time attention
+    (only the simulator models it), so this is the tree a user builds by hand."""
+    env = os.environ if env is None else env
+    opts = parse_options(options)
+    lines = [f"# attention ({type(problem).__name__}): config "
+             + " ".join(f"{k}={v}" for k, v in sorted(config.items()))]
+    try:
+        toolkit = find_cann(opts["cann"], env)
+    except CannNotFound:
+        toolkit = CannToolkit(PLACEHOLDER_HOME, "unknown", "nothing")
+    try:
+        home = find_catlass(opts["catlass"], env)
+        build_system = catlass_build_system(home)
+    except CatlassNotFound as exc:
+        lines.append(f"# {exc}; the commands below name $CATLASS_HOME in its place")
+        home, build_system = Path("$CATLASS_HOME"), "asc"
+    try:
+        args = fai_args(problem, config, dtype, profile)
+    except CatlassArgError as exc:
+        return DryRun(lines + [f"# refused before any build: {exc}"], False)
+    run_mode = "sim" if opts["run_mode"] == "sim" else "npu"
+    files = render_fai_project(args, profile, run_mode, build_system)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in sorted(files.items()):
+        (out / name).write_text(text)
+        lines.append(f"# wrote {out / name}")
+    for c in args.counterparts:
+        if not c.matches:
+            lines.append(f"# {c.param}={c.tuned}: no catlass counterpart (it runs {c.catlass})")
+    lines.append(f"cd {_word(str(out))}")
+    lines += list(_exports(build_env(toolkit, _shell_base()), {}))
+    lines += [_join(c) for c in catlass_build_commands(home, args, run_mode)]
+    lines.append(_join(fai_run_command(problem, physical_device(opts["device"], run_mode, env))))
+    return DryRun(lines, True)

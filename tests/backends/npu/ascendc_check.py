@@ -111,10 +111,11 @@ class CompileResult:
     untyped: tuple[str, ...] = ()  # untyped intrinsics the object references
 
 
-def grouped_kernels(kernels: Mapping[str, str]) -> str:
+def grouped_kernels(kernels: Mapping[str, str], entries: Sequence[str] = ("gemm_kernel",),
+                    file_name: str = "gemm_kernel.cpp") -> str:
     """One translation unit holding each rendered kernel in namespace ``variant_<name>``.
 
-    Each kernel's entry point becomes ``gemm_kernel_<name>`` (an ``extern "C"`` name is
+    Each kernel's entry points become ``<entry>_<name>`` (an ``extern "C"`` name is
     one name whatever its namespace) and its file-scope macros are reset first.
     """
     parts = [KERNEL_INCLUDE]
@@ -124,9 +125,10 @@ def grouped_kernels(kernels: Mapping[str, str]) -> str:
         if text.count(KERNEL_INCLUDE) != 1:
             raise ValueError(f"variant {name}: expected one {KERNEL_INCLUDE}")
         body = text.replace(KERNEL_INCLUDE, "// " + KERNEL_INCLUDE)
-        body = re.sub(r"\bgemm_kernel\b(?=\s*\()", f"gemm_kernel_{name}", body)
+        for entry in entries:
+            body = re.sub(rf"\b{entry}\b(?=\s*\()", f"{entry}_{name}", body)
         parts += ["#undef UNROLL_FACTOR", "#undef AOE_UNROLL", f"namespace variant_{name} {{",
-                  f'#line 1 "gemm_kernel.cpp[{name}]"', body, f"}}  // namespace variant_{name}"]
+                  f'#line 1 "{file_name}[{name}]"', body, f"}}  // namespace variant_{name}"]
     return "\n".join(parts) + "\n"
 
 

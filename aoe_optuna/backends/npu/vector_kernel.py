@@ -1,0 +1,76 @@
+"""Render the Ascend C vector kernel (RMSNorm, add + RMSNorm, SwiGLU, rope) with a tuned tiling.
+
+One template (``templates/vector_kernel.cpp``, this project's own) holds the four
+kernels; a render writes the tuned ``tile_len``, ``cores``, ``double_buffer`` and
+(add + RMSNorm) ``fused`` into its declarations, with the problem's kind, row width,
+head dim, the element type and the profile's UB size. Values are ints and names from
+fixed tables, never text from a spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aoe_optuna.backends.npu.gemm_kernel import (
+    INPUT_TYPES,
+    RenderError,
+    render_kernel,
+    template_text,
+)
+from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.space.params import ParamError
+from aoe_optuna.workload.vector_ops import VectorOp
+from aoe_optuna.workload.vector_space import vector_space
+
+VECTOR_KERNEL_FILE = "vector_kernel.cpp"
+KIND_CODES = {"rmsnorm": 0, "add_rmsnorm": 1, "swiglu": 2, "rope": 3}
+ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
+# Tuned parameter -> the declaration it becomes (double_buffer -> BUFFER_NUM 1 or 2).
+DECLARATIONS = {"tile_len": "TILE_LEN", "cores": "CORES", "double_buffer": "BUFFER_NUM",
+                "fused": "FUSED"}
+
+
+def vector_values(op: VectorOp, config: Mapping[str, Any],
+                  profile: SocProfile) -> dict[str, str]:
+    """Declaration -> literal for ``op`` under ``config``; RenderError (one line) when the
+    config is not a feasible point of the op's space or the kernel cannot run the op."""
+    if op.kind not in KIND_CODES:
+        raise RenderError(f"vector kernel {op.kind!r}: the Ascend C kernel implements "
+                          f"{sorted(KIND_CODES)}")
+    if op.dtype not in INPUT_TYPES:
+        raise RenderError(f"dtype {op.dtype}: the vector kernel implements "
+                          f"{sorted(INPUT_TYPES)} only")
+    if op.width % ALIGN_ELEMENTS:
+        raise RenderError(f"{op.label}: width {op.width} is not a multiple of "
+                          f"{ALIGN_ELEMENTS} elements (whole 32-byte copies)")
+    if op.kind == "rope" and (op.width % op.head_dim or op.head_dim % (2 * ALIGN_ELEMENTS)):
+        raise RenderError(f"{op.label}: rope needs whole heads of a multiple of "
+                          f"{2 * ALIGN_ELEMENTS} (head_dim {op.head_dim})")
+    space = vector_space(profile, op)
+    missing = [n for n in space.names if n not in config]
+    if missing:
+        raise RenderError(f"{op.label}: config lacks {missing}")
+    cfg = {n: int(config[n]) for n in space.names}
+    try:
+        reasons = space.explain(cfg)
+    except ParamError as exc:
+        raise RenderError(f"{op.label}: {exc}") from None
+    if reasons:
+        raise RenderError(f"{op.label}: {reasons[0]}")
+    return {
+        "TILE_LEN": str(cfg["tile_len"]),
+        "CORES": str(cfg["cores"]),
+        "BUFFER_NUM": "2" if cfg["double_buffer"] else "1",
+        "FUSED": "true" if cfg.get("fused", 1) else "false",
+        "KIND": str(KIND_CODES[op.kind]),
+        "WIDTH": str(int(op.width)),
+        "HEAD_DIM": str(int(op.head_dim)),
+        "UB_BYTES": str(int(profile.ub_bytes)),
+        "InputT": INPUT_TYPES[op.dtype],
+    }
+
+
+def render_vector_kernel(op: VectorOp, config: Mapping[str, Any], profile: SocProfile) -> str:
+    """The kernel source for ``op`` with ``config`` written into its declarations."""
+    return render_kernel(template_text(VECTOR_KERNEL_FILE), vector_values(op, config, profile))
