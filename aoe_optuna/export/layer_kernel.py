@@ -18,10 +18,11 @@ from aoe_optuna.export.catlass_header import provenance
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, config_text, export_header
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.vector_ops import VectorOp
 
-Problem = DecodeAttention | PrefillAttention | VectorOp
+Problem = DecodeAttention | MlaDecodeAttention | PrefillAttention | VectorOp
 
 
 def layer_kernel(problem: Problem, dtype: str, config: Mapping[str, Any], profile: SocProfile,
@@ -40,7 +41,7 @@ def layer_kernel(problem: Problem, dtype: str, config: Mapping[str, Any], profil
     try:
         args = fai_args(problem, config, dtype, profile)
     except CatlassArgError as exc:
-        phase = "decode" if isinstance(problem, DecodeAttention) else "prefill"
+        phase = "prefill" if isinstance(problem, PrefillAttention) else "decode"
         raise ExportError(f"{phase} attention: {exc}") from None
     text = render_fai_header(args, provenance(info, config, dtype, profile.soc))
     missing = [c.param for c in args.counterparts if not c.matches]

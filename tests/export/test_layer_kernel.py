@@ -12,6 +12,8 @@ from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.export.layer_kernel import write_layer_kernel
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.mla_attention import MlaDecodeAttention
+from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.vector_ops import VectorOp
 
 PROFILE = load_profile("Ascend910B2")
@@ -41,5 +43,31 @@ def test_attention_catlass_cannot_run_is_one_line_and_nothing_written(tmp_path: 
                               page_tokens=256)
     config = {"kv_split": 1, "block_tile": 512, "l1_tile": 256, "l0_tile": 128, "pipeline": 2}
     with pytest.raises(ExportError, match=r"^decode attention: page_tokens 256: ") as err:
+        write_layer_kernel(path, problem, "fp16", config, PROFILE, INFO)
+    assert "\n" not in str(err.value) and not path.exists()
+
+
+@pytest.mark.parametrize(("problem", "message"), [
+    (PrefillAttention(batch=1, q_heads=16, kv_heads=8, head_dim=128, seq_len=8192,
+                      window=4096),
+     "prefill attention: sliding window 4096: catlass's flash attention has no band mask"),
+    (PrefillAttention(batch=1, q_heads=16, kv_heads=16, head_dim=192, seq_len=1024,
+                      v_head_dim=128),
+     "prefill attention: V width 128 beside head_dim 192: catlass's flash attention takes "
+     "one head width"),
+    (MlaDecodeAttention(batch=1, q_heads=16, context=4096, kv_lora_rank=512,
+                        qk_rope_head_dim=64),
+     "decode attention: MLA: catlass's MLA kernel (examples/19_mla) is not rendered"),
+])
+def test_attention_catlass_has_no_kernel_for_is_refused(tmp_path: Path, problem,
+                                                        message: str) -> None:
+    """A sliding-window band, a V narrower than Q/K (MLA prefill) and MLA decode have no
+    catlass flash-attention-infer instantiation: one line, nothing written, not a header
+    that silently drops the difference."""
+    path = tmp_path / "fai.h"
+    config = {"q_tile": 128, "kv_tile": 512, "l1_tile": 128, "pipeline": 2,
+              "dealing": "cyclic", "head_tile": 16, "kv_split": 1, "block_pages": 4,
+              "resident": 1}
+    with pytest.raises(ExportError, match="^" + re.escape(message)) as err:
         write_layer_kernel(path, problem, "fp16", config, PROFILE, INFO)
     assert "\n" not in str(err.value) and not path.exists()

@@ -39,6 +39,7 @@ from aoe_optuna.backends.npu.gemm_kernel import RenderError, template_text
 from aoe_optuna.backends.npu.render import check_soc
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 
 FAI_HEADER = "aoe_catlass_fai.h"
@@ -116,11 +117,22 @@ def counterparts(problem: DecodeAttention | PrefillAttention,
     )
 
 
-def fai_args(problem: DecodeAttention | PrefillAttention, config: Mapping[str, Any],
+def fai_args(problem: DecodeAttention | PrefillAttention | MlaDecodeAttention,
+             config: Mapping[str, Any],
              dtype: str, profile: SocProfile) -> FaiArgs:
     """The instantiation for ``problem`` under ``config``; CatlassArgError (one line) when
     catlass's kernel cannot run the problem at all."""
     arch = arch_for(profile)
+    if not isinstance(problem, DecodeAttention | PrefillAttention):
+        raise CatlassArgError("MLA: catlass's MLA kernel (examples/19_mla) is not rendered; "
+                              "the knowledge base entry carries its tiling")
+    if isinstance(problem, PrefillAttention) and problem.window is not None:
+        raise CatlassArgError(f"sliding window {problem.window}: catlass's flash attention "
+                              "has no band mask (fai_kernel.cpp: none or causal)")
+    if isinstance(problem, PrefillAttention) and problem.v_head_dim is not None:
+        raise CatlassArgError(f"V width {problem.v_head_dim} beside head_dim "
+                              f"{problem.head_dim}: catlass's flash attention takes one "
+                              "head width for Q, K and V")
     if dtype not in ELEMENTS:
         raise CatlassArgError(f"dtype {dtype}: catlass's flash attention implements "
                               f"{sorted(ELEMENTS)}")
