@@ -247,18 +247,21 @@ class AscendSimulator(BackendBase):
         # under the cube's next block; the vector side bounds a core whose epilogues
         # take longer than its blocks, and the last block's epilogue shows after the cube.
         per_block = vector_passes.per_block_dequant(quant, g.splits)
-        epilogue = np.where(per_block, vector_passes.dequant_block_seconds(
+        block_epilogue = vector_passes.dequant_block_seconds(
             transfer.gm_stream(p.gm_to_l1_bytes_per_cycle, clock), g.rows_valid,
-            g.cols_valid, n, out_bytes), 0.0)
+            g.cols_valid, n, out_bytes)
+        epilogue = np.where(per_block, block_epilogue, 0.0)
         t_core = np.maximum(t_core, np.ceil(g.blocks * batch / p.cube_cores) * epilogue)
         body = self._with_shared_floors(t_core, hbm, l2)
 
-        # The vector cores' whole-GM passes (split-K sum, its dequant, padding) and their
-        # hand-overs.
-        vec_bytes = ((vector_passes.split_k_bytes(g.splits, m, n, out_bytes)
-                      + vector_passes.dequant_bytes(quant & ~per_block, m, n, out_bytes)) * batch
-                     + pad_bytes)
-        vec_s = vec_bytes / self._vector_bandwidth(vec_bytes) + epilogue
+        # The vector cores' whole-GM passes (split-K sum, padding) and their hand-overs;
+        # int8 with split-K dequantizes the summed C block by block after a barrier, each
+        # AI core's vector pair taking the MN blocks its cube would (catlass
+        # quant_multi_core_splitk_matmul_tla.hpp), so the busiest core's blocks show.
+        vec_bytes = vector_passes.split_k_bytes(g.splits, m, n, out_bytes) * batch + pad_bytes
+        after_sum = np.where(quant & ~per_block, np.ceil(
+            g.blocks_m * g.blocks_n * batch / p.cube_cores) * block_epilogue, 0.0)
+        vec_s = vec_bytes / self._vector_bandwidth(vec_bytes) + epilogue + after_sum
         hand = vector_passes.handovers(g.splits, quant, pad) * vector_passes.HANDOVER_S
         mixed = vector_passes.uses_vector_cores(g.splits, quant, pad)
         head = self.launch_s + np.where(mixed, vector_passes.MIX_HEAD_S, 0.0)

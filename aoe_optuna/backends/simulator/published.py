@@ -30,9 +30,10 @@ TORCH_NPU = ("https://github.com/zzc0721/torch-performance-test-data/issues/109 
 BASIC = {"preload": 0, "unit_flag": 1}
 PRELOAD = {"preload": 1, "unit_flag": 1}
 OPTIMIZED = {"preload": 1, "unit_flag": 1, "padding": 1}
-# int8 kernels run without the unit flag (dispatch_policy.hpp rejects it for int8)
-INT8_BASIC = {"preload": 0, "unit_flag": 0}
+# 12_quant_matmul (MmadAtlasA2PreloadAsyncWithCallback) runs int8 without the unit flag;
+# example 52's split-K kernel (MmadPingpong) turns it on (its enableUnitFlag = true)
 INT8_PRELOAD = {"preload": 1, "unit_flag": 0}
+EX52_SPLIT_K = {"preload": 0, "unit_flag": 1}
 
 
 @dataclass(frozen=True)
@@ -67,21 +68,13 @@ def _row_row(**extra: Any) -> dict[str, Any]:
     return {"layout_a": "row_major", "layout_b": "row_major", **extra}
 
 
-def catlass_split(m: int, n: int, k: int, cores: int, l1: tuple[int, int, int]) -> int:
-    """The split count catlass's split-K kernel picks (splitk_matmul.hpp GetSplitkFactor)."""
-    most = 2 if k <= 1024 else 4 if k <= 2048 else 8 if k <= 4096 else 16
-    base = -(-m // l1[0]) * -(-n // l1[1])
-    split = max(1, min(cores // base, most))
-    if base < cores:
-        while split + 1 <= most and -(-base * (split + 1) // cores) >= -(-base // cores) * (
-                split + 1):
-            split += 1
-    split = min(split, -(-k // l1[2]))
-    if k > 32768:
-        split = max(split, 4)
-    elif k > 8192:
-        split = max(split, 2)
-    return split
+def catlass_multicore_split(m: int, n: int, k: int, cores: int, l1: tuple[int, int, int]) -> int:
+    """The split count of catlass's multi-core split-K kernels (example 52's
+    ``QuantMultiCoreSplitkMatmulTla::GetSplitkFactor``): as many splits as the
+    cores hold copies of the MN grid, at most K's L1 tiles, at least one."""
+    blocks = -(-m // l1[0]) * -(-n // l1[1])
+    split = cores // blocks if cores // blocks > 0 else 2
+    return max(1, min(split, -(-k // l1[2])))
 
 
 def _tflops_to_us(size: int, tflops: float) -> float:
@@ -129,13 +122,15 @@ PUBLISHED: tuple[Published, ...] = (
       for m, n, k, us in ((512, 4096, 1024, 33.26), (128, 16384, 1024, 38.68),
                           (1024, 4096, 1024, 42.66), (512, 8192, 1024, 52.36),
                           (128, 16384, 2048, 53.77))),
-    # example 52: int8, B column-major, 12_quant_matmul against the split-K kernel (910B3)
+    # example 52: int8, B column-major, 12_quant_matmul against the split-K kernel (910B3);
+    # the split-K kernel is MmadPingpong with the unit flag on (the example's
+    # enableUnitFlag = true) and its own split count (catlass_multicore_split)
     *(Published(f"int8 {m}x{n}x{k}, preload", EX52, "Ascend910B3", m, n, k, "fp16", us,
                 {**_tiles(128, 256, 512, 128), **_row_col(**INT8_PRELOAD), "quantization": True})
       for m, n, k, us, _ in INT8_SPLIT_K),
     *(Published(f"int8 {m}x{n}x{k}, split-K", EX52, "Ascend910B3", m, n, k, "fp16", us,
-                {**_tiles(128, 256, 512, 128), **_row_col(**INT8_BASIC), "quantization": True,
-                 "split_k": catlass_split(m, n, k, 20, (128, 256, 512))})
+                {**_tiles(128, 256, 512, 128), **_row_col(**EX52_SPLIT_K), "quantization": True,
+                 "split_k": catlass_multicore_split(m, n, k, 20, (128, 256, 512))})
       for m, n, k, _, us in INT8_SPLIT_K),
     *(Published(f"torch_npu {s}^3", TORCH_NPU, "Ascend910B2", s, s, s, "fp16",
                 _tflops_to_us(s, tf))

@@ -12,9 +12,11 @@ that waits for the cube (a cross-core flag) before it starts:
   ``flagAicFinishStore`` after each block, the same core's two AIVs wait on
   it and dequantize that block while the cube goes on with the next), so
   the epilogue runs under the cube and shows once, after the last block
-  (:func:`dequant_block_seconds`); with split-K it is a second GM pass
-  after the sum, behind another all-core barrier
-  (``kernel/quant_multi_core_splitk_matmul_tla.hpp``);
+  (:func:`dequant_block_seconds`); with split-K the vector cores first sum
+  the partials, then, behind another all-core barrier, dequantize the summed
+  C block by block, each AI core's pair taking the blocks its cube would
+  (``kernel/quant_multi_core_splitk_matmul_tla.hpp``, the example's "Plan B"),
+  so the busiest core's blocks show;
 * padding (``PaddingMatmul``): before the cube starts, the vector cores copy
   A and B into buffers whose rows are 512 B aligned, so every later load
   starts on a line.
@@ -45,12 +47,6 @@ def split_k_bytes(splits: np.ndarray, m: int, n: int, out_bytes: float) -> np.nd
     """GM bytes of the split-K sum: write and read every split's partial, write C."""
     partials = splits * m * n * WORKSPACE_BYTES
     return np.where(splits > 1, 2.0 * partials + m * n * out_bytes, 0.0)
-
-
-def dequant_bytes(quant: np.ndarray, m: int, n: int, out_bytes: float) -> np.ndarray:
-    """GM bytes of the int8 epilogue: int32 C written and read back, fp16 C and scales."""
-    moved = 2.0 * m * n * WORKSPACE_BYTES + m * n * out_bytes + (m + n) * 4.0
-    return np.where(quant, moved, 0.0)
 
 
 def per_block_dequant(quant: np.ndarray, splits: np.ndarray) -> np.ndarray:

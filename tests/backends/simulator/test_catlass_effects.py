@@ -7,7 +7,11 @@ import pytest
 
 from aoe_optuna.backends.simulator import calibration, schedule, transfer, vector_passes
 from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.backends.simulator.published import PUBLISHED, RANKING_PAIRS
+from aoe_optuna.backends.simulator.published import (
+    PUBLISHED,
+    RANKING_PAIRS,
+    catlass_multicore_split,
+)
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config, to_code
 from aoe_optuna.workload.models import Gemm
@@ -130,3 +134,18 @@ def test_swizzle_decides_which_core_gets_the_edge_blocks() -> None:
     assert busiest.tolist() == [3 + 3 + 1, 3 + 3]  # <3,1>: 128+128+32; <4,1>: 128+128
     rows, cols = schedule.block_coords(np.array([1.0, 21.0, 41.0]), 2.0, 24.0, 3.0, 1)
     assert rows.tolist() == [0, 0, 1] and cols.tolist() == [1, 9, 20]
+
+
+def test_example_52_runs_its_own_split_count_with_the_unit_flag() -> None:
+    """Example 52's split-K kernel (QuantMultiCoreSplitkMatmulTla) splits K as many
+    times as the 20 cores hold copies of the MN grid, capped by K's L1 tiles, and
+    runs MmadPingpong with the unit flag on; its records must say so."""
+    l1 = (128, 256, 512)
+    assert [catlass_multicore_split(128, 256, k, 20, l1)
+            for k in (1024, 2048, 4096, 8192, 16384)] == [2, 4, 8, 16, 20]
+    assert catlass_multicore_split(256, 512, 16384, 20, l1) == 5
+    assert catlass_multicore_split(256, 1024, 16384, 20, l1) == 2
+    assert catlass_multicore_split(4096, 4096, 1024, 20, l1) == 2  # more blocks than cores: 2
+    split_k = [f for f in PUBLISHED if f.name.endswith(", split-K")]
+    assert split_k and all(f.config["unit_flag"] == 1 for f in split_k)
+    assert {f.config["split_k"] for f in split_k} == {2, 4, 8, 16, 20, 5}
