@@ -67,6 +67,7 @@ from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import METRIC_NAME, StudyError, load_or_create
+from aoe_optuna.study.faults import fault_point
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget
@@ -164,7 +165,8 @@ class OperatorTuner:
         self.units: list[OperatorUnit] = [
             *(GemmUnit(self._shape_session(s, sp), sp, s, self.backend)
               for s, sp in zip(self.gemm_shapes, self.specs, strict=True)),
-            *(LayerUnit(storage, parent, op, spec.profile, request) for op in self.layer_ops)]
+            *(LayerUnit.create(storage, storage_url, parent, op, spec.profile, request)
+              for op in self.layer_ops)]
         self.studies = [unit.study for unit in self.units]
         self.noise = [unit.noise for unit in self.units]
         self._baseline_enqueued: set[int] = set()
@@ -304,6 +306,7 @@ class OperatorTuner:
         study, unit = self.studies[i], self.units[i]
         if unit.followable:
             self._allocate(study.study_name, target)
+            fault_point("allocated")  # a test pauses the tuner here for a follower
         result = unit.run(Budget(n_measurements=target), n_workers=self.options.n_workers,
                           devices=self.options.devices,
                           stale_after_s=self.options.stale_after_s, max_idle=MAX_IDLE)
