@@ -59,8 +59,9 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    help="how the budget is spread: gradient (expected end-to-end gain, "
                    "the default) or round-robin")
     p.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=None,
-                   help="start each shape from the winners of the other shapes and of the "
-                   "knowledge base (default on; a resume keeps the run's setting)")
+                   help="start each GEMM shape and attention problem from the winners of "
+                   "its neighbours in the run and in the knowledge base (default on; a "
+                   "resume keeps the run's setting)")
     p.add_argument("--kb", default=None,
                    help="knowledge base JSON: read for warm starts, each shape's winner merged in")
     p.add_argument("--export-dir", default=None,
