@@ -1,6 +1,8 @@
 """An operator's study as the tuner drives it: one interface for a GEMM shape's study
 (a StudySession on the shape's spec and the run's backend) and for an attention or
-vector kernel's study (its own space, measured by the simulator's model here).
+vector kernel's study (its own space, measured by the simulator's model). Both run
+a chunk in this process or on worker processes, and both can be opened by name by
+a follower (:func:`join_study`).
 
 The tuner reads and measures every operator through :class:`OperatorUnit`, so
 the budget, the scheduler, re-timing and the results do not care which kind

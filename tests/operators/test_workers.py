@@ -70,13 +70,13 @@ def test_two_workers_measure_each_chunk_and_keep_the_allocation(tmp_path: Path) 
     spec.write_text(json.dumps(SPEC))
     url = f"sqlite:///{tmp_path / 'w.db'}"
     run = subprocess.Popen(aoe("operators", "--config", str(spec), "--storage", url,
-                               "--n-trials", "40", "--n-workers", "2", "--sampler", "gp-ucb",
+                               "--n-trials", "30", "--n-workers", "2", "--sampler", "gp-ucb",
                                "--seed", "0", "--no-progress"),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            cwd=tmp_path)
     _, err = run.communicate(timeout=600)
     assert run.returncode == 0, err[-2000:]
-    check_run(url, 40)
+    check_run(url, 30)
     # the attention study's chunks went to the worker processes, not the tuner's own
     study = optuna.load_study(study_name=ATTENTION, storage=url)
     pids = {t.user_attrs[WORKER_ATTR]["pid"] for t in study.get_trials() if is_measured(t)}
@@ -156,3 +156,43 @@ def test_a_killed_workers_attention_trial_is_measured_again_once(
     for t in dead:  # each killed config was measured by its retry
         retry = next(r for r in trials if r.system_attrs.get(RETRY_HISTORY_KEY) == [t.number])
         assert retry.state == TrialState.COMPLETE and retry.params == t.params
+
+
+def test_a_paused_workers_attention_result_is_kept_and_it_stops_cleanly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer worker stops itself (SIGSTOP) in its second tell, its result stored; the
+    tuner's own chunk on that study completes the trial with that result once the
+    heartbeat's grace is past, and the continued worker says so and exits 0."""
+    from aoe_optuna.operators.units import LAYER_WORKER
+    from aoe_optuna.study import storage as storage_module
+    from aoe_optuna.study.workers import WorkerPlan, worker_env
+
+    monkeypatch.setattr(storage_module, "HEARTBEAT_INTERVAL_S", 1)
+    monkeypatch.setattr(storage_module, "GRACE_PERIOD_S", 4)
+    url, n = f"sqlite:///{tmp_path / 'p.db'}", 6
+    (op,) = layer_operators(spec_from_dict(SPEC).workload)
+    unit = LayerUnit.create(open_storage(url), url, "p", op, load_profile("Ascend910B2"),
+                            SamplerRequest("gp-ucb", {}, 0))
+    unit.enqueue_baseline()
+    plan = WorkerPlan(url, unit.study.study_name, unit.sampler_choice,
+                      Budget(n_measurements=n), module=LAYER_WORKER)
+    env = {**worker_env(1, [], url), "AOE_HEARTBEAT_S": "1", "AOE_FAULT_AT": "tell:2",
+           "AOE_FAULT_SIGNAL": "SIGSTOP"}
+    err = tmp_path / "paused.err"
+    paused = subprocess.Popen(plan.argv(1), env=env, stderr=err.open("w"))
+    try:
+        wait_stopped(paused)
+        (held,) = [t for t in unit.study.get_trials() if t.state == TrialState.RUNNING]
+        assert held.user_attrs["measured"] is True  # its result reached storage
+        assert not unit.run(Budget(n_measurements=n)).failed_workers
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    assert paused.wait(timeout=60) == 0, err.read_text()
+    assert (f"trial {held.number} was ended by another worker while this one was paused; "
+            "its stored result is kept") in err.read_text()
+    trials = unit.study.get_trials()
+    assert count_measured(trials) == n
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    configs = [json.dumps(t.params, sort_keys=True) for t in trials if is_measured(t)]
+    assert len(configs) == len(set(configs))
+    assert trials[held.number].state == TrialState.COMPLETE
