@@ -23,6 +23,8 @@ ATTR_LATE_RESULT_OF = "late_result_of"
 # Study user attributes: the study describes itself, so storage + name is all a worker needs.
 SPEC_ATTR = "aoe_spec"  # StudySpec.canonical() (a JSON-able dict)
 SPEC_SOURCE_ATTR = "aoe_spec_source"  # the file the spec came from (informative only)
+# a study without a spec (an operator run's attention or vector kernel): its parameter names
+SPACE_PARAMS_ATTR = "space_params"
 BASELINE_ATTR = "baseline_tokens_per_s"
 ROOFLINE_ATTR = "roofline_tokens_per_s"
 # The sampler aoe-tune last ran the study with ({"name", "kwargs", "seed"}), so that

@@ -59,8 +59,9 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    help="how the budget is spread: gradient (expected end-to-end gain, "
                    "the default) or round-robin")
     p.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=None,
-                   help="start each shape from the winners of the other shapes and of the "
-                   "knowledge base (default on; a resume keeps the run's setting)")
+                   help="start each GEMM shape and attention problem from the winners of "
+                   "its neighbours in the run and in the knowledge base (default on; a "
+                   "resume keeps the run's setting)")
     p.add_argument("--kb", default=None,
                    help="knowledge base JSON: read for warm starts, each shape's winner merged in")
     p.add_argument("--export-dir", default=None,
@@ -221,22 +222,23 @@ def _check_sampler(args: argparse.Namespace, spec: Any) -> None:
 
 
 def _follow(storage: Any, storage_url: str, parent_name: str, say: Any) -> int:
-    """Measure the chunks the tuner allocates, each shape study opened as every study is."""
+    """Measure the chunks the tuner allocates: GEMM shapes' studies opened as every study
+    is, attention and vector kernel studies by their stored plan."""
     import secrets
 
     from aoe_optuna.operators.tuner import MAX_IDLE
+    from aoe_optuna.operators.units import join_study
     from aoe_optuna.operators.workers import follow_allocation
     from aoe_optuna.study.runner import Budget
-    from aoe_optuna.study.session import SEED_RANGE, SamplerRequest, StudySession
+    from aoe_optuna.study.session import SEED_RANGE, SamplerRequest
 
     def measure(study_name: str, target: int) -> None:
         # the study's own sampler, with a seed of this follower's: the same seed as the
         # tuner's sampler would propose what it proposes
-        session = StudySession.open(storage_url, study_name=study_name,
-                                    sampler=SamplerRequest(seed=secrets.randbelow(SEED_RANGE)),
-                                    worker_index=0)
+        unit = join_study(storage, storage_url, study_name,
+                          SamplerRequest(seed=secrets.randbelow(SEED_RANGE)))
         say(f"joining {study_name} up to {target} measurements")
-        session.run(Budget(n_measurements=target), max_idle=MAX_IDLE)
+        unit.run(Budget(n_measurements=target), max_idle=MAX_IDLE)
 
     os.environ.setdefault("AOE_WORKER_INDEX", "0")
     joined = follow_allocation(storage, parent_name, measure)

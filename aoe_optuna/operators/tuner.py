@@ -62,11 +62,12 @@ from aoe_optuna.operators.state import (
     trial_latency,
 )
 from aoe_optuna.operators.units import GemmUnit, LayerUnit, OperatorUnit
-from aoe_optuna.operators.warm_start import Donor, seeds_for
+from aoe_optuna.operators.warm_start import Donor, seeds_for, size_names, warm_point
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import METRIC_NAME, StudyError, load_or_create
+from aoe_optuna.study.faults import fault_point
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget
@@ -74,7 +75,7 @@ from aoe_optuna.study.session import SamplerRequest, StudySession
 from aoe_optuna.workload.step_split import Part, tuned_split
 
 FIRST_SEEDS = 3  # donors a shape's first chunk starts from
-NEAR = 1.5  # later chunks take donors this near (log2 shape distance): 2.8x in one dimension
+NEAR = 1.5  # later chunks take donors this near (log2 size distance): 2.8x in one dimension
 # A chunk whose sampler proposes this many configs in a row with nothing new to measure
 # ends, and its shape gets no more chunks: its sampler has run out of ideas.
 MAX_IDLE = 100
@@ -164,7 +165,8 @@ class OperatorTuner:
         self.units: list[OperatorUnit] = [
             *(GemmUnit(self._shape_session(s, sp), sp, s, self.backend)
               for s, sp in zip(self.gemm_shapes, self.specs, strict=True)),
-            *(LayerUnit(storage, parent, op, spec.profile, request) for op in self.layer_ops)]
+            *(LayerUnit.create(storage, storage_url, parent, op, spec.profile, request)
+              for op in self.layer_ops)]
         self.studies = [unit.study for unit in self.units]
         self.noise = [unit.noise for unit in self.units]
         self._baseline_enqueued: set[int] = set()
@@ -278,11 +280,11 @@ class OperatorTuner:
         self.on_event(f"{self.studies[i].study_name}: no more chunks: {why}")
 
     def _seed(self, i: int, trials: Sequence[FrozenTrial], first: bool, n: int) -> None:
-        """Enqueue neighbours' winners: a few on a shape's first chunk, then the nearest
-        new one per chunk."""
+        """Enqueue neighbours' winners: a few on an operator's first chunk, then the
+        nearest new one per chunk (neighbours of its family: :mod:`.warm_start`)."""
         shape = self.shapes[i]
-        if not self.options.warm_start or not isinstance(shape, OperatorShape):
-            return  # donors are GEMM tilings: nothing to give attention or a vector kernel
+        if not self.options.warm_start or warm_point(shape) is None:
+            return  # a vector kernel: no seeds (see warm_start)
         tried = [c for t in trials if (c := trial_config(t))]
         donors = [d for d in self._run_donors(i) + self.kb_donors if d.dtype == shape.dtype
                   and (first or d.distance(shape) <= NEAR)]
@@ -291,19 +293,22 @@ class OperatorTuner:
             self.studies[i].enqueue_trial(d.params, user_attrs={WARM_ATTR: d.source})
 
     def _run_donors(self, i: int) -> list[Donor]:
-        """The current winners of the other shapes of this run."""
+        """The current winners of the other operators of this run that take seeds."""
         out = []
-        for j, s in enumerate(self.gemm_shapes):
-            best = best_measured(self.studies[j].get_trials(deepcopy=False)) if j != i else None
-            if best is not None:
-                out.append(Donor((s.M, s.K, s.N), dict(best.params), f"shape {s.dims}",
-                                 s.dtype))
+        for j, s in enumerate(self.shapes):
+            point = warm_point(s) if j != i else None
+            best = best_measured(self.studies[j].get_trials(deepcopy=False)) if point else None
+            if point is not None and best is not None:
+                names = size_names(s.problem_doc()) if isinstance(s, LayerOperator) else ()
+                out.append(Donor(point[1], dict(best.params), f"shape {s.dims}", s.dtype,
+                                 point[0], names))
         return out
 
     def _measure(self, i: int, target: int) -> None:
         study, unit = self.studies[i], self.units[i]
         if unit.followable:
             self._allocate(study.study_name, target)
+            fault_point("allocated")  # a test pauses the tuner here for a follower
         result = unit.run(Budget(n_measurements=target), n_workers=self.options.n_workers,
                           devices=self.options.devices,
                           stale_after_s=self.options.stale_after_s, max_idle=MAX_IDLE)

@@ -1,6 +1,8 @@
 """An operator's study as the tuner drives it: one interface for a GEMM shape's study
 (a StudySession on the shape's spec and the run's backend) and for an attention or
-vector kernel's study (its own space, measured by the simulator's model here).
+vector kernel's study (its own space, measured by the simulator's model). Both run
+a chunk in this process or on worker processes, and both can be opened by name by
+a follower (:func:`join_study`).
 
 The tuner reads and measures every operator through :class:`OperatorUnit`, so
 the budget, the scheduler, re-timing and the results do not care which kind
@@ -17,8 +19,9 @@ from typing import Any, Protocol
 import optuna
 from optuna.trial import FrozenTrial
 
+from aoe_optuna.attrs import SPACE_PARAMS_ATTR
 from aoe_optuna.backends.base import Backend
-from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.samplers.registry import make_sampler
@@ -34,9 +37,12 @@ from aoe_optuna.study.create import (
 )
 from aoe_optuna.study.objective import Evaluation, TuningObjective
 from aoe_optuna.study.runner import Budget, RunResult, run_study
-from aoe_optuna.study.session import SEED_RANGE, SamplerRequest, StudySession
+from aoe_optuna.study.session import SEED_RANGE, SamplerChoice, SamplerRequest, StudySession
+from aoe_optuna.study.workers import WorkerPlan, run_workers
 
 LAYER_OP_ATTR = "layer_op"  # on an attention or vector study: its plan entry
+SOC_KEY = "soc"  # in that plan: the SoC whose profile the model runs on
+LAYER_WORKER = "aoe_optuna.operators.layer_worker"  # the worker module of those studies
 LAYER_METRIC = "calls/s"  # such a study's value: calls of the kernel per second
 
 
@@ -104,28 +110,53 @@ class ModelEvaluator:
 
 
 class LayerUnit:
-    """An attention or vector kernel's study, measured in this process: the model takes
-    microseconds, so neither worker processes nor followers are needed."""
+    """An attention or vector kernel's study. Its measurement is the simulator's model,
+    run in the process that holds the unit: the tuner's, each worker process's
+    (``python -m aoe_optuna.operators.layer_worker``) or a follower's. The study holds
+    its plan, its SoC and its sampler, so any of them opens it by name (:meth:`join`)."""
 
-    followable = False
+    followable = True
     noise = None  # the model is exact: re-timing could not change a winner
 
-    def __init__(self, storage: optuna.storages.BaseStorage, parent: str,
-                 op: LayerOperator, profile: SocProfile, sampler: SamplerRequest) -> None:
+    def __init__(self, study: optuna.Study, storage_url: str, op: LayerOperator,
+                 profile: SocProfile, sampler: SamplerChoice, worker_index: int = 0) -> None:
+        self.study = study
+        self.storage_url = storage_url
         self.op = op
         self.profile = profile
         self.space = op.space(profile)
         self.baseline = op.default_config(profile)
-        self.study = _layer_study(storage, op.study_name(parent),
-                                  {**op.plan_entry(parent), "soc": profile.soc})
-        held = stored_sampler(self.study)
-        name = sampler.name or (held[0] if held else None) or "gp-ucb"
-        kwargs = dict(sampler.kwargs) if sampler.kwargs is not None else (
-            held[1] if held and held[0] == name else {})
-        seed = sampler.seed if sampler.seed is not None else (
-            held[2] if held and held[2] is not None else secrets.randbelow(SEED_RANGE))
-        store_sampler(self.study, name, kwargs, seed)
-        self.study.sampler = make_sampler(name, space=self.space, seed=seed, **kwargs)
+        self.sampler_choice = sampler
+        seed = None if sampler.seed is None else sampler.seed + worker_index
+        self.study.sampler = make_sampler(sampler.name, space=self.space, seed=seed,
+                                          **sampler.kwargs)
+
+    @classmethod
+    def create(cls, storage: optuna.storages.BaseStorage, storage_url: str, parent: str,
+               op: LayerOperator, profile: SocProfile, sampler: SamplerRequest) -> LayerUnit:
+        """The tuner's unit: the study created (or loaded when it holds the same problem)
+        with its plan and the sampler it runs with."""
+        study = _layer_study(storage, op.study_name(parent),
+                             {**op.plan_entry(parent), SOC_KEY: profile.soc})
+        choice = _sampler_choice(study, sampler)
+        store_sampler(study, choice.name, choice.kwargs, choice.seed)
+        unit = cls(study, storage_url, op, profile, choice)
+        # what a dead worker's trial had chosen is told from this (study.recovery)
+        study.set_user_attr(SPACE_PARAMS_ATTR, list(unit.space.names))
+        return unit
+
+    @classmethod
+    def join(cls, storage: optuna.storages.BaseStorage, storage_url: str, study_name: str,
+             sampler: SamplerRequest, worker_index: int = 0) -> LayerUnit:
+        """A worker's or a follower's unit on a study the tuner made: writes nothing."""
+        study = optuna.load_study(study_name=study_name, storage=storage,
+                                  sampler=optuna.samplers.RandomSampler())
+        plan = study.user_attrs.get(LAYER_OP_ATTR)
+        if not isinstance(plan, dict):
+            raise StudyError(f"study {study_name!r} is not an attention or vector kernel "
+                             "study of an operator run")
+        return cls(study, storage_url, LayerOperator.from_plan(plan),
+                   load_profile(plan[SOC_KEY]), _sampler_choice(study, sampler), worker_index)
 
     def enqueue_baseline(self) -> None:
         enqueue_config_baseline(self.study, self.baseline)
@@ -133,14 +164,45 @@ class LayerUnit:
     def baseline_trial(self) -> FrozenTrial | None:
         return config_baseline_trial(self.study, self.baseline)
 
-    def run(self, budget: Budget, *, n_workers: int, devices: Sequence[str],
-            stale_after_s: float | None, max_idle: int) -> RunResult:
+    def run(self, budget: Budget, *, n_workers: int = 1, devices: Sequence[str] = (),
+            stale_after_s: float | None = None, max_idle: int | None = None) -> RunResult:
+        """Measure up to ``budget`` here, or on ``n_workers`` worker processes as a GEMM
+        shape's study does (the same plan, budget guard and claims)."""
+        if n_workers > 1:
+            plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
+                              budget, stale_after_s, max_idle, module=LAYER_WORKER)
+            return run_workers(self.study, budget, lambda p: None, plan, n_workers,
+                               list(devices))
         objective = TuningObjective(self.space, ModelEvaluator(self.op, self.profile))
-        return run_study(self.study, objective, budget, stale_after_s=stale_after_s,
-                         max_idle=max_idle)
+        extra = {} if max_idle is None else {"max_idle": max_idle}
+        return run_study(self.study, objective, budget, stale_after_s=stale_after_s, **extra)
 
     def remeasure(self, params: Mapping[str, Any], draw: int) -> float | None:
         return self.op.model(self.profile)(self.space.full_config(params))
+
+
+def join_study(storage: optuna.storages.BaseStorage, storage_url: str, study_name: str,
+               sampler: SamplerRequest) -> StudySession | LayerUnit:
+    """An operator run's study opened by name, as a follower measures it: a GEMM shape's
+    as every spec's study is, an attention or vector kernel's as :meth:`LayerUnit.join`."""
+    study = optuna.load_study(study_name=study_name, storage=storage,
+                              sampler=optuna.samplers.RandomSampler())
+    if LAYER_OP_ATTR in study.user_attrs:
+        return LayerUnit.join(storage, storage_url, study_name, sampler)
+    return StudySession.open(storage_url, study_name=study_name, sampler=sampler,
+                             worker_index=0, storage=storage)
+
+
+def _sampler_choice(study: optuna.Study, request: SamplerRequest) -> SamplerChoice:
+    """The request, completed from what the study stored (a new study: gp-ucb, a drawn
+    seed)."""
+    held = stored_sampler(study)
+    name = request.name or (held[0] if held else None) or "gp-ucb"
+    kwargs = dict(request.kwargs) if request.kwargs is not None else (
+        held[1] if held and held[0] == name else {})
+    seed = request.seed if request.seed is not None else (
+        held[2] if held and held[2] is not None else secrets.randbelow(SEED_RANGE))
+    return SamplerChoice(name, dict(kwargs), seed)
 
 
 def _layer_study(storage: optuna.storages.BaseStorage, name: str,

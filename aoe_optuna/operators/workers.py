@@ -1,11 +1,13 @@
 """Workers for an operator run: processes on this host, and followers on other hosts.
 
-The tuner alone decides which shape gets the next chunk. It writes each shape
-study's target (measurements it may hold) into the parent study's
+The tuner alone decides which operator gets the next chunk. It writes each
+operator study's target (measurements it may hold) into the parent study's
 ``allocation`` and, once the chunk is done, lowers it to what was measured.
-Local workers are the shape study's own worker processes
-(:meth:`aoe_optuna.study.session.StudySession.run`); a follower on another host
-polls the allocation and joins whichever study is below its target.
+Local workers are the study's own worker processes (a GEMM shape's:
+:meth:`aoe_optuna.study.session.StudySession.run`; an attention or vector
+kernel's: :meth:`aoe_optuna.operators.units.LayerUnit.run`); a follower on
+another host polls the allocation and joins whichever study is below its
+target, of either kind.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ from aoe_optuna.attrs import (
     OPTUNA_FAIL_REASON_KEY,
     OPTUNA_FIXED_PARAMS_KEY,
     RETRY_HISTORY_KEY,
+    SPACE_PARAMS_ATTR,
     SPEC_ATTR,
     WORKER_ATTR,
 )
@@ -182,7 +183,11 @@ def trial_config(trial: FrozenTrial) -> dict[str, Any]:
 
 
 def space_names(study: optuna.Study) -> set[str] | None:
-    """The parameter names of the study's space, from its stored spec; None when unknown."""
+    """The parameter names of the study's space, from its stored spec (or the names a
+    study without one stored); None when unknown."""
+    names = study.user_attrs.get(SPACE_PARAMS_ATTR)
+    if isinstance(names, list):
+        return set(names)
     stored = study.user_attrs.get(SPEC_ATTR)
     if not isinstance(stored, dict):
         return None

@@ -168,7 +168,7 @@ class StudySession:
         from aoe_optuna.study.workers import WorkerPlan, run_workers
 
         plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
-                          budget, stale_after_s)
+                          budget, stale_after_s, max_idle)
         return run_workers(self.study, budget, on_update, plan, n_workers, list(devices))
 
 

@@ -6,6 +6,11 @@ environment (``AOE_WORKER_STORAGE``). It opens the study like every other run
 (:class:`aoe_optuna.study.session.StudySession`) and measures until the study's
 budget is spent. Exit codes: 0 done, 2 the study cannot be opened (one line on
 stderr), 130 interrupted.
+
+:func:`serve` is the part every worker shares (the command line, the storage
+from the environment, the exit codes); a study that is not a spec's (an
+operator run's attention or vector kernel study) has a worker module of its own
+that calls it with its own way to open and run the study.
 """
 
 from __future__ import annotations
@@ -14,12 +19,45 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.session import SamplerRequest
 
 EXIT_DONE, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 2, 130
 
 
+@dataclass(frozen=True)
+class WorkerTask:
+    """What one worker was started to do, as its command line says."""
+
+    storage_url: str
+    study_name: str
+    index: int
+    sampler: SamplerRequest
+    budget: Budget
+    stale_after_s: float | None
+    max_idle: int | None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    return serve(argv, _run_session, "aoe_optuna.study.worker")
+
+
+def _run_session(task: WorkerTask) -> None:
+    from aoe_optuna.study.session import StudySession
+
+    session = StudySession.open(task.storage_url, study_name=task.study_name,
+                                sampler=task.sampler, worker_index=task.index)
+    session.run(task.budget, stale_after_s=task.stale_after_s, max_idle=task.max_idle)
+
+
+def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: str) -> int:
+    """Parse a worker's command line and ``run`` it; a study that cannot be opened is one
+    line and exit 2, Ctrl-C exit 130."""
     import warnings
 
     import optuna
@@ -28,18 +66,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from aoe_optuna.spec.format import SpecError
     from aoe_optuna.study.create import StudyError
     from aoe_optuna.study.runner import Budget
-    from aoe_optuna.study.session import SamplerRequest, SessionError, StudySession
+    from aoe_optuna.study.session import SamplerRequest, SessionError
     from aoe_optuna.study.storage import StorageError, describe_storage_error, storage_failure
     from aoe_optuna.study.workers import STORAGE_ENV
 
     warnings.filterwarnings("ignore", category=ExperimentalWarning)
-    p = argparse.ArgumentParser(prog="aoe_optuna.study.worker",
+    p = argparse.ArgumentParser(prog=prog,
                                 description="One worker of a study (started by aoe-tune).")
     p.add_argument("--study-name", required=True)
     p.add_argument("--index", type=int, required=True)
     p.add_argument("--sampler", required=True, help="JSON: name, kwargs, seed")
     p.add_argument("--budget", required=True, help="JSON: the fields of Budget")
     p.add_argument("--stale-after", type=float, default=None)
+    p.add_argument("--max-idle", type=int, default=None)
     args = p.parse_args(argv)
     storage_url = os.environ.get(STORAGE_ENV)
     if not storage_url:
@@ -47,12 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_REFUSED
     sampler = json.loads(args.sampler)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    task = WorkerTask(storage_url, args.study_name, args.index,
+                      SamplerRequest(sampler["name"], sampler["kwargs"], sampler["seed"]),
+                      Budget(**json.loads(args.budget)), args.stale_after, args.max_idle)
     try:
-        session = StudySession.open(
-            storage_url, study_name=args.study_name,
-            sampler=SamplerRequest(sampler["name"], sampler["kwargs"], sampler["seed"]),
-            worker_index=args.index)
-        session.run(Budget(**json.loads(args.budget)), stale_after_s=args.stale_after)
+        run(task)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except (SessionError, StudyError, StorageError, SpecError) as exc:

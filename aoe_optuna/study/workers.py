@@ -46,15 +46,18 @@ class WorkerPlan:
     sampler: SamplerChoice
     budget: Budget
     stale_after_s: float | None = None
+    max_idle: int | None = None  # proposals in a row that measure nothing before a stop
+    module: str = WORKER_MODULE  # the worker's ``python -m`` module (a study kind's own)
 
     def argv(self, index: int) -> list[str]:
         """Worker ``index``'s command line (the storage URL goes in its environment)."""
         sampler = {"name": self.sampler.name, "kwargs": self.sampler.kwargs,
                    "seed": self.sampler.seed}
-        return [sys.executable, "-m", WORKER_MODULE, "--study-name", self.study_name,
+        return [sys.executable, "-m", self.module, "--study-name", self.study_name,
                 "--index", str(index), "--sampler", json.dumps(sampler),
                 "--budget", json.dumps(dataclasses.asdict(self.budget)),
-                *(["--stale-after", str(self.stale_after_s)] if self.stale_after_s else [])]
+                *(["--stale-after", str(self.stale_after_s)] if self.stale_after_s else []),
+                *(["--max-idle", str(self.max_idle)] if self.max_idle is not None else [])]
 
 
 def worker_env(index: int, devices: list[str], storage_url: str | None = None) -> dict[str, str]:

@@ -200,3 +200,28 @@ def test_num_devices_is_refused_for_a_single_gemm_and_sets_tp_for_a_model(tmp_pa
     spec = load_spec_for(str(model), 4)
     assert spec.workload_doc["tp"] == 4 and spec.workload.details["comm_s"] > 0
     assert {g.name: g.N for g in spec.workload.gemms}["qkv_proj"] == 4608 // 4
+
+
+def test_an_attention_study_starts_from_the_runs_other_context(tmp_path):
+    """Decode served at 1k and 32k: the 32k study's first chunk measures the 1k study's
+    winner with its split scaled to the context, charged to the budget like any seed."""
+    from aoe_optuna.attrs import WARM_ATTR
+    from aoe_optuna.spec.loader import spec_from_dict
+
+    spec = spec_from_dict({**SPEC, "workload": {**SPEC["workload"], "batch": 1,
+                                                "seq_len": [1024, 32768],
+                                                "attention": "tuned"}})
+    url = f"sqlite:///{tmp_path / 'ops.db'}"
+    options = TunerOptions(budget=30, scheduler=make_scheduler("gradient"), sampler="tpe",
+                           seed=1)
+    t = OperatorTuner(open_storage(url), url, "run", spec, options)
+    result = t.run()
+    assert result.used <= 30
+    short, long_ = (s for s in t.studies if "/attention/" in s.study_name)
+    winner = min((tr for tr in measured(short) if tr.number < 2), key=trial_latency)
+    seeded = [tr for tr in long_.get_trials() if tr.user_attrs.get(WARM_ATTR)]
+    assert [tr.user_attrs[WARM_ATTR] for tr in seeded] == ["shape b1-q28-kv4-d128-s1024"]
+    ratio = 32768 // 1024
+    assert seeded[0].params == {**winner.params, "kv_split": min(
+        winner.params["kv_split"] * ratio, 48)}
+    assert is_measured(seeded[0])
