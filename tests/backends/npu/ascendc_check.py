@@ -11,6 +11,10 @@ not open source, the declarations of the AI core's intrinsics (``stub_fun.h``) a
 libboundscheck's ``securec.h``, comes from ``ascendc_decls/`` (this project's own
 declarations).
 
+``skip_unless_compilable`` skips a test module that cannot compile (no g++, or the
+variables unset), and the ``trees`` fixture of this folder's conftest.py generates
+kernel_tiling.h once per session for every module that compiles.
+
 Variants of the kernel are compiled together, each in its own namespace and under a
 ``#line`` naming the variant, so that the headers (most of the time of one compile)
 are parsed once per group, and an error names the variant it is in.
@@ -27,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 DECLS = Path(__file__).resolve().parent / "ascendc_decls"
 DEVKIT_ENV = "ASCENDC_DEVKIT"  # an asc-devkit checkout
@@ -75,6 +81,18 @@ def source_trees(environ: Mapping[str, str] = os.environ) -> tuple[Path, Path]:
                                          f"{usage}")
         trees.append(tree)
     return trees[0], trees[1]
+
+
+def skip_unless_compilable() -> tuple[Path, Path]:
+    """Skip the calling test module, saying why, unless g++ and both trees are there;
+    returns the trees (asc-devkit, asc-tools)."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed: the Ascend C compile check needs a host C++ "
+                    "compiler", allow_module_level=True)
+    try:
+        return source_trees()
+    except HeadersUnavailable as unavailable:
+        pytest.skip(str(unavailable), allow_module_level=True)
 
 
 def generate_kernel_tiling(devkit: Path, into: Path) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,31 +21,15 @@ from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from tests.backends.npu.ascendc_check import (
     CompileResult,
-    HeadersUnavailable,
-    HeaderTrees,
     compile_all,
-    generate_kernel_tiling,
     grouped_kernels,
-    source_trees,
+    skip_unless_compilable,
 )
 
 PROFILE = load_profile("Ascend910B3")
 DATA = Path(__file__).resolve().parent / "data" / "ascendc"
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: the Ascend C compile check needs a host C++ compiler",
-                allow_module_level=True)
-try:
-    DEVKIT, TOOLS = source_trees()
-except HeadersUnavailable as unavailable:
-    pytest.skip(str(unavailable), allow_module_level=True)
-
-
-@pytest.fixture(scope="session")
-def trees(tmp_path_factory: pytest.TempPathFactory) -> HeaderTrees:
-    """The checkouts, with kernel_tiling.h generated once per session outside them."""
-    generated = generate_kernel_tiling(DEVKIT, tmp_path_factory.mktemp("ascendc_generated"))
-    return HeaderTrees(DEVKIT, TOOLS, generated)
+skip_unless_compilable()
 
 
 def config(**changes: object) -> dict[str, object]:

@@ -11,22 +11,17 @@ checked: the test lists them rather than failing on them (docs/NPU.md, "Vector k
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
-
-import pytest
 
 from aoe_optuna.backends.npu.vector_kernel import render_vector_kernel
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import default_config
 from tests.backends.npu.ascendc_check import (
-    HeadersUnavailable,
     HeaderTrees,
     compile_all,
-    generate_kernel_tiling,
     grouped_kernels,
-    source_trees,
+    skip_unless_compilable,
 )
 
 PROFILE = load_profile("Ascend910B3")
@@ -35,19 +30,7 @@ ENTRIES = ("aoe_vector_kernel", "aoe_vector_add")
 UNTYPED_VECTOR = re.compile(r"aoe_untyped::(v[a-z_0-9]+|vector_dup|copy_cbuf_to_gm|"
                             r"AscendCBufGet|get_acc_val)<")
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: the Ascend C compile check needs a host C++ compiler",
-                allow_module_level=True)
-try:
-    DEVKIT, TOOLS = source_trees()
-except HeadersUnavailable as unavailable:
-    pytest.skip(str(unavailable), allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory: pytest.TempPathFactory) -> HeaderTrees:
-    generated = generate_kernel_tiling(DEVKIT, tmp_path_factory.mktemp("ascendc_generated"))
-    return HeaderTrees(DEVKIT, TOOLS, generated)
+skip_unless_compilable()
 
 
 def variants() -> dict[str, str]:
