@@ -10,7 +10,6 @@ tilings), which keeps it vectorised for the samplers' candidate scoring.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from aoe_optuna.space.decode_attention import (
     violations,
 )
 from aoe_optuna.space.lookup_rule import LookupRule
+from aoe_optuna.space.paged_kv import max_kv_split
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 
@@ -31,11 +31,6 @@ if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
 
 FIELDS = ("kv_split", "block_tile", "l1_tile", "l0_tile", "pipeline")
-
-
-def max_kv_split(profile: SocProfile, shape: DecodeAttention) -> int:
-    """Two parts per cube core at most, and no part without a page of its own."""
-    return min(2 * profile.cube_cores, math.ceil(shape.context / shape.page_tokens))
 
 
 def tiling_of(config: Mapping[str, Any]) -> AttentionTiling:

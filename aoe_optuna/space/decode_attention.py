@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aoe_optuna.space.buffers import overflows
+from aoe_optuna.space.paged_kv import tokens_per_unit
 
 if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
@@ -94,12 +95,6 @@ class AttentionTiling:
     l1_tile: int  # tokens of K (or V) per GM->L1 load, the vector cores' UB chunk
     l0_tile: int  # tokens per MMAD (N of QK^T, K of PV)
     pipeline: int  # 1: stages run one after another; 2: ping-pong buffers overlap them
-
-
-def tokens_per_unit(shape: DecodeAttention, kv_split: int) -> int:
-    """KV tokens one unit streams: the context split evenly, rounded up to whole pages."""
-    share = math.ceil(shape.context / kv_split)
-    return math.ceil(share / shape.page_tokens) * shape.page_tokens
 
 
 def violations(profile: SocProfile, shape: DecodeAttention, t: AttentionTiling) -> list[str]:

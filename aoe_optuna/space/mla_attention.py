@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aoe_optuna.space.buffers import overflows
+from aoe_optuna.space.paged_kv import max_kv_split, tokens_per_unit
 from aoe_optuna.space.prefill_attention import ACCUMULATOR_BYTES, FRACTAL, L0_K, L0_N
 
 if TYPE_CHECKING:
@@ -106,17 +107,6 @@ def head_blocks(shape: MlaDecodeAttention, t: MlaTiling) -> int:
 def head_rows(t: MlaTiling) -> int:
     """A head block padded to whole cube fractals (the M of both MMADs)."""
     return math.ceil(t.head_tile / FRACTAL) * FRACTAL
-
-
-def max_kv_split(profile: SocProfile, shape: MlaDecodeAttention) -> int:
-    """Two parts per cube core at most, and no part without a page of its own."""
-    return min(2 * profile.cube_cores, math.ceil(shape.context / shape.page_tokens))
-
-
-def tokens_per_unit(shape: MlaDecodeAttention, kv_split: int) -> int:
-    """Cached tokens one unit streams: the context split evenly, in whole pages."""
-    share = math.ceil(shape.context / kv_split)
-    return math.ceil(share / shape.page_tokens) * shape.page_tokens
 
 
 def violations(profile: SocProfile, shape: MlaDecodeAttention, t: MlaTiling) -> list[str]:

@@ -20,9 +20,9 @@ from aoe_optuna.space.mla_attention import (
     MlaDecodeAttention,
     MlaTiling,
     head_tiles,
-    max_kv_split,
     violations,
 )
+from aoe_optuna.space.paged_kv import max_kv_split
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 

@@ -43,9 +43,9 @@ from aoe_optuna.space.decode_attention import (
     DecodeAttention,
     cann_default_tiling,
     feasible_tilings,
-    tokens_per_unit,
     violations,
 )
+from aoe_optuna.space.paged_kv import tokens_per_unit
 
 
 @dataclass(frozen=True)

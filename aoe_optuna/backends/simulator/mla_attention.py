@@ -50,9 +50,9 @@ from aoe_optuna.space.mla_attention import (
     feasible_tilings,
     head_blocks,
     head_rows,
-    tokens_per_unit,
     violations,
 )
+from aoe_optuna.space.paged_kv import tokens_per_unit
 from aoe_optuna.space.prefill_attention import ACCUMULATOR_BYTES
 
 
