@@ -20,7 +20,7 @@ from aoe_optuna.backends.npu.catlass_fai import (
     render_fai_header,
     render_fai_project,
 )
-from aoe_optuna.backends.npu.gemm_kernel import RenderError
+from aoe_optuna.backends.npu.gemm_kernel import RenderError, template_text
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.attention_space import config_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
@@ -143,3 +143,14 @@ def test_build_tree_and_commands(tmp_path: Path, build_system: str) -> None:
     assert fai_run_command(PREFILL)[1:4] == ["1", "2048", "2048"]
     with pytest.raises(RenderError, match="run_mode 'cpu'"):
         render_fai_project(args, PROFILE, "cpu")
+
+
+def test_the_host_program_reports_in_the_gemm_programs_terms() -> None:
+    """results.py reads ok / accuracy / runtime / usage and ``max_abs_err``: a wrong O
+    must read as an accuracy failure, not as an unknown status."""
+    bench = template_text(FAI_BENCH)
+    statuses = set(re.findall(r'\\"status\\": \\"(\w+)\\"', bench))
+    for passed, failed in re.findall(r'ok \? "(\w+)" : "(\w+)"', bench):
+        statuses |= {passed, failed}
+    assert statuses == {"runtime", "usage", "ok", "accuracy"}
+    assert '\\"max_abs_err\\": ' in bench
