@@ -120,7 +120,8 @@ def test_dry_run_writes_the_tree_and_prints_every_command(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert code == 0, "\n".join(out)
     assert sorted(p.name for p in out_dir.iterdir()) == [
-        "CMakeLists.txt", "aoe_gemm_config.h", "gemm_kernel.cpp", "main.cpp"]  # nothing built
+        "CMakeLists.txt", "aoe_bench_common.h", "aoe_gemm_config.h", "gemm_kernel.cpp",
+        "main.cpp"]  # nothing built
     assert out[0] == f"# toolkit {home} (CANN 8.1.RC1, by backend.cann)"
     assert "# kernel simple, run_mode sim, timing msprof, soc Ascend910B2" in out
     assert "tile_m=128" in next(ln for ln in out if ln.startswith("# config"))  # the baseline
@@ -183,7 +184,7 @@ def test_dry_run_of_a_spec_tuning_attention_writes_the_catlass_attention_tree(tm
     assert code == 0, "\n".join(out)
     tree = out_dir / "attention"
     assert sorted(p.name for p in tree.iterdir()) == [
-        "CMakeLists.txt", "aoe_catlass_fai.h", "catlass_fai_bench.cpp"]
+        "CMakeLists.txt", "aoe_bench_common.h", "aoe_catlass_fai.h", "catlass_fai_bench.cpp"]
     assert any(ln.startswith("# attention (DecodeAttention): config block_tile=") for ln in out)
     assert "# kv_layout=BNSD: no catlass counterpart (it runs BSND)" in out
     assert f"cd {tree}" in out

@@ -39,7 +39,12 @@ from typing import Any, Protocol
 from aoe_optuna.backends.npu.cann import CannToolkit
 from aoe_optuna.backends.npu.catlass_args import ArchInfo, CatlassArgs
 from aoe_optuna.backends.npu.catlass_render import HEADER_FILE, render_header
-from aoe_optuna.backends.npu.gemm_kernel import RenderError, kernel_options, template_text
+from aoe_optuna.backends.npu.gemm_kernel import (
+    BENCH_COMMON_FILE,
+    RenderError,
+    kernel_options,
+    template_text,
+)
 from aoe_optuna.backends.npu.render import RTOL, check_soc
 from aoe_optuna.hardware.profile import SocProfile
 
@@ -197,6 +202,7 @@ def render_catlass_project(args: CatlassArgs, config: Mapping[str, Any], profile
         HEADER_FILE: render_header(args),
         BENCH_HEADER: render_bench_header(args, profile, run_mode),
         BENCH_FILE: template_text(BENCH_FILE),
+        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
         "CMakeLists.txt": render_cmake(args, run_mode, kernel_options(config), build_system,
                                        check_soc(profile)),
     }

@@ -35,7 +35,7 @@ from aoe_optuna.backends.npu.catlass_args import (
     arch_for,
 )
 from aoe_optuna.backends.npu.catlass_build import CATLASS_RUN_MODES, CatlassTarget, render_cmake
-from aoe_optuna.backends.npu.gemm_kernel import RenderError, template_text
+from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE, RenderError, template_text
 from aoe_optuna.backends.npu.render import check_soc
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
@@ -289,6 +289,7 @@ def render_fai_project(args: FaiArgs, profile: SocProfile, run_mode: str,
     return {
         FAI_HEADER: render_fai_header(args, provenance),
         FAI_BENCH: template_text(FAI_BENCH),
+        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
         "CMakeLists.txt": render_cmake(None, run_mode, (), build_system, check_soc(profile),
                                        fai_target(), args.arch.npu_arch),
     }

@@ -51,6 +51,11 @@ SCHEDULE_FLAGS: dict[str, tuple[str, ...]] = {
 INPUT_TYPES = {"fp16": "half", "bf16": "bfloat16_t"}
 
 
+# The host programs' shared exit codes, ACL check and timing rules: every build tree
+# carries it beside its program.
+BENCH_COMMON_FILE = "aoe_bench_common.h"
+
+
 class RenderError(ValueError):
     """A config or template that cannot be rendered; the message names the value."""
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aoe_optuna.backends.npu.gemm_kernel import (
+    BENCH_COMMON_FILE,
     INPUT_TYPES,
     KERNEL_FILE,
     KERNEL_NAME,
@@ -172,6 +173,7 @@ def render_project(
     return {
         KERNEL_FILE: render_kernel(template_text(KERNEL_FILE), kernel_values(cfg, profile, dtype)),
         "main.cpp": template_text("main.cpp"),
+        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
         CONFIG_HEADER: render_config_header(cfg, profile, dtype, run_mode),
         "CMakeLists.txt": render_cmake(template_text("CMakeLists.txt"), soc, run_mode,
                                        kernel_options(cfg), cpu_kernel_options(cfg)),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE
 from aoe_optuna.backends.npu.render import cpu_kernel_options, render_project
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
@@ -47,11 +48,12 @@ def write_group(tmp_path: Path, name: str, kernels: dict[str, str]) -> Path:
 
 
 def write_host(tmp_path: Path, name: str, cfg: dict[str, object], dtype: str) -> Path:
-    """main.cpp with its rendered aoe_gemm_config.h, in a directory of its own."""
+    """main.cpp with its rendered aoe_gemm_config.h and aoe_bench_common.h, in a
+    directory of its own."""
     files = render_project(cfg, dtype, PROFILE, "cpu")
     where = tmp_path / name
     where.mkdir()
-    for file in ("main.cpp", "aoe_gemm_config.h"):
+    for file in ("main.cpp", "aoe_gemm_config.h", BENCH_COMMON_FILE):
         (where / file).write_text(files[file])
     return where / "main.cpp"
 

@@ -35,6 +35,7 @@ from aoe_optuna.backends.npu.catlass_build import (
     render_catlass_project,
 )
 from aoe_optuna.backends.npu.catlass_render import HEADER_FILE, render_header
+from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE
 from aoe_optuna.backends.npu.render import kernel_values, render_project, unsupported_reason
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
@@ -233,7 +234,8 @@ def test_build_command_line_and_project(tmp_path):
                            "-DCATLASS_ARCH=2201", "-DRUN_MODE=npu", "-DCMAKE_BUILD_TYPE=Release"]
     assert commands[-1] == ["cmake", "--install", "build", "--prefix", "out"]
     files = render_catlass_project(args, config, PROFILE, "npu")
-    assert set(files) == {HEADER_FILE, BENCH_HEADER, BENCH_FILE, "CMakeLists.txt"}
+    assert set(files) == {HEADER_FILE, BENCH_HEADER, BENCH_FILE, BENCH_COMMON_FILE,
+                          "CMakeLists.txt"}
     cmake = files["CMakeLists.txt"]
     assert not re.search(r"@[A-Z_]+@", cmake)
     assert "find_package(ASC REQUIRED HINTS" in cmake and "LANGUAGES ASC CXX" in cmake

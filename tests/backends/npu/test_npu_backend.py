@@ -25,6 +25,7 @@ from aoe_optuna.backends.npu.commands import (
     run_env,
 )
 from aoe_optuna.backends.npu.gemm_kernel import (
+    BENCH_COMMON_FILE,
     KERNEL_CONSTANTS,
     RenderError,
     set_declaration,
@@ -83,7 +84,8 @@ def test_kernel_declares_each_tunable_once_and_lists_them():
 
 def test_rendered_project_carries_the_config():
     files = render_project(CONFIG, "bf16", PROFILE, "sim")
-    assert set(files) == {"gemm_kernel.cpp", "main.cpp", "aoe_gemm_config.h", "CMakeLists.txt"}
+    assert set(files) == {"gemm_kernel.cpp", "main.cpp", BENCH_COMMON_FILE, "aoe_gemm_config.h",
+                          "CMakeLists.txt"}
     kernel = files["gemm_kernel.cpp"]
     expected = {"TILE_M": "64", "TILE_K": "32", "TILE_N": "128", "PIPELINE": "1",
                 "L1_PREFETCH": "0", "OUTPUT_ALIGN": "0", "UNROLL_FACTOR": "4",

@@ -31,25 +31,12 @@
 #include "acl/acl.h"
 #include "aoe_catlass_gemm.h"
 #include "aoe_catlass_bench.h"
+#include "aoe_bench_common.h"
 #include "tiling/platform/platform_ascendc.h"
 
 namespace {
 
-constexpr int EXIT_USAGE = 2;
-constexpr int EXIT_WRONG_RESULT = 3;
-constexpr int EXIT_RUNTIME = 4;
-constexpr int MAX_WARMUP_BATCHES = 20;  // timing.py MAX_WARMUP_BATCHES
-
-#define CHECK_ACL(call)                                                                      \
-    do {                                                                                     \
-        aclError status_ = (call);                                                           \
-        if (status_ != ACL_SUCCESS) {                                                        \
-            std::printf("AOE_RESULT {\"status\": \"runtime\", \"call\": \"%s\", "             \
-                        "\"code\": %d, \"line\": %d}\n", #call, static_cast<int>(status_),   \
-                        __LINE__);                                                           \
-            std::exit(EXIT_RUNTIME);                                                         \
-        }                                                                                    \
-    } while (0)
+using namespace aoe_bench;  // the exit codes and timing rules of aoe_bench_common.h
 
 uint16_t Encode(float f)  // exact for the inputs used here (multiples of 1/64 in [-1, 1])
 {
@@ -94,29 +81,6 @@ int64_t Offset(const char *layout, uint32_t r, uint32_t c, uint32_t rows, uint32
     if (std::strcmp(layout, "RowMajor") == 0) return static_cast<int64_t>(r) * cols + c;
     if (std::strcmp(layout, "ColumnMajor") == 0) return static_cast<int64_t>(c) * rows + r;
     return -1;
-}
-
-double Median(std::vector<double> x)
-{
-    std::sort(x.begin(), x.end());
-    const size_t h = x.size() / 2;
-    return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
-}
-
-bool PreciseEnough(const std::vector<double> &s, double relPrecision)
-{
-    if (s.size() < 2) return false;
-    const double med = Median(s);
-    std::vector<double> dev;
-    for (double v : s) dev.push_back(std::fabs(v - med));
-    const double halfWidth = 1.96 * 1.2533 * 1.4826 * Median(dev) / std::sqrt(double(s.size()));
-    return med > 0 && halfWidth / med <= relPrecision;
-}
-
-bool Settled(double previous, double current, double relPrecision)
-{
-    const double lo = std::min(previous, current);
-    return lo > 0 && std::fabs(current - previous) / lo <= relPrecision;
 }
 
 int Usage(const char *why)
@@ -226,22 +190,9 @@ int main(int argc, char **argv)
         CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
         return ms * 1e-3;
     };
-    int warmupBatches = 0;
-    for (double previous = -1.0; warmupBatches < MAX_WARMUP_BATCHES; ++warmupBatches) {
-        const double s = batch();
-        if (previous > 0 && Settled(previous, s, relPrecision)) break;
-        previous = s;
-    }
     std::vector<double> samples;
-    double spent = 0.0;
-    while (int(samples.size()) < maxSamples) {
-        const double s = batch();
-        samples.push_back(s / launches);
-        spent += s;
-        if (int(samples.size()) >= minSamples &&
-            (spent >= maxSeconds || PreciseEnough(samples, relPrecision)))
-            break;
-    }
+    const int warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples, relPrecision,
+                                          maxSeconds, samples);
     std::vector<uint16_t> cHost(size_t(m) * n, 0);
     CHECK_ACL(aclrtMemcpy(cHost.data(), cBytes, c, cBytes, ACL_MEMCPY_DEVICE_TO_HOST));
 

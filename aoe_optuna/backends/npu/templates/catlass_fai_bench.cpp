@@ -24,19 +24,10 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aoe_bench_common.h"
 #include "aoe_catlass_fai.h"
 #include "fai_tiling.cpp"
 #include "tiling/platform/platform_ascendc.h"
-
-#define CHECK_ACL(call)                                                                      \
-    do {                                                                                     \
-        aclError status_ = (call);                                                           \
-        if (status_ != ACL_SUCCESS) {                                                        \
-            std::printf("AOE_RESULT {\"status\": \"runtime\", \"call\": \"%s\", "             \
-                        "\"code\": %d}\n", #call, static_cast<int>(status_));                \
-            std::exit(4);                                                                    \
-        }                                                                                    \
-    } while (0)
 
 extern "C" CATLASS_GLOBAL void aoe_fai_kernel(uint64_t sync, GM_ADDR q, GM_ADDR k, GM_ADDR v,
                                               GM_ADDR mask, GM_ADDR blockTables, GM_ADDR o,
@@ -97,7 +88,7 @@ int main(int argc, char **argv)
 {
     if (argc != 10) {
         std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"expected 9 arguments\"}\n");
-        return 2;
+        return aoe_bench::EXIT_USAGE;
     }
     const int64_t batch = std::atoll(argv[1]), qLen = std::atoll(argv[2]), kvLen = std::atoll(argv[3]);
     const int32_t qHeads = std::atoi(argv[4]), kvHeads = std::atoi(argv[5]);
@@ -141,7 +132,7 @@ int main(int argc, char **argv)
     FATilingData tiling;
     if (FAInferTiling::GetFATilingParam(info, cores, tiling) != 0) {
         std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"catlass tiling refused\"}\n");
-        return 2;
+        return aoe_bench::EXIT_USAGE;
     }
     const uint64_t ws = cores * static_cast<uint64_t>(FAInferTiling::WORKSPACE_BLOCK_SIZE_DB) * 3;
     uint8_t *dq = static_cast<uint8_t *>(Device(q.size() * 2, q.data()));
@@ -221,5 +212,5 @@ int main(int argc, char **argv)
     CHECK_ACL(aclrtDestroyStream(stream));
     CHECK_ACL(aclrtResetDevice(device));
     CHECK_ACL(aclFinalize());
-    return ok ? 0 : 3;
+    return ok ? 0 : aoe_bench::EXIT_WRONG_RESULT;
 }

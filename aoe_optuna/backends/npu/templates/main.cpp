@@ -18,9 +18,10 @@
  * `device` is the physical device id (aclrtSetDevice): msprof does not support
  * ASCEND_RT_VISIBLE_DEVICES, so the backend names the device here instead.
  *
- * Timing rules (aoe_optuna/backends/timing.py): `warmup` launches, then warm-up batches
- * of `launches` launches until two consecutive batches agree to rel_precision (at most
- * MAX_WARMUP_BATCHES); then samples until the median is known to rel_precision.
+ * Timing rules (aoe_optuna/backends/timing.py, in aoe_bench_common.h): `warmup` launches,
+ * then warm-up batches of `launches` launches until two consecutive batches agree to
+ * rel_precision (at most MAX_WARMUP_BATCHES); then samples until the median is known to
+ * rel_precision.
  *
  * Inputs are multiples of 1/64 in [-1, 1]: exact in fp16 and bf16, so every product and
  * partial sum is exact in the fp32 accumulator and the only error left is the rounding
@@ -47,30 +48,14 @@ extern "C" void aoe_launch_gemm_kernel(uint32_t blockDim, void *stream, uint8_t 
 extern "C" void gemm_kernel(uint8_t *a, uint8_t *b, uint8_t *c, uint8_t *workspace,
                             uint8_t *tiling);
 #endif
+#include "aoe_bench_common.h"
 
 namespace {
 
-constexpr int EXIT_USAGE = 2;
-constexpr int EXIT_WRONG_RESULT = 3;
-constexpr int EXIT_RUNTIME = 4;
+using namespace aoe_bench;  // the exit codes and timing rules of aoe_bench_common.h
+
 constexpr uint32_t FRACTAL = 16;
 constexpr size_t WORKSPACE_BYTES = 512;  // unused by the kernel; never a null pointer
-constexpr int MAX_WARMUP_BATCHES = 20;   // timing.py MAX_WARMUP_BATCHES
-
-#ifndef ASCENDC_CPU_DEBUG
-#define CHECK_ACL(call)                                                                      \
-    do {                                                                                     \
-        aclError status_ = (call);                                                           \
-        if (status_ != ACL_SUCCESS) {                                                        \
-            std::printf("AOE_RESULT {\"status\": \"runtime\", \"call\": \"%s\", "             \
-                        "\"code\": %d, \"line\": %d}\n", #call, static_cast<int>(status_),   \
-                        __LINE__);                                                           \
-            std::fprintf(stderr, "%s failed with ACL error %d\n", #call,                     \
-                         static_cast<int>(status_));                                         \
-            std::exit(EXIT_RUNTIME);                                                         \
-        }                                                                                    \
-    } while (0)
-#endif
 
 uint32_t RoundUp(uint32_t a, uint32_t b) { return (a + b - 1) / b * b; }
 
@@ -238,32 +223,6 @@ Check CheckResult(const Problem &p, const std::vector<uint16_t> &c)
     return out;
 }
 
-double Median(std::vector<double> x)
-{
-    std::sort(x.begin(), x.end());
-    const size_t h = x.size() / 2;
-    return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
-}
-
-// The stopping rule of aoe_optuna/backends/timing.py: the 95% half-width of the median.
-bool PreciseEnough(const std::vector<double> &s, double relPrecision)
-{
-    if (s.size() < 2) return false;
-    const double med = Median(s);
-    std::vector<double> dev;
-    for (double v : s) dev.push_back(std::fabs(v - med));
-    const double sigma = 1.4826 * Median(dev);
-    const double halfWidth = 1.96 * 1.2533 * sigma / std::sqrt(static_cast<double>(s.size()));
-    return med > 0 && halfWidth / med <= relPrecision;
-}
-
-// Two warm-up batches agree (timing.py settled()): the clocks and caches have settled.
-bool Settled(double previous, double current, double relPrecision)
-{
-    const double lo = std::min(previous, current);
-    return lo > 0 && std::fabs(current - previous) / lo <= relPrecision;
-}
-
 void PrintResult(const char *status, const Problem &p, uint32_t blockDim,
                  const std::vector<double> &samples, uint32_t launches, int warmupBatches,
                  int device, const Check &chk)
@@ -340,20 +299,8 @@ int main(int argc, char **argv)
             ICPU_RUN_KF(gemm_kernel, blockDim, a, b, c, ws, tiling);
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
-    for (double previous = -1.0; warmupBatches < MAX_WARMUP_BATCHES; ++warmupBatches) {
-        const double s = batch();
-        if (previous > 0 && Settled(previous, s, relPrecision)) break;
-        previous = s;
-    }
-    double spent = 0.0;
-    while (static_cast<int>(samples.size()) < maxSamples) {
-        const double s = batch();
-        samples.push_back(s / launches);
-        spent += s;
-        if (static_cast<int>(samples.size()) >= minSamples &&
-            (spent >= maxSeconds || PreciseEnough(samples, relPrecision)))
-            break;
-    }
+    warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples, relPrecision,
+                                maxSeconds, samples);
     std::memcpy(cHost.data(), c, cBytes);
     AscendC::GmFree(a);
     AscendC::GmFree(b);
@@ -395,20 +342,8 @@ int main(int argc, char **argv)
         CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
         return ms * 1e-3;
     };
-    for (double previous = -1.0; warmupBatches < MAX_WARMUP_BATCHES; ++warmupBatches) {
-        const double s = batch();
-        if (previous > 0 && Settled(previous, s, relPrecision)) break;
-        previous = s;
-    }
-    double spent = 0.0;
-    while (static_cast<int>(samples.size()) < maxSamples) {
-        const double s = batch();
-        samples.push_back(s / launches);
-        spent += s;
-        if (static_cast<int>(samples.size()) >= minSamples &&
-            (spent >= maxSeconds || PreciseEnough(samples, relPrecision)))
-            break;
-    }
+    warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples, relPrecision,
+                                maxSeconds, samples);
     CHECK_ACL(aclrtSynchronizeStream(stream));
     CHECK_ACL(aclrtMemcpy(cHost.data(), cBytes, c, cBytes, ACL_MEMCPY_DEVICE_TO_HOST));
     CHECK_ACL(aclrtDestroyEvent(start));
