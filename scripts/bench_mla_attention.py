@@ -12,6 +12,7 @@ columns, so the columns differ by attention alone.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from aoe_optuna.backends.simulator.mla_attention import (
@@ -21,8 +22,11 @@ from aoe_optuna.backends.simulator.mla_attention import (
 )
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.mla_attention import catlass_default_tiling
-from aoe_optuna.workload.forward import forward_workload, mla_decode_attention_shape
+from aoe_optuna.workload.forward import mla_decode_attention_shape
 from aoe_optuna.workload.hf_config import read_hf_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_decode_attention import print_points  # noqa: E402  (a sibling script)
 
 MODELS = Path(__file__).resolve().parents[1] / "studies" / "models"
 
@@ -42,23 +46,12 @@ def main() -> None:
         parser.error(f"--config: {args.config} is not an MLA model")
     print(f"{arch.name} decode on {args.soc}, fp16, tp={args.tp}; GEMMs and vector ops at "
           "roofline")
-    print("batch context | attn/layer us: roofline default best | tokens/s: roofline "
-          "default best | default tiling -> best tiling")
-    for point in args.points:
-        batch, context = (int(x) for x in point.split(":"))
-        shape = mla_decode_attention_shape(arch, arch.mla, batch, context, args.tp, "fp16")
-        default = default_cost(profile, shape)
-        best, best_cost = best_tiling(profile, shape)
-        rates = []
-        for charge in (None, mla_attention_charge(profile, "default"),
-                       mla_attention_charge(profile, "best")):
-            wl = forward_workload(profile, arch, "decode", batch, context, args.tp,
-                                  attention_model=charge)
-            rates.append(wl.roofline_tokens_per_s(profile))
-        print(f"{batch:5d} {context:7d} | {default.roofline_s * 1e6:8.1f} "
-              f"{default.total_s * 1e6:7.1f} {best_cost.total_s * 1e6:6.1f} | "
-              f"{rates[0]:8.1f} {rates[1]:7.1f} {rates[2]:7.1f} | "
-              f"{catlass_default_tiling(profile, shape)} -> {best}")
+    mla = arch.mla
+    print_points(profile, arch, args.points, args.tp,
+                 shape_of=lambda batch, context: mla_decode_attention_shape(
+                     arch, mla, batch, context, args.tp, "fp16"),
+                 default_cost=default_cost, best_tiling=best_tiling,
+                 charge=mla_attention_charge, default_tiling=catlass_default_tiling)
 
 
 if __name__ == "__main__":
