@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -148,3 +148,19 @@ def best_of(default: T, candidates: Sequence[T], cost: Callable[[T], C]) -> tupl
         if c.total_s < best[1].total_s * (1.0 - TIE):
             best = (t, c)
     return best
+
+
+Shape = TypeVar("Shape")
+
+
+def tiling_charge(profile: SocProfile, tiling: str,
+                  default_cost: Callable[[SocProfile, Shape], _Timed],
+                  best_tiling: Callable[[SocProfile, Shape], tuple[Any, _Timed]],
+                  ) -> Callable[[Shape], float]:
+    """Seconds per call of an attention model at its kernel's ``default`` tiling or its
+    ``best`` one: the charge forward.py takes, the same choice for every model."""
+    if tiling == "default":
+        return lambda shape: default_cost(profile, shape).total_s
+    if tiling == "best":
+        return lambda shape: best_tiling(profile, shape)[1].total_s
+    raise ValueError(f"attention tiling: expected 'default' or 'best', got {tiling!r}")

@@ -33,6 +33,7 @@ from aoe_optuna.backends.simulator.attention_steps import (
     combine_s,
     cube_peak_flops,
     softmax_vector_s,
+    tiling_charge,
     unit_seconds,
 )
 from aoe_optuna.backends.simulator.vector_passes import MIX_HEAD_S
@@ -157,11 +158,7 @@ def best_tiling(profile: SocProfile, shape: DecodeAttention) -> tuple[AttentionT
 
 def attention_charge(profile: SocProfile, tiling: str) -> Callable[[DecodeAttention], float]:
     """Seconds per call at CANN's ``default`` tiling or the ``best`` one, for forward.py."""
-    if tiling == "default":
-        return lambda shape: default_cost(profile, shape).total_s
-    if tiling == "best":
-        return lambda shape: best_tiling(profile, shape)[1].total_s
-    raise ValueError(f"attention tiling: expected 'default' or 'best', got {tiling!r}")
+    return tiling_charge(profile, tiling, default_cost, best_tiling)
 
 
 def floor_s(profile: SocProfile, shape: DecodeAttention) -> float:

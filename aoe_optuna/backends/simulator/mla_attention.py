@@ -37,6 +37,7 @@ from aoe_optuna.backends.simulator.attention_steps import (
     cube_peak_flops,
     flash_cube_s,
     softmax_vector_s,
+    tiling_charge,
     unit_seconds,
 )
 from aoe_optuna.backends.simulator.decode_attention import AttentionCost
@@ -158,8 +159,4 @@ def best_tiling(profile: SocProfile,
 def mla_attention_charge(profile: SocProfile,
                          tiling: str) -> Callable[[MlaDecodeAttention], float]:
     """Seconds per call at catlass's ``default`` tiling or the ``best`` one, for forward.py."""
-    if tiling == "default":
-        return lambda shape: default_cost(profile, shape).total_s
-    if tiling == "best":
-        return lambda shape: best_tiling(profile, shape)[1].total_s
-    raise ValueError(f"attention tiling: expected 'default' or 'best', got {tiling!r}")
+    return tiling_charge(profile, tiling, default_cost, best_tiling)

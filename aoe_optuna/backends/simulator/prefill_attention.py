@@ -38,6 +38,7 @@ from aoe_optuna.backends.simulator.attention_steps import (
     cube_peak_flops,
     flash_cube_s,
     softmax_vector_s,
+    tiling_charge,
 )
 from aoe_optuna.backends.simulator.vector_passes import MIX_HEAD_S
 from aoe_optuna.hardware.profile import SocProfile
@@ -227,8 +228,4 @@ def best_tiling(profile: SocProfile, shape: PrefillAttention) -> tuple[PrefillTi
 def prefill_attention_charge(profile: SocProfile,
                              tiling: str) -> Callable[[PrefillAttention], float]:
     """Seconds per call at CANN's ``default`` tiling or the ``best`` one, for forward.py."""
-    if tiling == "default":
-        return lambda shape: default_cost(profile, shape).total_s
-    if tiling == "best":
-        return lambda shape: best_tiling(profile, shape)[1].total_s
-    raise ValueError(f"attention tiling: expected 'default' or 'best', got {tiling!r}")
+    return tiling_charge(profile, tiling, default_cost, best_tiling)
