@@ -10,13 +10,14 @@ it, in the simulator's model). An operator's study is seeded with the
 best configs of the operators of its *family* already tuned in the same run
 and of the knowledge base's entries for the same SoC and dtype, nearest
 first. A family is what a tiling carries over between: GEMMs of the spec's op;
-decode attention of one page size's KV layout; prefill attention with or
-without its causal mask. Nearness is the distance in log2 of the problem's
-sizes: (M, K, N) for a GEMM, (batch, heads, head_dim, context, page) for
-decode attention, as the knowledge base measures it. Vector kernels get no
-seeds: at batch 1 their spaces are a few dozen tilings, measured out by the
-scheduler whatever the start. The seeds are ordinary measurements, charged to the
-budget; the sampler then learns from them like from any other trial.
+decode attention of one KV layout; prefill attention with or without its causal
+mask. Nearness is the distance in log2 of the problem's sizes: (M, K, N) for a
+GEMM, (batch, heads, head_dim, context, page) for decode attention, as the
+knowledge base measures it. MLA decode attention takes and gives no seeds (it is
+no family). Vector kernels get no seeds: at batch 1 their spaces are a few dozen
+tilings, measured out by the scheduler whatever the start. The seeds are
+ordinary measurements, charged to the budget; the sampler then learns from them
+like from any other trial.
 """
 
 from __future__ import annotations
