@@ -292,16 +292,19 @@ def _attention_s(profile: SocProfile, arch: Architecture, phase: str, batch: int
     layers = arch.layers
     causal = 1 if phase == "decode" else seq_len / 2
     if arch.mla is None:
-        kvd = arch.kv_heads * arch.head_dim
+        # This card's heads, as the attention call gets them: fewer KV heads than tp
+        # are replicated, one per card, not split.
+        card = decode_attention_shape(arch, batch, seq_len, tp, dtype)
+        kv_width = card.kv_heads * arch.head_dim
         kv_bytes = attn_flops = 0.0
         for window, n in arch.attention_spans(seq_len):
             w = seq_len if window is None else window
             # Decode reads the window's keys; prefill reads each key once and keeps
             # (query, key) pairs within the window of each row.
-            kv_bytes += 2 * batch * (w if phase == "decode" else seq_len) * (kvd // tp) * b * n
+            kv_bytes += 2 * batch * (w if phase == "decode" else seq_len) * kv_width * b * n
             pairs = w if phase == "decode" else (
                 seq_len * seq_len / 2 if window is None else w * seq_len - w * w / 2)
-            attn_flops += 4.0 * batch * arch.q_heads // tp * arch.head_dim * pairs * n
+            attn_flops += 4.0 * batch * card.q_heads * arch.head_dim * pairs * n
     else:
         mla = arch.mla
         # The compressed cache (latent + rope key) is replicated on every card.

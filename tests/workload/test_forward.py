@@ -10,7 +10,7 @@ import pytest
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.workload.gemm import Gemm, Workload
 from aoe_optuna.workload.hf_config import read_hf_config
-from aoe_optuna.workload.models import QWEN25_7B, model_workload
+from aoe_optuna.workload.models import QWEN25_7B, builtin_architecture, model_workload
 
 from .conftest import MODELS_DIR
 
@@ -98,3 +98,14 @@ def test_hf_config_of_qwen25_7b_gives_the_builtin_workload(profile, phase, batch
     assert hf.fixed_s == builtin.fixed_s and hf.details == builtin.details
     assert hf.name.startswith("qwen2.5-7b-instruct decode" if phase == "decode" else
                               "qwen2.5-7b-instruct prefill")
+
+
+def test_attention_roofline_reads_the_kv_heads_a_card_holds(profile) -> None:
+    """At tp 8 Qwen2.5-7B's 4 KV heads are replicated, one per card, not split: each card
+    reads one whole KV head per layer (and its 4 Q heads), as the attention call it runs."""
+    arch = builtin_architecture("qwen2.5-7b")
+    wl = model_workload(profile, arch, "decode", batch=1, seq_len=32768, tp=8)
+    one_head = 2 * 32768 * arch.head_dim * 2 * arch.layers  # K and V, fp16
+    assert wl.details["attention_s"] == pytest.approx(one_head / profile.hbm_bandwidth())
+    four = model_workload(profile, arch, "decode", batch=1, seq_len=32768, tp=4)
+    assert wl.details["attention_s"] == pytest.approx(four.details["attention_s"])
