@@ -81,15 +81,8 @@ def test_prefill_attention_charged_by_its_model() -> None:
     assert rebuilt(modelled).workload == modelled.workload
 
 
-# DeepSeek-V2-Lite's config.json (deepseek-ai/DeepSeek-V2-Lite on Hugging Face): MLA.
-DEEPSEEK_V2_LITE = {
-    "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
-    "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
-    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
-    "first_k_dense_replace": 1, "moe_layer_freq": 1, "q_lora_rank": None,
-    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-    "vocab_size": 102400,
-}
+# DeepSeek-V2-Lite (MLA), the shipped config file.
+DEEPSEEK_V2_LITE = Path(__file__).parents[2] / "studies/models/deepseek-v2-lite.json"
 
 
 @pytest.mark.parametrize("phase,op", [("decode", "MlaDecodeAttention"),
@@ -97,10 +90,8 @@ DEEPSEEK_V2_LITE = {
 @pytest.mark.parametrize("charge", ["default", "best", "tuned"])
 def test_mla_attention_is_charged_by_its_model(tmp_path: Path, phase: str, op: str,
                                                charge: str) -> None:
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(DEEPSEEK_V2_LITE))
     path = tmp_path / "study.json"
-    doc = {"workload": {"hf_config": str(config), "phase": phase, "seq_len": 2048}}
+    doc = {"workload": {"hf_config": str(DEEPSEEK_V2_LITE), "phase": phase, "seq_len": 2048}}
     plain = load_spec(write(path, doc))
     spec = load_spec(write(path, {"workload": {**doc["workload"], "attention": charge}}))
     assert spec.canonical()["workload"]["attention"] == charge
