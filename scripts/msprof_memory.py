@@ -21,12 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "studies" / "profiles" / "op_summary_qwen25_7b_decode_b1_910b2.csv"
 READ = """
 import resource, sys, time
+import aoe_optuna
 from aoe_optuna.workload.msprof import read_op_summary
 started = time.perf_counter()
 if sys.argv[1] != "-":
     step = read_op_summary(sys.argv[1], steps=int(sys.argv[2]))
     assert len(step.gemms) == 5, step.gemms  # the decode step's five GEMM shapes
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter() - started)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter() - started,
+      aoe_optuna.__file__)
 """
 
 
@@ -46,10 +48,13 @@ def write_profile(path: Path, megabytes: float) -> int:
     return steps
 
 
-def peak_kib(args: list[str]) -> tuple[int, float]:
+def peak_kib(args: list[str], folder: str) -> tuple[int, float]:
+    """Peak RSS (KiB) and read time of a fresh process of this interpreter; it runs in
+    ``folder``, so the aoe_optuna it imports is the one installed, not this checkout."""
     done = subprocess.run([sys.executable, "-c", READ, *args], capture_output=True, text=True,
-                          check=True, cwd=ROOT)
-    kib, seconds = done.stdout.split()
+                          check=True, cwd=folder)
+    kib, seconds, package = done.stdout.split()
+    print(f"read by {Path(package).parent}", file=sys.stderr)
     return int(kib), float(seconds)
 
 
@@ -61,8 +66,8 @@ def main() -> None:
         path = Path(tmp) / "op_summary_0_1.csv"
         steps = write_profile(path, args.mb)
         size = path.stat().st_size
-        base, _ = peak_kib(["-", "0"])
-        peak, seconds = peak_kib([str(path), str(steps)])
+        base, _ = peak_kib(["-", "0"], tmp)
+        peak, seconds = peak_kib([str(path), str(steps)], tmp)
     print(f"profile {size / 1e6:.1f} MB, {steps} steps x 2 devices: peak RSS {peak / 1024:.0f} MiB "
           f"reading it, {base / 1024:.0f} MiB importing the reader only "
           f"(+{(peak - base) / 1024:.0f} MiB); read in {seconds:.1f} s")
