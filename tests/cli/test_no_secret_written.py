@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
+from aoe_optuna.cli.main import main
 from aoe_optuna.study.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +97,17 @@ def _check_masked_where_shown(folder: Path, form: str, masked: str) -> None:
     for kernel in ("run_kernel.cpp", "kernel.cpp", *(f"kernels/{p.name}" for p in
                                                       (folder / "kernels").iterdir())):
         assert masked in (folder / kernel).read_text(), kernel
+
+
+@pytest.mark.parametrize("url", [
+    f"postgresql+psycopg://u@127.0.0.1:9/aoe?password={SECRET}",
+    f"postgresql+psycopg://u@127.0.0.1:9/aoe?connect_timeout=3&PASSWORD={SECRET}",
+    f"postgresql+psycopg://u:{SECRET}@127.0.0.1:9/aoe?sslpassword={SECRET}",
+])
+def test_an_unreachable_server_is_one_line_without_the_password(tmp_path: Path, monkeypatch,
+                                                                capsys, url: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--config", QWEN, "--storage", url, "--n-trials", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "127.0.0.1:9/aoe" in err, err
+    assert SECRET not in err and "***" in err, err
