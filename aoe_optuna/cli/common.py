@@ -4,7 +4,10 @@ and the checks of the options several commands take."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
+
+WORKERS_PER_CPU = 8
 
 
 class UsageError(ValueError):
@@ -26,7 +29,7 @@ def parse_sampler_kwargs(text: str | None) -> dict[str, Any] | None:
 
 def parse_workers(devices_text: str | None, n_workers: int | None) -> tuple[list[str], int]:
     """``--devices`` and ``--n-workers``: the device ids and the worker count (one worker
-    per device unless --n-workers says otherwise)."""
+    per device unless --n-workers says otherwise), at most :func:`max_workers`."""
     devices: list[str] = []
     if devices_text is not None:
         devices = [d.strip() for d in devices_text.split(",")]
@@ -38,7 +41,36 @@ def parse_workers(devices_text: str | None, n_workers: int | None) -> tuple[list
         raise UsageError("--n-workers: expected a positive number of worker processes")
     if devices and len(devices) != count:
         raise UsageError(f"--devices names {len(devices)} devices for {count} workers")
+    cap, cpus = max_workers(), usable_cpus()
+    if count > cap:
+        option = "--devices" if devices else "--n-workers"
+        raise UsageError(f"{option}: expected at most {cap} worker processes on this host "
+                         f"({WORKERS_PER_CPU} per CPU, {cpus} CPUs), got {count}")
     return devices, count
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, which taskset and containers set),
+    else all of the host's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def max_workers() -> int:
+    """The most worker processes one host starts: :data:`WORKERS_PER_CPU` per usable CPU.
+
+    Each worker is a whole Python process (Optuna, numpy, its sampler: a GP-UCB worker
+    holds about 300 MB after a dozen measurements) that proposes on the CPU between
+    measurements, and on the simulator or the cpu backend measures there too. Workers
+    that wait on an NPU, a kernel build or a remote storage leave the CPU to others, so
+    a few per CPU still pay: 16 on a 2-core host ran the PostgreSQL load test without
+    an error. Thousands only queue for the CPU, the storage's connections and memory
+    (--n-workers 5000: load 136, nothing measured in 60 s), so they are refused before
+    any starts.
+    """
+    return WORKERS_PER_CPU * usable_cpus()
 
 
 def check_positive(value: float | None, option: str, what: str) -> None:

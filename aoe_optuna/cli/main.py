@@ -188,6 +188,7 @@ def _tune(args: argparse.Namespace) -> int:
     )
     from aoe_optuna.study.create import baseline_trial
     from aoe_optuna.study.progress import ProgressView
+    from aoe_optuna.study.redact import redact_url
     from aoe_optuna.study.report import (
         absolute_storage_url,
         print_summary,
@@ -196,7 +197,6 @@ def _tune(args: argparse.Namespace) -> int:
     )
     from aoe_optuna.study.runner import Budget
     from aoe_optuna.study.session import SamplerRequest, StudySession
-    from aoe_optuna.study.storage import redact_url
 
     check_positive(args.n_trials, "--n-trials", "number of measurements")
     check_positive(args.timeout, "--timeout", "number of seconds")
@@ -345,11 +345,12 @@ def _export_command(argv: list[str]) -> int:
     errors = _user_errors()
     try:
         from aoe_optuna.study.create import load_or_create
+        from aoe_optuna.study.redact import redact_url
         from aoe_optuna.study.session import storage_file
         from aoe_optuna.study.storage import open_storage
 
         if (local := storage_file(args.storage)) is not None and not local.exists():
-            raise UsageError(f"--storage: {args.storage} does not exist")
+            raise UsageError(f"--storage: {redact_url(args.storage)} does not exist")
         from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
 
         for option, path in (("--output", args.output), ("--header", args.header),

@@ -135,8 +135,9 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.stored import stored_spec
+    from aoe_optuna.study.redact import redact_url
     from aoe_optuna.study.session import storage_file
-    from aoe_optuna.study.storage import open_storage, redact_url
+    from aoe_optuna.study.storage import open_storage
 
     if args.config is None and args.study_name is None:
         raise UsageError("pass --config SPEC (new run) or --study-name NAME (resume)")

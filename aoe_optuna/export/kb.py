@@ -43,7 +43,7 @@ from aoe_optuna.space.params import (
     canonical_value,
     to_code,
 )
-from aoe_optuna.study.storage import redact_url
+from aoe_optuna.study.redact import redact_url
 from aoe_optuna.workload.models import MAX_DIM
 from aoe_optuna.workload.vector_ops import KINDS as VECTOR_KINDS
 

@@ -9,6 +9,7 @@ disagree also carries ``"unsettled": "<the alternatives and why this value>"``.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -152,8 +153,9 @@ def profile_from_dict(data: dict[str, Any], where: str = "<profile>") -> SocProf
             value = float(value)
         if not isinstance(value, typ) or isinstance(value, bool):
             raise ProfileError(f"{where}: key 'figures.{key}.value': expected {typ.__name__}")
-        if typ in (int, float) and value <= 0:
-            raise ProfileError(f"{where}: key 'figures.{key}.value': expected a positive number")
+        if typ in (int, float) and not 0 < value < math.inf:  # NaN fails too
+            raise ProfileError(f"{where}: key 'figures.{key}.value': expected a positive "
+                               f"finite number, got {value!r}")
         values[key] = value
         sources[key] = str(entry["source"])
         if "unsettled" in entry:

@@ -21,6 +21,9 @@ import json5
 JSON_SUFFIXES = (".json", ".json5", ".jsonc")
 TOML_SUFFIXES = (".toml",)
 MAX_SPEC_BYTES = 1 << 20  # a study spec is a page of text, not a data file
+# The shipped specs nest 3 levels deep (an inline SoC profile adds 2); far deeper is a
+# generated or hostile file, and everything that walks a spec (checks, copies, JSON) recurses.
+MAX_SPEC_DEPTH = 32
 
 
 class SpecError(ValueError):
@@ -101,6 +104,35 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(source, None, "valid TOML", str(exc)) from None
+    except RecursionError:
+        raise SpecError(source, None, "valid TOML", "tables or arrays nested too deeply") from None
+
+
+def check_plain(document: Any, source: str) -> None:
+    """Refuse a spec document nested deeper than :data:`MAX_SPEC_DEPTH` or holding a NaN
+    or an infinity anywhere (JSON5 and TOML both spell them): no value of a spec may be
+    one, and a NaN passes every range check (``nan < 0`` and ``nan > 1`` are both false).
+    Iterative, so the check itself cannot overflow the stack."""
+    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while stack:
+        value, key, depth = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SpecError(source, _short(key) or None, "a finite number", repr(value))
+        if isinstance(value, Mapping):
+            items = [(f"{key}.{k}" if key else str(k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            items = [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+        else:
+            continue
+        if depth == MAX_SPEC_DEPTH:
+            raise SpecError(source, _short(key), f"at most {MAX_SPEC_DEPTH} levels of nested "
+                            "objects and arrays", "deeper nesting")
+        stack.extend((v, k, depth + 1) for k, v in reversed(items))
+
+
+def _short(key: str, limit: int = 120) -> str:
+    """A dotted key short enough for one line: its head and its tail."""
+    return key if len(key) <= limit else f"{key[:limit // 2 - 3]}...{key[-limit // 2:]}"
 
 
 def _json5_where(exc: ValueError) -> str:

@@ -69,7 +69,7 @@ from aoe_optuna.hardware.profile import (
 from aoe_optuna.space.params import KNOWN_PARAMS, to_code
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import option_error
-from aoe_optuna.spec.format import Section, SpecError, read_document
+from aoe_optuna.spec.format import Section, SpecError, check_plain, read_document
 from aoe_optuna.spec.space import (
     SEED_SPACE,
     build_space,
@@ -199,6 +199,7 @@ def load_spec(path: str | Path) -> StudySpec:
 
 def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     """Check a parsed spec document and build everything a study needs from it."""
+    check_plain(document, source)
     top = Section(source, "", document, "an object at the top level")
     top.check_keys(TOP_KEYS)
     op_name = top.string("op_name", "GemmKernel")

@@ -33,6 +33,7 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from aoe_optuna.study.journal_file import JournalRepairError, OwnedSymlinkLock, repair_torn_tail
 from aoe_optuna.study.recovery import ResultKeepingRDBStorage, RetryStaleTrial
+from aoe_optuna.study.redact import redact_text, redact_url
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
@@ -89,7 +90,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
                 time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
                 continue
             raise StorageError(
-                f"storage {redact_url(url)}: cannot open ({_first_line(exc)})") from None
+                f"storage {redact_url(url)}: cannot open ({_first_line(exc, url)})") from None
     if wal:
         _fast_sqlite(storage)
     return storage
@@ -191,23 +192,24 @@ def _journal(path: Path) -> JournalStorage:
     try:
         return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
     except Exception as exc:
-        raise StorageError(f"storage {path}: cannot open ({_first_line(exc)})") from None
+        raise StorageError(f"storage {path}: cannot open ({_first_line(exc, str(path))})") from None
 
 
 def _grpc(url: str) -> optuna.storages.BaseStorage:
     host, _, port = url[len("grpc://"):].rstrip("/").rpartition(":")
     if not host or not port.isdigit():
-        raise StorageError(f"storage {url}: expected grpc://HOST:PORT")
+        raise StorageError(f"storage {redact_url(url)}: expected grpc://HOST:PORT")
     try:
         from optuna.storages import GrpcStorageProxy
 
         proxy = GrpcStorageProxy(host=host, port=int(port))
         proxy.wait_server_ready(timeout=10)
     except ImportError:
-        raise StorageError(f"storage {url}: needs grpcio and protobuf "
+        raise StorageError(f"storage {redact_url(url)}: needs grpcio and protobuf "
                            "(pip install grpcio protobuf)") from None
     except Exception as exc:
-        raise StorageError(f"storage {url}: cannot reach the proxy ({_first_line(exc)})") from None
+        raise StorageError(f"storage {redact_url(url)}: cannot reach the proxy "
+                           f"({_first_line(exc, url)})") from None
     return proxy
 
 
@@ -218,25 +220,25 @@ def _check_sqlite_path(url: str) -> None:
     path = Path(raw)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise StorageError(f"storage {url}: folder {folder} does not exist")
+        raise StorageError(f"storage {redact_url(url)}: folder {folder} does not exist")
     if path.is_dir():
-        raise StorageError(f"storage {url}: {path} is a folder; name a database file in it, "
-                           f"e.g. sqlite:///{path / 'aoe.db'}")
+        raise StorageError(f"storage {redact_url(url)}: {path} is a folder; name a database "
+                           f"file in it, e.g. sqlite:///{path / 'aoe.db'}")
     if path.exists():
         if not os.access(path, os.W_OK):
-            raise StorageError(f"storage {url}: file {path} is read-only")
+            raise StorageError(f"storage {redact_url(url)}: file {path} is read-only")
         with open(path, "rb") as fh:
             head = fh.read(16)
         if head and not head.startswith(b"SQLite format 3"):
-            raise StorageError(f"storage {url}: {path} is not an SQLite database")
+            raise StorageError(f"storage {redact_url(url)}: {path} is not an SQLite database")
     if not os.access(folder, os.W_OK):
-        raise StorageError(f"storage {url}: folder {folder} is not writable")
+        raise StorageError(f"storage {redact_url(url)}: folder {folder} is not writable")
 
 
 def describe_storage_error(url: str, exc: BaseException) -> str:
     """One line for a storage failure during a run (the study is left as it was)."""
     cause = exc.__cause__ or exc.__context__ or exc  # Optuna wraps SQLAlchemy's error
-    text = _first_line(getattr(cause, "orig", None) or cause)
+    text = _first_line(getattr(cause, "orig", None) or cause, url)
     hint = ""
     if "locked" in text:
         # SQLite waits for a lock up to the timeout, but refuses at once where waiting
@@ -269,25 +271,7 @@ def storage_failure(exc: BaseException) -> BaseException | None:
     return None
 
 
-def redact_url(url: str) -> str:
-    """The URL as SQLAlchemy parses it, password hidden; anything else unchanged.
-
-    Parsing, not pattern matching: ``?x=a@b`` is a query, not a user.
-    """
-    if "://" not in url:
-        return url
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        return url.split("://", 1)[0] + "://***"  # unparsable: show nothing that may be secret
-    if parsed.password is None:
-        return url
-    return parsed.render_as_string(hide_password=True)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+def _first_line(exc: BaseException, url: str) -> str:
+    """The first line of a driver's message, any secret of ``url`` in it hidden."""
+    text = redact_text(str(exc), url).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__

@@ -33,8 +33,9 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def read_text(path: str | Path, what: str) -> str:
-    """The UTF-8 text of ``path`` (a ``what``: "a Hugging Face config.json", ...)."""
+def checked_file(path: str | Path, what: str) -> Path:
+    """``path``, once it is an existing file under :data:`MAX_FILE_BYTES` (a ``what``:
+    "a Hugging Face config.json", ...)."""
     path = Path(path)
     if not path.is_file():
         raise WorkloadFileError(str(path), "file", f"{what} (an existing file)", "no such file")
@@ -42,11 +43,22 @@ def read_text(path: str | Path, what: str) -> str:
     if size > MAX_FILE_BYTES:
         raise WorkloadFileError(str(path), "file", f"{what} under {MAX_FILE_BYTES >> 20} MiB",
                                 f"{size} bytes")
+    return path
+
+
+def not_utf8(path: str | Path, exc: UnicodeDecodeError) -> WorkloadFileError:
+    """The error of a file that is not UTF-8 text."""
+    return WorkloadFileError(str(path), "file", "UTF-8 text",
+                             f"a byte that is not ({exc.reason})")
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of ``path`` (a ``what``: "a Hugging Face config.json", ...)."""
+    path = checked_file(path, what)
     try:
         return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise WorkloadFileError(str(path), "file", "UTF-8 text",
-                                f"a byte that is not ({exc.reason})") from None
+        raise not_utf8(path, exc) from None
 
 
 def read_json(path: str | Path, what: str) -> Any:

@@ -21,8 +21,6 @@ not counted (device busy time, not wall time).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import sys
 import time
@@ -31,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.workload.csv_rows import CsvRows, Row
 from aoe_optuna.workload.dtypes import ACCEPTED, dtype_name, is_known_untuned
-from aoe_optuna.workload.files import WorkloadFileError, read_text, shown
+from aoe_optuna.workload.files import WorkloadFileError, checked_file, shown
 from aoe_optuna.workload.gemm import MAX_DIM, Gemm, Workload
 from aoe_optuna.workload.shape_list import shapes_from_rows
 
@@ -58,6 +57,7 @@ NZ_SLACK = 32  # a FRACTAL_NZ dimension is padded up to its fractal (16, or 32 f
 WHAT = "an msprof op_summary CSV"
 MAX_SHAPES = 4096  # every trial measures every shape: more is hours per trial on an NPU
 PROGRESS_EVERY_S = 5.0
+SHOWN_DEVICES = 64  # device ids kept for the message naming those present
 
 
 @dataclass(frozen=True)
@@ -85,29 +85,36 @@ def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None,
     """The step that ``steps`` forward steps of one device (the lowest Device_id unless
     ``device`` is given) in the profile at ``path`` average to.
 
-    More than ``max_shapes`` distinct GEMM shapes is refused as soon as it is seen (each
-    trial measures every shape, so the cost of a trial grows with them); a long read says
-    on stderr how far it got every few seconds.
+    The file is read a row at a time (its size costs time, not memory); more than
+    ``max_shapes`` distinct GEMM shapes is refused as soon as it is seen (each trial
+    measures every shape, so the cost of a trial grows with them); a long read says on
+    stderr how far it got every few seconds.
     """
     source = str(path)
-    text = read_text(path, WHAT)
-    reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    reader.fieldnames = header
-    missing = [c for c in REQUIRED if c not in header]
+    rows = CsvRows(checked_file(path, WHAT), source)
+    missing = [c for c in REQUIRED if c not in rows.header]
     if missing:
         raise WorkloadFileError(source, "line 1", f"{WHAT} header with the columns "
                                 f"{', '.join(REQUIRED)}", f"no column '{missing[0]}'")
-    rows = [(reader.line_num, row) for row in reader]
-    if not rows:
-        raise WorkloadFileError(source, "document", "a header and a row per task", "no rows")
-    rows = _one_device(rows, source, device, DEVICE in header)
+    has_device = DEVICE in rows.header
+    if not has_device and device is not None:
+        raise WorkloadFileError(source, "line 1", f"a column '{DEVICE}' to pick device "
+                                f"{device} by", "none")
+    chosen = _lowest_device(rows, source) if has_device and device is None else device
     merged: dict[tuple[int, int, int, str], list[float]] = {}  # key -> [gemms, us]
     other = comm = untuned = 0.0
-    n_matmul_rows = 0
-    progress = _Progress(source, len(rows))
+    n_rows = n_matmul_rows = 0
+    devices: set[int] = set()  # for the message when ``device`` has no rows
+    progress = _Progress(source, rows)
     for line, row in rows:
         progress.tick(line, len(merged))
+        if chosen is not None:
+            found_device = _device_id(row, source, line)
+            if len(devices) < SHOWN_DEVICES:
+                devices.add(found_device)
+            if found_device != chosen:
+                continue
+        n_rows += 1
         us = _duration(row.get(DURATION), source, line)
         op = (row.get(OP_TYPE) or "").strip()
         if op not in GEMM_OP_TYPES:
@@ -130,9 +137,14 @@ def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None,
         acc = merged.setdefault(key, [0.0, 0.0])
         acc[0] += n
         acc[1] += us
+    if not n_rows and devices:
+        raise WorkloadFileError(source, f"column '{DEVICE}'", f"device {device} among the rows",
+                                f"devices {sorted(devices)}")
+    if not n_rows:
+        raise WorkloadFileError(source, "document", "a header and a row per task", "no rows")
     if not merged:
         got = (f"{n_matmul_rows} MatMul rows, none of a type the kernels take" if n_matmul_rows
-               else f"none among {len(rows)} rows (OP Type N/A? collect with --task-time=l1)")
+               else f"none among {n_rows} rows (OP Type N/A? collect with --task-time=l1)")
         raise WorkloadFileError(source, f"column '{OP_TYPE}'", "at least one MatMul-type "
                                 f"operator ({', '.join(sorted(GEMM_OP_TYPES)[:4])}, ...)", got)
     gemms, profiled = [], []
@@ -192,39 +204,37 @@ def profiled_workload(step: ProfiledStep, name: str, tokens_per_step: int = 1) -
 class _Progress:
     """One stderr line every few seconds while a large profile is read."""
 
-    def __init__(self, source: str, n_rows: int) -> None:
-        self.source, self.n_rows = source, n_rows
+    def __init__(self, source: str, rows: CsvRows) -> None:
+        self.source, self.rows = source, rows
         self.next_at = time.monotonic() + PROGRESS_EVERY_S
 
     def tick(self, line: int, n_shapes: int) -> None:
         if line % 1024 or time.monotonic() < self.next_at:
             return
-        print(f"{self.source}: read {line - 1:,} of {self.n_rows:,} rows, "
+        print(f"{self.source}: read {line - 1:,} rows "
+              f"({self.rows.read_bytes / self.rows.size:.0%} of the file), "
               f"{n_shapes:,} GEMM shapes so far", file=sys.stderr, flush=True)
         self.next_at = time.monotonic() + PROGRESS_EVERY_S
 
 
-def _one_device(rows: list[tuple[int, dict]], source: str, device: int | None,
-                has_column: bool) -> list[tuple[int, dict]]:
-    if not has_column:
-        if device is not None:
-            raise WorkloadFileError(source, "line 1", f"a column '{DEVICE}' to pick device "
-                                    f"{device} by", "none")
-        return rows
-    ids = {}
+def _lowest_device(rows: CsvRows, source: str) -> int:
+    """The lowest Device_id of the profile (a first pass over the file: every id checked)."""
+    lowest: int | None = None
     for line, row in rows:
-        text = (row.get(DEVICE) or "").strip()
-        try:
-            ids[line] = int(text)
-        except ValueError:
-            raise WorkloadFileError(source, f"line {line}, column '{DEVICE}'", "a device id",
-                                    shown(text)) from None
-    present = sorted(set(ids.values()))
-    chosen = present[0] if device is None else device
-    if chosen not in present:
-        raise WorkloadFileError(source, f"column '{DEVICE}'", f"device {device} among the rows",
-                                f"devices {present}")
-    return [(line, row) for line, row in rows if ids[line] == chosen]
+        found = _device_id(row, source, line)
+        lowest = found if lowest is None else min(lowest, found)
+    if lowest is None:
+        raise WorkloadFileError(source, "document", "a header and a row per task", "no rows")
+    return lowest
+
+
+def _device_id(row: Row, source: str, line: int) -> int:
+    text = (row.get(DEVICE) or "").strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise WorkloadFileError(source, f"line {line}, column '{DEVICE}'", "a device id",
+                                shown(text)) from None
 
 
 def _duration(text: str | None, source: str, line: int) -> float:
@@ -238,7 +248,7 @@ def _duration(text: str | None, source: str, line: int) -> float:
     return us
 
 
-def _row_gemm(op: str, row: dict, source: str,
+def _row_gemm(op: str, row: Row, source: str,
               line: int) -> tuple[tuple[int, int, int, str], int] | None:
     """((M, K, N, dtype), GEMMs in the task) of a MatMul row; None for an untuned type."""
     def fail(column: str, expected: str, got: Any) -> WorkloadFileError:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aoe_optuna.cli.main import main
-from aoe_optuna.study.storage import redact_url
+from aoe_optuna.study.redact import redact_url
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -35,7 +35,7 @@ def test_a_refused_run_leaves_no_storage_or_wal_file(
 @pytest.mark.parametrize("url,shown", [
     ("postgresql+psycopg://u:secret@db:5432/aoe", "postgresql+psycopg://u:***@db:5432/aoe"),
     ("postgresql://u@db/aoe?x=a@b", "postgresql://u@db/aoe?x=a@b"),  # a query, not a password
-    ("postgresql://u:p%40ss@db/aoe?x=a@b", "postgresql://u:***@db/aoe?x=a%40b"),
+    ("postgresql://u:p%40ss@db/aoe?x=a@b", "postgresql://u:***@db/aoe?x=a@b"),
     ("mysql://u:secret@db/aoe", "mysql://u:***@db/aoe"),
     ("sqlite:///aoe.db", "sqlite:///aoe.db"),
     ("runs/aoe.log", "runs/aoe.log"),

@@ -19,6 +19,7 @@ way the objective does, with noise, cost, hidden failures and int8 accuracy.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -376,7 +377,7 @@ def _complete(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _number(name: str, value: Any, low: float, high: float | None = None) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < low or (high is not None and value > high):
         bound = f"from {low:g} to {high:g}" if high is not None else f">= {low:g}"
         raise ValueError(f"{name}: expected a number {bound}, got {value!r}")
