@@ -1,15 +1,14 @@
 """Attention and the vector kernels as operators of a run, beside the GEMM shapes.
 
-Each distinct problem (one decode, MLA decode or prefill attention shape; one vector kernel's kind,
-rows, width and dtype) is an operator with a study of its own, named like a
-GEMM shape's (``<study>/attention/<dims>``, ``<study>/rmsnorm/<dims>``): its
-search space is the problem's tiling space with its rules (an infeasible
-tiling is never measured), its measurement the simulator's model of the
-kernel, its baseline the CANN-style default tiling (IncreFlashAttention's for
-decode, catlass's MLA example's for MLA decode, PromptFlashAttention's for
-prefill), and its weight its calls
-per step. Only the simulator models these kernels: a run on another backend
-is refused before anything is written (:func:`check_backend`).
+Each distinct problem (one decode, MLA decode or prefill attention shape; one vector
+kernel's kind, rows, width and dtype) is an operator with a study of its own, named
+like a GEMM shape's (``<study>/attention/<dims>``, ``<study>/rmsnorm/<dims>``): its
+search space is the problem's tiling space with its rules (an infeasible tiling is
+never measured), its measurement the simulator's model of the kernel, its baseline
+CANN's default tiling, and its weight its calls per step. Each of these is its kind's
+(:mod:`aoe_optuna.operators.kinds`); this module names, weighs and stores operators.
+Only the simulator models these kernels: a run on another backend is refused before
+anything is written (:func:`check_backend`).
 """
 
 from __future__ import annotations
