@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import aoe_optuna.operators as operators_pkg
+from aoe_optuna.export.kb import make_layer_entry
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.kinds.registry import (
     GEMM,
@@ -65,6 +66,9 @@ def test_plan_round_trip_and_kb_op(problem) -> None:
     assert kind_of_plan(plan) is op.operator_kind
     assert kind_of_op(op.op_name) is op.operator_kind
     assert ("op" in plan) == op.operator_kind.names_op_in_plan
+    entry = make_layer_entry("Ascend910B2", op.operator_kind.part, op.op_name, dtype,
+                             op.problem_doc(), {"tile": 1}, 1.0, None, "run", None)
+    assert entry["problem"] == op.problem_doc()  # the knowledge base takes what the kind keys
 
 
 def test_plans_written_before_op_was_stored_keep_their_kind() -> None:
