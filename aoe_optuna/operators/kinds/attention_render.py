@@ -1,6 +1,8 @@
 """The kernel every attention kind exports: catlass's flash-attention-infer
 instantiation header (:mod:`aoe_optuna.backends.npu.catlass_fai`), shared by the
-decode, MLA decode and prefill kinds."""
+decode, MLA decode and prefill kinds. Its host program (the catlass project and the
+command that times it: ``render_fai_project``, ``fai_run_command``) is the same
+module's, driven by the npu backend's dry run (:mod:`aoe_optuna.backends.npu.dry_run`)."""
 
 from __future__ import annotations
 
