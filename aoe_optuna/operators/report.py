@@ -13,6 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
 from aoe_optuna.export.catlass_header import write_catlass_header
@@ -24,10 +25,9 @@ from aoe_optuna.export.kb import (
     write_c_header,
 )
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
-from aoe_optuna.export.layer_kernel import write_layer_kernel
-from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.hardware.profile import SocProfile, load_profile
+from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.operators.layer_ops import LayerOperator
-from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.operators.state import best_measured, trial_latency
 from aoe_optuna.operators.tuner import OperatorResult
 from aoe_optuna.operators.units import LAYER_OP_ATTR
@@ -73,7 +73,7 @@ HEADER = ["op", "MxNxK", "runs", "measured", "latency\nus", "95%", "TFLOPS",
 
 def headers(result: OperatorResult) -> list[str]:
     """HEADER; its shape column is "shape" where attention or vector kernels share it."""
-    if all(isinstance(r.shape, OperatorShape) for r in result.shapes):
+    if all(r.shape.operator_kind is GEMM for r in result.shapes):
         return HEADER
     return ["shape" if h == "MxNxK" else h for h in HEADER]
 
@@ -141,17 +141,16 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
     for r in result.shapes:
         if r.params is None:
             continue
-        if isinstance(r.shape, LayerOperator):
+        if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
             out.append(layer_entry(spec.profile.soc, r.shape, r.params, r.latency_s, gain,
                                    r.study_name, storage_url))
             continue
-        assert isinstance(r.shape, OperatorShape)
         full = spec.space.full_config(r.params)
         gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
         lo, hi = r.interval_s
         out.append(make_entry(
-            spec.profile.soc, kb_op(spec.op_name, r.shape.batch), r.shape.dtype, r.shape.M,
+            spec.profile.soc, GEMM.kb_op(spec.op_name, r.shape.batch), r.shape.dtype, r.shape.M,
             r.shape.K, r.shape.N,
             str(full.get("layout", "row_major")), r.params, round(r.tflops, 4), gain,
             r.study_name, storage_url, objective=OBJECTIVE,
@@ -161,18 +160,11 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
     return out
 
 
-def kb_op(op_name: str, batch: int) -> str:
-    """The KB's op of a shape: a batched launch is another kernel (catlass's BatchedMatmul),
-    so its entries live under ``<op>-batch<n>`` and never answer a single GEMM's lookup."""
-    return op_name if batch == 1 else f"{op_name}-batch{batch}"
-
-
 def layer_entry(soc: str, op: LayerOperator, params: dict, latency_s: float,
                 gain: float | None, study: str, storage_url: str) -> dict:
     """An attention or vector kernel's knowledge base entry."""
-    return make_layer_entry(soc, "attention" if op.kind == "attention" else "vector",
-                            op.op_name, op.dtype, op.problem_doc(), params,
-                            round(1.0 / latency_s, 4), gain, study, storage_url,
+    return make_layer_entry(soc, op.operator_kind.part, op.op_name, op.dtype, op.problem_doc(),
+                            params, round(1.0 / latency_s, 4), gain, study, storage_url,
                             latency_us=round(latency_s * 1e6, 4))
 
 
@@ -180,7 +172,7 @@ def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | Non
                        header: str | None, output: str | None = None) -> Iterator[str]:
     """``aoe-tune export`` of an attention or vector kernel's study: its best tiling into
     the knowledge base and, with ``output``, the kernel source the npu backend renders
-    for it (export/layer_kernel.py)."""
+    for it (its kind's ``render``)."""
     plan = study.user_attrs[LAYER_OP_ATTR]
     op = LayerOperator.from_plan(plan)
     trials = study.get_trials(deepcopy=False)
@@ -195,7 +187,7 @@ def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | Non
         info = ExportInfo(study=study.study_name, storage=storage_url, trial=best.number,
                           value=1.0 / latency, objective="calls/s",
                           baseline=None if base is None else 1.0 / trial_latency(base))
-        what = write_layer_kernel(output, op.problem, op.dtype, dict(best.params),
+        what = write_layer_kernel(output, op, dict(best.params),
                                   load_profile(str(plan["soc"])), info)
         yield f"wrote {output}: {what}"
     if kb_path:
@@ -231,14 +223,12 @@ def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, ou
     for r in result.shapes:
         if r.params is None:
             continue
-        if isinstance(r.shape, LayerOperator):
-            path = out_dir / (f"{r.shape.kind}_{r.shape.dims}"
-                              + (".h" if r.shape.kind == "attention" else ".cpp"))
+        if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
+            path = out_dir / f"{r.shape.kind}_{r.shape.dims}{r.shape.operator_kind.kernel_suffix}"
             info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,
                               value=1.0 / r.latency_s, objective="calls/s")
             try:
-                what = write_layer_kernel(path, r.shape.problem, r.shape.dtype, r.params,
-                                          spec.profile, info)
+                what = write_layer_kernel(path, r.shape, r.params, spec.profile, info)
                 yield f"wrote {path}: {what}"
             except ExportError as exc:
                 yield f"not exported {r.shape.label} {r.shape.dims}: {exc}"
@@ -262,3 +252,12 @@ def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, ou
                 yield f"wrote {path}"
         except ExportError as exc:
             yield f"not exported {r.shape.label} {r.shape.dims}: {exc}"
+
+
+def write_layer_kernel(path: str | Path, op: LayerOperator, config: dict, profile: SocProfile,
+                       info: ExportInfo | None = None) -> str:
+    """Write the kernel ``op``'s kind renders for ``config``; say what it is. A problem the
+    kernel cannot run raises a one-line ExportError and writes nothing."""
+    text, what = op.operator_kind.render(op.problem, op.dtype, config, profile, info)
+    write_atomic(path, text)
+    return what

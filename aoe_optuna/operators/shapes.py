@@ -15,10 +15,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.operators.kinds.gemm import GemmKind
+from aoe_optuna.operators.kinds.protocol import OperatorKind
+from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.workload.gemm import GemmKey
 from aoe_optuna.workload.models import Gemm, Workload
@@ -34,6 +36,7 @@ class Operator(Protocol):
     names: tuple[str, ...]
     weight: int
     dtype: str
+    operator_kind: OperatorKind  # what differs between problems is asked of it
 
     @property
     def kind(self) -> str: ...  # "gemm", "attention", "rmsnorm", ...
@@ -48,6 +51,11 @@ class Operator(Protocol):
     def bound_s(self, profile: SocProfile) -> float: ...  # what the scheduler aims at
     def flops(self) -> float | None: ...  # None where FLOPs say nothing (a vector kernel)
     def plan_entry(self, parent: str) -> dict[str, Any]: ...
+    def group(self, profile: SocProfile) -> str: ...  # operators whose roofline fractions compare
+    def warm_doc(self) -> tuple[str, dict[str, Any]] | None:
+        """The op its seeds are filed under and its problem's fields
+        (:mod:`.warm_start`); None for an operator that takes no seeds."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -61,27 +69,31 @@ class OperatorShape:
     names: tuple[str, ...]  # the workload's GEMM names of this shape
     weight: int  # runs per step: the sum of their counts
     batch: int = 1  # matrices of one batched launch
+    operator_kind: ClassVar[GemmKind] = GEMM
 
     @property
     def kind(self) -> str:
-        return "gemm"
+        return self.operator_kind.name
 
     @property
     def key(self) -> GemmKey:
         return self.gemm.key
 
     def roofline_s(self, profile: SocProfile) -> float:
-        return self.gemm.roofline_s(profile)
+        return self.operator_kind.roofline_s(profile, self.gemm)
 
     def bound_s(self, profile: SocProfile) -> float:
-        """The roofline plus one cube kernel's launch head: no tiling of a GEMM beats it,
-        and for the small GEMMs of a MoE step (a 1x2048x768 expert: about 1 us of
-        roofline under 7.8 us of launch) the roofline alone shows a gain no tiling gives,
-        which the scheduler would keep chasing."""
-        return self.roofline_s(profile) + KERNEL_LAUNCH_S
+        return self.operator_kind.bound_s(profile, self.gemm)
 
     def flops(self) -> float:
-        return self.gemm.flops
+        return self.operator_kind.flops(self.gemm)
+
+    def group(self, profile: SocProfile) -> str:
+        return self.operator_kind.group(profile, self.gemm)
+
+    def warm_doc(self) -> tuple[str, dict[str, Any]]:
+        """Every GEMM of the run's op is one family: its sizes (M, K, N)."""
+        return self.operator_kind.name, {"M": self.M, "K": self.K, "N": self.N}
 
     def plan_entry(self, parent: str) -> dict[str, Any]:
         """What the parent study's plan records of it (unchanged since GEMM-only plans;
@@ -102,10 +114,8 @@ class OperatorShape:
 
     @property
     def dims(self) -> str:
-        """``MxNxK``: the order in which the dashboard's study names give the shape; a
-        batched launch adds ``-b<batch>``."""
-        return (f"{self.M}x{self.N}x{self.K}" + ("" if self.dtype == "fp16" else f"-{self.dtype}")
-                + (f"-b{self.batch}" if self.batch > 1 else ""))
+        """``MxNxK`` (the order of the dashboard's study names), as the kind writes it."""
+        return self.operator_kind.dims(self.gemm)
 
     def study_name(self, parent: str) -> str:
         return f"{parent}/{self.label}/{self.dims}"

@@ -62,7 +62,13 @@ from aoe_optuna.operators.state import (
     trial_latency,
 )
 from aoe_optuna.operators.units import GemmUnit, LayerUnit, OperatorUnit
-from aoe_optuna.operators.warm_start import Donor, seeds_for, size_names, warm_point
+from aoe_optuna.operators.warm_start import (
+    Donor,
+    layer_point,
+    seeds_for,
+    size_names,
+    warm_point,
+)
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
@@ -296,12 +302,12 @@ class OperatorTuner:
         """The current winners of the other operators of this run that take seeds."""
         out = []
         for j, s in enumerate(self.shapes):
-            point = warm_point(s) if j != i else None
-            best = best_measured(self.studies[j].get_trials(deepcopy=False)) if point else None
-            if point is not None and best is not None:
-                names = size_names(s.problem_doc()) if isinstance(s, LayerOperator) else ()
-                out.append(Donor(point[1], dict(best.params), f"shape {s.dims}", s.dtype,
-                                 point[0], names))
+            doc = s.warm_doc() if j != i else None
+            best = best_measured(self.studies[j].get_trials(deepcopy=False)) if doc else None
+            if doc is not None and best is not None:
+                family, sizes = layer_point(*doc)
+                out.append(Donor(sizes, dict(best.params), f"shape {s.dims}", s.dtype,
+                                 family, size_names(doc[1])))
         return out
 
     def _measure(self, i: int, target: int) -> None:
@@ -410,11 +416,7 @@ class OperatorTuner:
 def shape_group(shape: Operator, spec: StudySpec) -> str:
     """Operators whose roofline fractions are comparable: GEMMs of one dtype on one side
     of the ridge; attention of one dtype; vector kernels of one dtype."""
-    if not isinstance(shape, OperatorShape):
-        return f"{shape.dtype}/{'attention' if shape.kind == 'attention' else 'vector'}"
-    g, p = shape.gemm, spec.profile
-    ridge = p.peak_flops(g.dtype) / p.hbm_bandwidth()
-    return f"{g.dtype}/{'compute' if g.flops / g.min_bytes >= ridge else 'memory'}"
+    return shape.group(spec.profile)
 
 
 __all__ = ["OperatorResult", "OperatorTuner", "ShapeResult", "Snapshot", "TunerOptions",

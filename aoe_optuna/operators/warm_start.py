@@ -27,12 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aoe_optuna.operators.layer_ops import ATTENTION_OP, PREFILL_ATTENTION_OP, LayerOperator
-from aoe_optuna.operators.shapes import Operator, OperatorShape
+from aoe_optuna.operators.kinds.registry import GEMM, kind_of_op
+from aoe_optuna.operators.shapes import Operator
 from aoe_optuna.space.search_space import SearchSpace
 
-GEMM_FAMILY = "gemm"
-SEEDED_OPS = (ATTENTION_OP, PREFILL_ATTENTION_OP)  # the layer ops whose tilings carry over
+GEMM_FAMILY = GEMM.name
 SPLIT = "kv_split"  # decode attention's split of the context over cores
 
 
@@ -61,10 +60,11 @@ def adapted(donor: Donor, op: Operator, space: SearchSpace) -> dict[str, Any]:
     the ratio of the contexts (to the nearest choice of ``space``, in log2)."""
     params = dict(donor.params)
     split = next((p for p in space.params if p.name == SPLIT), None)
-    if (split is None or "context" not in donor.names or not isinstance(op, LayerOperator)
+    doc = op.warm_doc()
+    if (split is None or "context" not in donor.names or doc is None
             or not isinstance(params.get(SPLIT), int)):
         return params
-    context = dict(op.problem_doc()).get("context")
+    context = doc[1].get("context")
     if not isinstance(context, int):
         return params
     want = params[SPLIT] * context / donor.dims[donor.names.index("context")]
@@ -73,12 +73,10 @@ def adapted(donor: Donor, op: Operator, space: SearchSpace) -> dict[str, Any]:
 
 
 def warm_point(op: Operator) -> tuple[str, tuple[int, ...]] | None:
-    """``op``'s family and sizes; None for an operator that takes no seeds."""
-    if isinstance(op, OperatorShape):
-        return GEMM_FAMILY, (op.M, op.K, op.N)
-    if isinstance(op, LayerOperator) and op.op_name in SEEDED_OPS:
-        return layer_point(op.op_name, op.problem_doc())
-    return None
+    """``op``'s family and sizes; None for an operator that takes no seeds (its kind
+    says whether its tilings carry over)."""
+    doc = op.warm_doc()
+    return None if doc is None else layer_point(*doc)
 
 
 def layer_point(op_name: str, problem: Mapping[str, Any]) -> tuple[str, tuple[int, ...]]:
@@ -91,6 +89,12 @@ def layer_point(op_name: str, problem: Mapping[str, Any]) -> tuple[str, tuple[in
 def size_names(problem: Mapping[str, Any]) -> tuple[str, ...]:
     """The names of :func:`layer_point`'s sizes, in its order."""
     return tuple(k for k, v in problem.items() if _is_size(v))
+
+
+def _seeded(op: str) -> bool:
+    """Whether the kind whose entries are filed under ``op`` takes seeds."""
+    kind = kind_of_op(op)
+    return kind is not None and kind.seeded
 
 
 def _is_size(v: Any) -> bool:
@@ -110,7 +114,7 @@ def kb_donors(entries: Iterable[Mapping[str, Any]], soc: str, op: str,
         if kind == "gemm" and e["op"] == op:
             out.append(Donor((e["M"], e["K"], e["N"]), dict(e["config"]), f"kb {e['study']}",
                              e["dtype"]))
-        elif kind == "attention" and e["op"] in SEEDED_OPS:
+        elif kind == "attention" and _seeded(e["op"]):
             family, sizes = layer_point(e["op"], e["problem"])
             out.append(Donor(sizes, dict(e["config"]), f"kb {e['study']}", e["dtype"], family,
                              size_names(e["problem"])))

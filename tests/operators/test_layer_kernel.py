@@ -1,5 +1,6 @@
-"""Export of attention and vector kernel tilings: the file written, its header comment,
-and a problem the kernel cannot run refused in one line with nothing written."""
+"""Export of attention and vector kernel tilings through their kind's renderer: the file
+written, its header comment, and a problem the kernel cannot run refused in one line with
+nothing written."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
-from aoe_optuna.export.layer_kernel import write_layer_kernel
 from aoe_optuna.hardware.profile import load_profile
+from aoe_optuna.operators.layer_ops import LayerOperator
+from aoe_optuna.operators.report import write_layer_kernel
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
@@ -21,10 +23,14 @@ INFO = ExportInfo(study="run/swiglu/1x18944", storage="sqlite:///x.db", trial=7,
                   value=2.5e5, baseline=2.0e5, objective="calls/s")
 
 
+def _op(problem) -> LayerOperator:
+    return LayerOperator(problem, "fp16", ("op",), 1)
+
+
 def test_vector_kernel_written_with_its_provenance(tmp_path: Path) -> None:
     path = tmp_path / "swiglu.cpp"
     config = {"tile_len": 2048, "cores": 8, "double_buffer": 0}
-    what = write_layer_kernel(path, VectorOp("swiglu", 1, 18944), "fp16", config, PROFILE, INFO)
+    what = write_layer_kernel(path, _op(VectorOp("swiglu", 1, 18944)), config, PROFILE, INFO)
     assert what == "Ascend C swiglu kernel, tile_len 2048, 8 cores, single buffered"
     text = path.read_text()
     assert '// study "run/swiglu/1x18944", storage "sqlite:///x.db", trial 7' in text
@@ -32,7 +38,7 @@ def test_vector_kernel_written_with_its_provenance(tmp_path: Path) -> None:
     assert "// config: tile_len=2048 cores=8 double_buffer=0" in text
     assert re.search(r"^constexpr uint32_t BUFFER_NUM = 1;$", text, flags=re.MULTILINE)
     with pytest.raises(ExportError, match=r"^swiglu 1x18944: cores_units: 24 cores for 10 ") as err:
-        write_layer_kernel(tmp_path / "bad.cpp", VectorOp("swiglu", 1, 18944), "fp16",
+        write_layer_kernel(tmp_path / "bad.cpp", _op(VectorOp("swiglu", 1, 18944)),
                            {**config, "cores": 24}, PROFILE, INFO)
     assert "\n" not in str(err.value) and not (tmp_path / "bad.cpp").exists()
 
@@ -43,7 +49,7 @@ def test_attention_catlass_cannot_run_is_one_line_and_nothing_written(tmp_path: 
                               page_tokens=256)
     config = {"kv_split": 1, "block_tile": 512, "l1_tile": 256, "l0_tile": 128, "pipeline": 2}
     with pytest.raises(ExportError, match=r"^decode attention: page_tokens 256: ") as err:
-        write_layer_kernel(path, problem, "fp16", config, PROFILE, INFO)
+        write_layer_kernel(path, _op(problem), config, PROFILE, INFO)
     assert "\n" not in str(err.value) and not path.exists()
 
 
@@ -69,5 +75,5 @@ def test_attention_catlass_has_no_kernel_for_is_refused(tmp_path: Path, problem,
               "dealing": "cyclic", "head_tile": 16, "kv_split": 1, "block_pages": 4,
               "resident": 1}
     with pytest.raises(ExportError, match="^" + re.escape(message)) as err:
-        write_layer_kernel(path, problem, "fp16", config, PROFILE, INFO)
+        write_layer_kernel(path, _op(problem), config, PROFILE, INFO)
     assert "\n" not in str(err.value) and not path.exists()

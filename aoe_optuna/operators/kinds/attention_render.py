@@ -1,0 +1,30 @@
+"""The kernel every attention kind exports: catlass's flash-attention-infer
+instantiation header (:mod:`aoe_optuna.backends.npu.catlass_fai`), shared by the
+decode, MLA decode and prefill kinds. Its host program (the catlass project and the
+command that times it: ``render_fai_project``, ``fai_run_command``) is the same
+module's, driven by the npu backend's dry run (:mod:`aoe_optuna.backends.npu.dry_run`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aoe_optuna.backends.npu.catlass_args import CatlassArgError
+from aoe_optuna.backends.npu.catlass_fai import fai_args, render_fai_header
+from aoe_optuna.export.catlass_header import provenance
+from aoe_optuna.export.kernel_source import ExportError, ExportInfo
+from aoe_optuna.hardware.profile import SocProfile
+
+
+def render_fai(phase: str, problem: Any, dtype: str, config: Mapping[str, Any],
+               profile: SocProfile, info: ExportInfo | None) -> tuple[str, str]:
+    """The header for ``problem`` under ``config``; a problem catlass's kernel cannot run
+    is refused in one line naming ``phase`` (``decode`` or ``prefill``)."""
+    try:
+        args = fai_args(problem, config, dtype, profile)
+    except CatlassArgError as exc:
+        raise ExportError(f"{phase} attention: {exc}") from None
+    text = render_fai_header(args, provenance(info, config, dtype, profile.soc))
+    missing = [c.param for c in args.counterparts if not c.matches]
+    note = f"; no catlass counterpart: {', '.join(missing)}" if missing else ""
+    return text, f"catlass flash-attention-infer ({args.phase}) instantiation{note}"
