@@ -31,7 +31,8 @@ import optuna
 from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-from aoe_optuna.study.journal_file import JournalRepairError, OwnedSymlinkLock, repair_torn_tail
+from aoe_optuna.study.journal_file import JournalRepairError, repair_torn_tail
+from aoe_optuna.study.journal_lock import OwnedSymlinkLock
 from aoe_optuna.study.recovery import ResultKeepingRDBStorage, RetryStaleTrial
 from aoe_optuna.study.redact import redact_text, redact_url
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
