@@ -101,6 +101,15 @@ def main(argv: list[str]) -> int:
     except (*user_errors(), UsageError, ValueError) as exc:
         print(f"aoe-tune operators: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from aoe_optuna.study.storage import describe_storage_error, storage_failure
+
+        cause = storage_failure(exc)  # failed mid-run: locked, read-only, disk full
+        if cause is None:
+            raise
+        print(f"aoe-tune operators: error: {describe_storage_error(args.storage, cause)}",
+              file=sys.stderr)
+        return 2
 
 
 def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:

@@ -1,6 +1,6 @@
-"""Optuna's Journal file, opened so that a killed writer costs nothing.
+"""Optuna's Journal file, opened so that a killed writer or a full disk costs nothing.
 
-Two things a SIGKILL or a full disk leaves behind:
+Two things a SIGKILL or a full disk could leave behind:
 
 * a torn tail: a last record cut midway (or bytes that do not parse). Optuna
   still loads such a file, but its next append lands after the partial line,
@@ -9,7 +9,14 @@ Two things a SIGKILL or a full disk leaves behind:
   back to its last whole record and says so; if that cannot be done safely
   (no room for the copy, a bad record followed by good ones) it refuses and
   changes nothing.
-* a stale lock: :mod:`aoe_optuna.study.journal_lock`'s business.
+* a record cut by a write that failed (a full disk, a file size limit):
+  :class:`WholeRecordBackend` writes each append itself and, when the write
+  fails, cuts the file back to where this append began (under the lock, so
+  those bytes are this process's own, never another's record) and raises
+  :class:`JournalWriteError` with one line. Other workers go on appending to
+  a file that still parses.
+
+A stale lock is :mod:`aoe_optuna.study.journal_lock`'s business.
 """
 
 from __future__ import annotations
@@ -21,14 +28,76 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from optuna.exceptions import StorageInternalError
+from optuna.storages.journal import JournalFileBackend
 
 from aoe_optuna.study.journal_lock import OwnedSymlinkLock
 
 TAIL_BYTES = 1 << 20  # more than any one record Optuna writes
+_WRITE_CAUSES = {
+    errno.EFBIG: "the file size limit (ulimit -f) was reached",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+}
 
 
 class JournalRepairError(RuntimeError):
     """A torn journal that cannot be repaired safely; the message is one line."""
+
+
+class JournalWriteError(StorageInternalError):
+    """An append that failed and was undone; the message is one line."""
+
+
+class WholeRecordBackend(JournalFileBackend):
+    """Optuna's Journal file backend whose failed append leaves the file as it was.
+
+    Optuna's append writes through a buffered file: a write that fails midway
+    (EFBIG, ENOSPC) leaves part of a record, the next append of any worker
+    lands after it, and the file stops loading. Here the records are written
+    with ``os.write`` under the lock, and on failure the file is cut back to
+    its size when this append began.
+    """
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode()
+        try:
+            self._lock.acquire()
+        except OSError as exc:  # a lock that cannot be made (read-only or full folder)
+            raise JournalWriteError(_write_failure("cannot take the journal lock", exc)) from exc
+        try:
+            _append_or_undo(self._file_path, data)
+        finally:
+            self._lock.release()
+
+
+def _append_or_undo(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        start = os.fstat(fd).st_size  # the end, since every writer holds the lock
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)  # only this append's own bytes
+            raise JournalWriteError(_write_failure("cannot append to the journal", exc)) \
+                from exc
+    finally:
+        os.close(fd)
+
+
+def _write_failure(what: str, exc: OSError) -> str:
+    cause = _WRITE_CAUSES.get(exc.errno or 0)
+    reason = exc.strerror or str(exc)
+    if cause:
+        reason += f": {cause}"
+    return (f"{what} ({reason}); what was stored before is kept and loads: run the same "
+            "command to resume once there is room")
 
 
 def repair_torn_tail(path: Path, lock: OwnedSymlinkLock) -> str | None:

@@ -29,10 +29,15 @@ from typing import Any
 
 import optuna
 from optuna.storages import RDBStorage
-from optuna.storages.journal import JournalFileBackend, JournalStorage
+from optuna.storages.journal import JournalStorage
 
-from aoe_optuna.study.journal_file import JournalRepairError, repair_torn_tail
-from aoe_optuna.study.journal_lock import OwnedSymlinkLock
+from aoe_optuna.study.journal_file import (
+    JournalRepairError,
+    JournalWriteError,
+    WholeRecordBackend,
+    repair_torn_tail,
+)
+from aoe_optuna.study.journal_lock import JournalLockError, OwnedSymlinkLock
 from aoe_optuna.study.recovery import ResultKeepingRDBStorage, RetryStaleTrial
 from aoe_optuna.study.redact import redact_text, redact_url
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
@@ -188,10 +193,13 @@ def _journal(path: Path) -> JournalStorage:
         repaired = repair_torn_tail(path, lock)
     except JournalRepairError as exc:
         raise StorageError(str(exc)) from None
+    except (JournalLockError, OSError) as exc:
+        raise StorageError(f"storage {path}: cannot repair its torn tail "
+                           f"({_first_line(exc, str(path))})") from None
     if repaired:
         print(repaired, file=sys.stderr, flush=True)
     try:
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+        return JournalStorage(WholeRecordBackend(str(path), lock_obj=lock))
     except Exception as exc:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc, str(path))})") from None
 
@@ -238,6 +246,8 @@ def _check_sqlite_path(url: str) -> None:
 
 def describe_storage_error(url: str, exc: BaseException) -> str:
     """One line for a storage failure during a run (the study is left as it was)."""
+    if isinstance(exc, (JournalWriteError, JournalLockError)):  # already one line of ours
+        return f"storage {redact_url(url)}: {_first_line(exc, url)}"
     cause = exc.__cause__ or exc.__context__ or exc  # Optuna wraps SQLAlchemy's error
     text = _first_line(getattr(cause, "orig", None) or cause, url)
     hint = ""
