@@ -169,12 +169,18 @@ def _tune_command(argv: list[str]) -> int:
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
     except Exception as exc:
-        from aoe_optuna.study.storage import describe_storage_error, storage_failure
+        return _storage_failed(args.storage, exc)
 
-        cause = storage_failure(exc)  # failed mid-run: locked, read-only, disk full
-        if cause is None:
-            raise
-        return _fail(describe_storage_error(args.storage, cause))
+
+def _storage_failed(url: str, exc: Exception) -> int:
+    """One line for a storage that failed after it opened (locked, read-only, disk
+    full, damaged pages); any other error is raised again."""
+    from aoe_optuna.study.storage import describe_storage_error, storage_failure
+
+    cause = storage_failure(exc)
+    if cause is None:
+        raise exc
+    return _fail(describe_storage_error(url, cause))
 
 
 def _tune(args: argparse.Namespace) -> int:
@@ -345,11 +351,12 @@ def _export_command(argv: list[str]) -> int:
     errors = _user_errors()
     try:
         from aoe_optuna.study.create import load_or_create
+        from aoe_optuna.study.file_kind import is_missing
         from aoe_optuna.study.redact import redact_url
         from aoe_optuna.study.session import storage_file
         from aoe_optuna.study.storage import open_storage
 
-        if (local := storage_file(args.storage)) is not None and not local.exists():
+        if (local := storage_file(args.storage)) is not None and is_missing(local):
             raise UsageError(f"--storage: {redact_url(args.storage)} does not exist")
         from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
 
@@ -369,6 +376,8 @@ def _export_command(argv: list[str]) -> int:
         _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
+    except Exception as exc:
+        return _storage_failed(args.storage, exc)
     return 0
 
 

@@ -144,6 +144,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.stored import stored_spec
+    from aoe_optuna.study.file_kind import is_missing
     from aoe_optuna.study.redact import redact_url
     from aoe_optuna.study.session import storage_file
     from aoe_optuna.study.storage import open_storage
@@ -162,7 +163,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     kb = KnowledgeBase.load(args.kb) if args.kb else None
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     db_file = storage_file(args.storage)
-    if db_file is not None and not db_file.exists() and spec is None:
+    if db_file is not None and is_missing(db_file) and spec is None:
         raise UsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
                                  "start a run in it")
     _options(args, {})  # the options' own checks, before the storage is touched

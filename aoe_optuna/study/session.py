@@ -27,6 +27,7 @@ from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, store_sampler, stored_sampler
 from aoe_optuna.study.create import default_study_name, enqueue_baseline, load_or_create
+from aoe_optuna.study.file_kind import is_missing
 from aoe_optuna.study.objective import Evaluator, TuningObjective
 from aoe_optuna.study.runner import Budget, RunResult, StudyProgress, run_study
 from aoe_optuna.study.storage import open_storage, use_wal
@@ -111,7 +112,7 @@ class StudySession:
             raise SessionError(f"--sampler: unknown sampler {sampler.name!r}: expected one of "
                                f"{', '.join(SAMPLERS)}")
         local = storage_file(storage_url)
-        new_file = local is not None and not local.exists()
+        new_file = local is not None and is_missing(local)
         if new_file and spec is None:
             raise SessionError(f"--storage: {local} does not exist; pass --config SPEC to "
                                "create a study in it")

@@ -31,6 +31,7 @@ import optuna
 from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalStorage
 
+from aoe_optuna.study.file_kind import not_a_regular_file
 from aoe_optuna.study.journal_file import (
     JournalRepairError,
     JournalWriteError,
@@ -186,6 +187,9 @@ def _journal(path: Path) -> JournalStorage:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise StorageError(f"storage {path}: folder {folder} does not exist")
+    if (problem := not_a_regular_file(path)) is not None:
+        hint = f"; name a journal file in it, e.g. {path / 'aoe.log'}" if path.is_dir() else ""
+        raise StorageError(f"storage {path}: {problem}{hint}")
     if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
         raise StorageError(f"storage {path}: not writable")
     lock = OwnedSymlinkLock(str(path))
@@ -233,6 +237,8 @@ def _check_sqlite_path(url: str) -> None:
     if path.is_dir():
         raise StorageError(f"storage {redact_url(url)}: {path} is a folder; name a database "
                            f"file in it, e.g. sqlite:///{path / 'aoe.db'}")
+    if (problem := not_a_regular_file(path)) is not None:
+        raise StorageError(f"storage {redact_url(url)}: {problem}")
     if path.exists():
         if not os.access(path, os.W_OK):
             raise StorageError(f"storage {redact_url(url)}: file {path} is read-only")
@@ -251,7 +257,9 @@ def describe_storage_error(url: str, exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__ or exc  # Optuna wraps SQLAlchemy's error
     text = _first_line(getattr(cause, "orig", None) or cause, url)
     hint = ""
-    if "locked" in text:
+    if "malformed" in text:
+        hint = " (the database file is damaged)"
+    elif "locked" in text:
         # SQLite waits for a lock up to the timeout, but refuses at once where waiting
         # could deadlock (a read turning into a write while another process writes).
         hint = (f" (another process held the database: past the {SQLITE_LOCK_TIMEOUT_S:g} s "
