@@ -91,11 +91,7 @@ def test_a_journal_folder_is_answered_with_a_file_in_it(
 
 
 @pytest.mark.parametrize("kind,command", [
-    ("journal", "tune"),
-    pytest.param("journal", "resume", marks=pytest.mark.slow),
-    pytest.param("journal", "export", marks=pytest.mark.slow),
-    pytest.param("sqlite", "tune", marks=pytest.mark.slow),
-])
+    ("journal", "tune"), ("journal", "resume"), ("journal", "export"), ("sqlite", "tune")])
 def test_a_named_pipe_as_storage_is_refused_not_waited_on(
         tmp_path: Path, kind: str, command: str) -> None:
     """A process of its own: opening the pipe to read it blocked forever, silently."""
