@@ -128,3 +128,14 @@ def test_export_from_an_sqlite_file_with_damaged_pages_is_one_line(
     assert "database disk image is malformed (the database file is damaged)" in line
     assert db.read_bytes() == bytes(data)
     assert not (tmp_path / "k.cpp").exists()
+
+
+def test_a_folder_in_the_journal_locks_place_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No process can take or break it (Optuna's own wait spins on it forever)."""
+    journal = tmp_path / "study.log"
+    (tmp_path / "study.log.lock").mkdir()
+    assert main(_command("tune", str(journal), tmp_path)) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{journal}.lock is a folder, not a journal lock" in line
+    assert (tmp_path / "study.log.lock").is_dir()
