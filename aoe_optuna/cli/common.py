@@ -84,6 +84,7 @@ class NumDevicesError(ValueError):
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
+    from aoe_optuna.cli.final_writes import FinalWriteError
     from aoe_optuna.export.destinations import DestinationError
     from aoe_optuna.export.kb import KBError
     from aoe_optuna.export.kernel_source import ExportError
@@ -97,7 +98,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
     return (SpecError, ProfileError, ParamError, StorageError, StudyError,
             UnknownSamplerError, ExportError, NumDevicesError, DestinationError, KBError,
-            SessionError, UsageError)
+            SessionError, UsageError, FinalWriteError)
 
 
 def load_spec_for(path: str, num_devices: int | None) -> Any:

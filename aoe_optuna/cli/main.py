@@ -192,6 +192,7 @@ def _tune(args: argparse.Namespace) -> int:
         parse_sampler_kwargs,
         parse_workers,
     )
+    from aoe_optuna.cli.final_writes import again_command, measurements_kept
     from aoe_optuna.study.create import baseline_trial
     from aoe_optuna.study.progress import ProgressView
     from aoe_optuna.study.redact import redact_url
@@ -239,6 +240,13 @@ def _tune(args: argparse.Namespace) -> int:
         t = baseline_trial(study, spec)
         return None if t is None else t.value
 
+    # taken before the run: the working folder may be deleted while it measures
+    folder, storage_url = Path.cwd(), absolute_storage_url(args.storage)
+    shown_absolute = absolute_storage_url(shown_storage)
+    again = again_command(
+        ["aoe-tune", "export", "--storage", shown_absolute, "--study-name", study.study_name],
+        {"--kb": args.kb if args.kb is not None else "", "--output": args.output,
+         "--op-source": args.op_source})
     view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
     choice = session.sampler_choice
     print(
@@ -255,28 +263,28 @@ def _tune(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(
             "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
-            f"  aoe-tune --storage {absolute_storage_url(shown_storage)} "
+            f"  aoe-tune --storage {shown_absolute} "
             f"--study-name {study.study_name}"
             + (f" --n-trials {args.n_trials}" if args.n_trials else ""),
             file=sys.stderr,
         )
         return 130
-    summary = summarise(study, spec, result, shown_storage)
+    summary = summarise(study, spec, result, shown_absolute, folder)
     print_summary(summary)
     save_dashboard_note(study, summary)
     from aoe_optuna.study.artifacts import artifact_dir, upload_files, upload_spec
 
-    upload_spec(study, args.storage, spec.canonical())
-    if args.output is not None or args.kb is not None:
-        source = Path(args.op_source) if args.op_source is not None else None
-        output = Path(args.output) if args.output is not None else None
-        _export_study(study, spec, args.storage, source, output, args.kb)
-        kept = [*([output] if output else []), *([Path(args.kb)] if args.kb else [])]
-        upload_files(study, args.storage, kept)
-    if (where := artifact_dir(args.storage)) is not None:
+    with measurements_kept(study.study_name, shown_absolute, again):
+        upload_spec(study, storage_url, spec.canonical())
+        if args.output is not None or args.kb is not None:
+            source = Path(args.op_source) if args.op_source is not None else None
+            output = Path(args.output) if args.output is not None else None
+            _export_study(study, spec, args.storage, source, output, args.kb)
+            kept = [*([output] if output else []), *([Path(args.kb)] if args.kb else [])]
+            upload_files(study, storage_url, kept)
+    if (where := artifact_dir(storage_url)) is not None:
         where = Path(where).resolve()  # paths that work from any folder
-        print(f"artifacts: {where} (optuna-dashboard {absolute_storage_url(shown_storage)} "
-              f"--artifact-dir {where})")
+        print(f"artifacts: {where} (optuna-dashboard {shown_absolute} --artifact-dir {where})")
     return 0
 
 
@@ -350,9 +358,11 @@ def _export_command(argv: list[str]) -> int:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
     errors = _user_errors()
     try:
+        from aoe_optuna.cli.final_writes import again_command, measurements_kept
         from aoe_optuna.study.create import load_or_create
         from aoe_optuna.study.file_kind import is_missing
         from aoe_optuna.study.redact import redact_url
+        from aoe_optuna.study.report import absolute_storage_url
         from aoe_optuna.study.session import storage_file
         from aoe_optuna.study.storage import open_storage
 
@@ -366,14 +376,20 @@ def _export_command(argv: list[str]) -> int:
                 check_output_file(path, option)
         if args.kb:
             check_knowledge_base(args.kb)
+        shown = absolute_storage_url(redact_url(args.storage))
+        again = again_command(
+            ["aoe-tune", "export", "--storage", shown, "--study-name", args.study_name],
+            {"--kb": args.kb, "--output": args.output, "--op-source": args.op_source,
+             "--header": args.header, "--catlass-header": args.catlass_header})
         storage = open_storage(args.storage)
-        if _export_layer_op(args, storage):
-            return 0
-        study, spec = load_or_create(storage, args.study_name, None)
-        src = Path(args.op_source) if args.op_source else None
-        out = Path(args.output) if args.output else None
-        catlass = Path(args.catlass_header) if args.catlass_header else None
-        _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
+        with measurements_kept(args.study_name, shown, again):
+            if _export_layer_op(args, storage):
+                return 0
+            study, spec = load_or_create(storage, args.study_name, None)
+            src = Path(args.op_source) if args.op_source else None
+            out = Path(args.output) if args.output else None
+            catlass = Path(args.catlass_header) if args.catlass_header else None
+            _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
     except errors as exc:
         return _fail(" ".join(str(exc).split()))
     except Exception as exc:

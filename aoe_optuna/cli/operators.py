@@ -137,6 +137,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     import optuna
 
     from aoe_optuna.cli.common import load_spec_for
+    from aoe_optuna.cli.final_writes import again_command, measurements_kept
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import report
@@ -146,6 +147,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.spec.stored import stored_spec
     from aoe_optuna.study.file_kind import is_missing
     from aoe_optuna.study.redact import redact_url
+    from aoe_optuna.study.report import absolute_storage_url
     from aoe_optuna.study.session import storage_file
     from aoe_optuna.study.storage import open_storage
 
@@ -193,6 +195,11 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
             raise UsageError(f"--follow: study {parent_name!r} has not started")
         state["measuring"] = True
         return _follow(storage, args.storage, parent_name, say)
+    # made before the run: the working folder may be deleted while it measures
+    shown_absolute = absolute_storage_url(shown_storage)
+    again = again_command(
+        ["aoe-tune", "operators", "--storage", shown_absolute, "--study-name", parent_name],
+        {"--kb": args.kb, "--export-dir": args.export_dir, "--op-source": args.op_source})
     donors = []
     if kb is not None and options.warm_start:
         donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
@@ -212,13 +219,15 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         return 130
     report.print_result(result)
     report.save_note(tuner.parent, result)
-    if args.kb:
-        for line in report.merge_into_kb(result, spec, args.storage, args.kb):
-            print(line)
-    if args.export_dir:
-        src = Path(args.op_source) if args.op_source else None
-        for line in report.export_kernels(result, spec, args.storage, Path(args.export_dir), src):
-            print(line)
+    with measurements_kept(parent_name, shown_absolute, again):
+        if args.kb:
+            for line in report.merge_into_kb(result, spec, args.storage, args.kb):
+                print(line)
+        if args.export_dir:
+            src = Path(args.op_source) if args.op_source else None
+            for line in report.export_kernels(result, spec, args.storage,
+                                              Path(args.export_dir), src):
+                print(line)
     return 0
 
 

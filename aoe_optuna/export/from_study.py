@@ -16,7 +16,8 @@ from pathlib import Path
 import optuna
 
 from aoe_optuna.export.catlass_header import write_catlass_header
-from aoe_optuna.export.kb import KnowledgeBase, make_entry, write_c_header
+from aoe_optuna.export.kb import make_entry
+from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.export.npu_kernel import write_npu_kernel
 from aoe_optuna.space.params import default_config
@@ -61,22 +62,19 @@ def export_best(
         yield (f"wrote {catlass_header}: catlass {args.variant} kernel, L1 "
                f"{'x'.join(map(str, args.l1))}, L0 {'x'.join(map(str, args.l0))}")
     if kb_path and not spec.backend_space:
-        kb = KnowledgeBase.load(kb_path)
         full = spec.space.full_config(config)
         layout = str(full.get("layout", "row_major"))
-        seen: set[tuple[int, int, int]] = set()
+        shapes: dict[tuple[int, int, int], str] = {}  # each shape once, its first dtype
         for gemm in spec.workload.gemms:
-            if (gemm.M, gemm.K, gemm.N) in seen:
-                continue
-            seen.add((gemm.M, gemm.K, gemm.N))
-            entry = make_entry(
-                spec.profile.soc, spec.op_name, gemm.dtype, gemm.M, gemm.K, gemm.N, layout,
-                config, float(best.value), info.gain, study.study_name, storage_url,
-            )
-            yield f"kb {kb_path}: {kb.merge(entry).describe()}"
-        kb.save(kb_path)
+            shapes.setdefault((gemm.M, gemm.K, gemm.N), gemm.dtype)
+        entries = [make_entry(spec.profile.soc, spec.op_name, dtype, m, k, n, layout, config,
+                              float(best.value), info.gain, study.study_name, storage_url)
+                   for (m, k, n), dtype in shapes.items()]
+        merged = update_knowledge_base(
+            kb_path, lambda kb: [kb.merge(entry).describe() for entry in entries], header)
+        for line in merged:
+            yield f"kb {kb_path}: {line}"
         if header:
-            write_c_header(kb, header)
             yield f"wrote {header}"
 
 

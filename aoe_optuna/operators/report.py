@@ -17,13 +17,8 @@ from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
 from aoe_optuna.export.catlass_header import write_catlass_header
-from aoe_optuna.export.kb import (
-    KnowledgeBase,
-    entry_key,
-    make_entry,
-    make_layer_entry,
-    write_c_header,
-)
+from aoe_optuna.export.kb import KnowledgeBase, entry_key, make_entry, make_layer_entry
+from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.operators.kinds.registry import GEMM
@@ -191,13 +186,11 @@ def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | Non
                                   load_profile(str(plan["soc"])), info)
         yield f"wrote {output}: {what}"
     if kb_path:
-        kb = KnowledgeBase.load(kb_path)
         entry = layer_entry(str(plan["soc"]), op, dict(best.params), latency, gain,
                             study.study_name, storage_url)
-        yield f"kb {kb_path}: {kb.merge(entry).describe()}"
-        kb.save(kb_path)
+        merged = update_knowledge_base(kb_path, lambda kb: kb.merge(entry).describe(), header)
+        yield f"kb {kb_path}: {merged}"
         if header:
-            write_c_header(kb, header)
             yield f"wrote {header} (GEMM entries only)"
 
 
@@ -205,12 +198,18 @@ def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
                   kb_path: str | Path) -> Iterator[str]:
     """Merge each shape's entry. A shape's own tuned config replaces an entry of a
     one-config model study (tokens/s of the model, not comparable) for that shape."""
-    kb = KnowledgeBase.load(kb_path)
-    for entry in kb_entries(result, spec, storage_url):
-        held = kb.get(entry_key(entry))
-        replace = held is not None and held["objective"] != entry["objective"]
-        yield f"kb {kb_path}: {kb.merge(entry, replace=replace).describe()}"
-    kb.save(kb_path)
+    entries = kb_entries(result, spec, storage_url)
+
+    def merge(kb: KnowledgeBase) -> list[str]:
+        lines = []
+        for entry in entries:
+            held = kb.get(entry_key(entry))
+            replace = held is not None and held["objective"] != entry["objective"]
+            lines.append(kb.merge(entry, replace=replace).describe())
+        return lines
+
+    for line in update_knowledge_base(kb_path, merge):
+        yield f"kb {kb_path}: {line}"
 
 
 def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, out_dir: Path,

@@ -57,8 +57,11 @@ class Summary:
 
 
 def summarise(
-    study: optuna.Study, spec: StudySpec, result: RunResult, storage_url: str
+    study: optuna.Study, spec: StudySpec, result: RunResult, storage_url: str,
+    folder: Path | None = None,
 ) -> Summary:
+    """``folder``: where the run was started (default the working folder), taken before
+    the run by a caller whose working folder may be deleted while it measures."""
     base = baseline_trial(study, spec)
     best = best_trial(study)
     p = result.progress
@@ -78,7 +81,7 @@ def summarise(
         wall_s=result.wall_s,
         stop_reason=result.stop_reason,
         export_kind=export_kind(spec),
-        folder=Path.cwd(),
+        folder=folder if folder is not None else Path.cwd(),
     )
 
 
