@@ -202,8 +202,9 @@ def _tune(args: argparse.Namespace) -> int:
         save_dashboard_note,
         summarise,
     )
-    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.runner import Budget, StudyProgress
     from aoe_optuna.study.session import SamplerRequest, StudySession
+    from aoe_optuna.study.text_fit import wrap_command, wrap_items
 
     check_positive(args.n_trials, "--n-trials", "number of measurements")
     check_positive(args.timeout, "--timeout", "number of seconds")
@@ -247,27 +248,27 @@ def _tune(args: argparse.Namespace) -> int:
         ["aoe-tune", "export", "--storage", shown_absolute, "--study-name", study.study_name],
         {"--kb": args.kb if args.kb is not None else "", "--output": args.output,
          "--op-source": args.op_source})
-    view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
+    view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress,
+                        start=StudyProgress.of(study.get_trials(deepcopy=False)))
     choice = session.sampler_choice
-    print(
-        f"study {study.study_name} in {shown_storage}: {spec.space.size:,} configs, "
-        f"{spec.space.n_feasible:,} feasible; sampler {choice.name}"
-        + (" (the study's own)" if choice.stored else "") + f", seed {choice.seed}; backend "
-        f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
-        file=sys.stderr,
-    )
+    width = view.console.width
+    header = [f"study {study.study_name}", f"in {shown_storage}:",
+              f"{spec.space.size:,} configs,", f"{spec.space.n_feasible:,} feasible;",
+              f"sampler {choice.name}" + (" (the study's own)," if choice.stored else ","),
+              f"seed {choice.seed};", f"backend {spec.backend['name']}"
+              + (f"; {n_workers} workers" if n_workers > 1 else "")]
+    for line in wrap_items(header, width, sep=" "):
+        print(line, file=sys.stderr)
     try:
         with view:
             result = session.run(budget, view, n_workers=n_workers, devices=devices,
                                  stale_after_s=args.stale_after)
     except KeyboardInterrupt:
-        print(
-            "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
-            f"  aoe-tune --storage {shown_absolute} "
-            f"--study-name {study.study_name}"
-            + (f" --n-trials {args.n_trials}" if args.n_trials else ""),
-            file=sys.stderr,
-        )
+        resume = (f"aoe-tune --storage {shown_absolute} "
+                  f"--study-name {study.study_name}"
+                  + (f" --n-trials {args.n_trials}" if args.n_trials else ""))
+        print("\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
+              + "\n".join(wrap_command(resume, width)), file=sys.stderr)
         return 130
     summary = summarise(study, spec, result, shown_absolute, folder)
     print_summary(summary)
@@ -284,7 +285,9 @@ def _tune(args: argparse.Namespace) -> int:
             upload_files(study, storage_url, kept)
     if (where := artifact_dir(storage_url)) is not None:
         where = Path(where).resolve()  # paths that work from any folder
-        print(f"artifacts: {where} (optuna-dashboard {shown_absolute} --artifact-dir {where})")
+        print(f"artifacts: {where}, shown by")
+        dashboard = f"optuna-dashboard {shown_absolute} --artifact-dir {where}"
+        print("\n".join(wrap_command(dashboard, width)))
     return 0
 
 

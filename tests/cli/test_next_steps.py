@@ -12,6 +12,7 @@ import optuna
 import pytest
 
 from aoe_optuna.cli.main import main
+from aoe_optuna.study.text_fit import join_command
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted([*ROOT.glob("studies/*.json"), *ROOT.glob("studies/*.toml")])
@@ -19,9 +20,16 @@ BIN = Path(sys.executable).parent
 
 
 def _printed_steps(out: str) -> list[str]:
-    """The commands under the summary's ``next:``."""
-    lines = out.split("\nnext:\n", 1)[1].splitlines()
-    return [line.strip() for line in lines if line.startswith("  ")]
+    """The commands under the summary's ``next:``, each one line (continuations joined)."""
+    steps: list[list[str]] = []
+    for line in out.split("\nnext:\n", 1)[1].splitlines():
+        if line.startswith("      ") and steps and steps[-1][-1].endswith("\\"):
+            steps[-1].append(line)
+        elif line.startswith("  ") and not line.startswith("   "):
+            steps.append([line])
+        else:  # the summary's end
+            break
+    return [join_command(step) for step in steps]
 
 
 @pytest.mark.slow  # every shipped study: a run and its export
