@@ -10,6 +10,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from shipped_specs import spec_param
 
 from aoe_optuna.cli.main import main
 from aoe_optuna.study.text_fit import join_command
@@ -33,7 +34,7 @@ def _printed_steps(out: str) -> list[str]:
 
 
 @pytest.mark.slow  # every shipped study: a run and its export
-@pytest.mark.parametrize("spec", STUDIES, ids=lambda p: p.name)
+@pytest.mark.parametrize("spec", [spec_param(s) for s in STUDIES])
 def test_the_printed_next_step_works_from_another_folder(
     spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
