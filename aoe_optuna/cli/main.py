@@ -131,7 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return operators_main(argv)
         if command == "export":
-            return _export_command(argv)
+            try:
+                return _export_command(argv)
+            except UsageError as exc:
+                return _fail(str(exc), "aoe-tune export")
         if command == "describe":
             return _describe_command(argv)
         if command == "doctor":
@@ -156,8 +159,8 @@ def _quiet_library_warnings() -> None:
     warnings.filterwarnings("ignore", message=".*torch.jit.script.*")
 
 
-def _fail(message: str) -> int:
-    print(f"aoe-tune: error: {message}", file=sys.stderr)
+def _fail(message: str, prog: str = "aoe-tune") -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
 
 
@@ -172,7 +175,7 @@ def _tune_command(argv: list[str]) -> int:
         return _storage_failed(args.storage, exc)
 
 
-def _storage_failed(url: str, exc: Exception) -> int:
+def _storage_failed(url: str, exc: Exception, prog: str = "aoe-tune") -> int:
     """One line for a storage that failed after it opened (locked, read-only, disk
     full, damaged pages); any other error is raised again."""
     from aoe_optuna.study.storage import describe_storage_error, storage_failure
@@ -180,7 +183,7 @@ def _storage_failed(url: str, exc: Exception) -> int:
     cause = storage_failure(exc)
     if cause is None:
         raise exc
-    return _fail(describe_storage_error(url, cause))
+    return _fail(describe_storage_error(url, cause), prog)
 
 
 def _tune(args: argparse.Namespace) -> int:
@@ -385,6 +388,7 @@ def _export_command(argv: list[str]) -> int:
             {"--kb": args.kb, "--output": args.output, "--op-source": args.op_source,
              "--header": args.header, "--catlass-header": args.catlass_header})
         storage = open_storage(args.storage)
+        _check_study_exists(storage, args.storage, args.study_name)
         with measurements_kept(args.study_name, shown, again):
             if _export_layer_op(args, storage):
                 return 0
@@ -394,10 +398,24 @@ def _export_command(argv: list[str]) -> int:
             catlass = Path(args.catlass_header) if args.catlass_header else None
             _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
     except errors as exc:
-        return _fail(" ".join(str(exc).split()))
+        return _fail(" ".join(str(exc).split()), "aoe-tune export")
     except Exception as exc:
-        return _storage_failed(args.storage, exc)
+        return _storage_failed(args.storage, exc, "aoe-tune export")
     return 0
+
+
+def _check_study_exists(storage: Any, url: str, name: str) -> None:
+    """Export reads a study; it never makes one, so it names the studies it could read."""
+    import optuna
+
+    from aoe_optuna.study.redact import redact_url
+
+    names = optuna.get_all_study_names(storage)
+    if name not in names:
+        listed = ", ".join(sorted(names)[:10]) + (", ..." if len(names) > 10 else "")
+        raise UsageError(f"--study-name: no study {name!r} in {redact_url(url)} (studies "
+                         f"there: {listed or 'none'}); `optuna studies --storage URL` lists "
+                         "them")
 
 
 def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
