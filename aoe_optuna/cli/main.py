@@ -460,7 +460,10 @@ def _describe_command(argv: list[str]) -> int:
     p = _Parser(
         prog="aoe-tune describe",
         description="Size, feasible count, baseline and (simulator) exhaustive optimum of specs.",
-        epilog="example:\n  aoe-tune describe studies/*.json",
+        epilog="examples:\n  aoe-tune describe studies/qwen25_7b_decode_910b2.json "
+        "studies/gemm_4096_910b2.toml\n"
+        "  # the Qwen2.5-7B studies; the optimum of a space of millions of configs takes "
+        "minutes\n  aoe-tune describe studies/qwen25_7b_*.json --no-optimum",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("specs", nargs="+", help="study spec files")
