@@ -95,8 +95,8 @@ def detail_items(progress: StudyProgress, budget: Budget, wall_s: float) -> list
     items += [f"{progress.infeasible:,} infeasible skipped", f"{progress.failed:,} failed"]
     if progress.repeats:
         items.append(f"{progress.repeats:,} repeats served")
-    if progress.held:
-        items.append(describe_held(progress.held))
+    if progress.held:  # one item per trial: a line breaks between them
+        items += describe_held(progress.held).split("; ")
     return items
 
 

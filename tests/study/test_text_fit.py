@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shlex
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import optuna
 import pytest
+from optuna.trial import TrialState
 from rich.console import Console
 
-from aoe_optuna.study.progress import bar_line, clock, count_text, eta_s
+from aoe_optuna.study.progress import bar_line, clock, count_text, detail_items, eta_s
 from aoe_optuna.study.report import Summary, print_summary
 from aoe_optuna.study.runner import Budget, StudyProgress
 from aoe_optuna.study.text_fit import join_command, rate_text, wrap_command, wrap_items
@@ -90,3 +93,17 @@ def test_the_eta_comes_from_this_runs_rate_and_the_first_budget_to_end() -> None
         pytest.approx(30.0)
     assert eta_s(now, start, Budget(n_measurements=100, time_s=12.0, wall_time=True),
                  10.0) == pytest.approx(2.0)
+
+
+def test_trials_held_elsewhere_wrap_one_per_line_at_80_columns() -> None:
+    held = []
+    for number in (100, 101, 102):
+        t = optuna.trial.create_trial(state=TrialState.RUNNING, params={}, distributions={})
+        t.number = number
+        t.datetime_start = datetime.now() - timedelta(seconds=185)
+        held.append(t)
+    items = detail_items(StudyProgress(measured=5, held=held), Budget(n_measurements=10), 12.0)
+    lines = wrap_items(items, 80, first="  ", indent="    ")
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines[1].startswith("    held elsewhere: trial 100 RUNNING 3m05s, ")
+    assert [line.split()[0] for line in lines[2:]] == ["trial", "trial"]
