@@ -110,14 +110,6 @@ def _run(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
 def _prepare(command: list[str], folder: Path, postgres: str | None,
              made: dict[str, str]) -> None:
     """What the examples of ``command`` read and a user would have made first."""
-    if command[:1] == ["bench"] and command != ["bench", "guard"]:
-        for example in _help_examples(["bench"]):
-            proc = _run(scaled(shlex.split(example), folder), folder)
-            assert proc.returncode == 0, f"{example}: {proc.stderr[-2000:]}"
-        old, new = folder / "tmp" / "w" / "old", folder / "tmp" / "w" / "new"
-        old.mkdir(parents=True, exist_ok=True)
-        for name in ("runs.jsonl", "results.json"):
-            (old / name).write_bytes((new / name).read_bytes())
     if command == ["export"]:  # the study the tune help's examples make
         proc = _run(["aoe-tune", "--config", "studies/qwen25_7b_decode_910b2.json", "--storage",
                      "sqlite:///aoe.db", "--study-name", "qwen-decode", "--n-trials", "3"],
@@ -131,16 +123,35 @@ def _prepare(command: list[str], folder: Path, postgres: str | None,
         made["operators"] = "CatlassDecodeGemm-Ascend910B2-qwen2.5-7b-decode-b1-operators"
 
 
+@pytest.fixture(scope="module")
+def bench_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The /tmp/w folder the bench help's examples fill, which the analyses read; the
+    second version of the code a comparison reads is the same runs again."""
+    folder = tmp_path_factory.mktemp("bench-runs")
+    (folder / "studies").symlink_to(ROOT / "studies")
+    for example in _help_examples(["bench"]):
+        proc = _run(scaled(shlex.split(example), folder), folder)
+        assert proc.returncode == 0, f"{example}: {proc.stderr[-2000:]}"
+    old, new = folder / "tmp" / "w" / "old", folder / "tmp" / "w" / "new"
+    old.mkdir(parents=True, exist_ok=True)
+    for name in ("runs.jsonl", "results.json"):
+        (old / name).write_bytes((new / name).read_bytes())
+    return folder / "tmp" / "w"
+
+
 @pytest.mark.slow  # each example a process, most of them a short study
 @pytest.mark.parametrize("command", [*HELPS, ["bench", "guard"]],
                          ids=lambda c: " ".join(c) or "tune")
-def test_every_help_example_runs(command: list[str], tmp_path: Path,
-                                 postgres_url: str | None) -> None:
+def test_every_help_example_runs(command: list[str], tmp_path: Path, postgres_url: str | None,
+                                 request: pytest.FixtureRequest) -> None:
     examples = _help_examples(command)
     if command == ["bench", "guard"]:
         pytest.skip("bench guard's examples replay hours of runs on the recorded spaces; "
                     "tests/bench/test_guard.py runs its short suite")
     (tmp_path / "studies").symlink_to(ROOT / "studies")
+    if any("--runs" in e or "--a-runs" in e for e in examples):
+        (tmp_path / "tmp").mkdir()
+        (tmp_path / "tmp" / "w").symlink_to(request.getfixturevalue("bench_runs"))
     made: dict[str, str] = {}
     _prepare(command, tmp_path, postgres_url, made)
     for example in examples:
