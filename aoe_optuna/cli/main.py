@@ -260,7 +260,9 @@ def _tune(args: argparse.Namespace) -> int:
               f"sampler {choice.name}" + (" (the study's own)," if choice.stored else ","),
               f"seed {choice.seed};", f"backend {spec.backend['name']}"
               + (f"; {n_workers} workers" if n_workers > 1 else "")]
-    for line in wrap_items(header, width, sep=" "):
+    # one line in a log (a piped run's lines are records), fitted to a terminal's width
+    for line in wrap_items(header, width if view.console.is_terminal else sys.maxsize,
+                           sep=" "):
         print(line, file=sys.stderr)
     try:
         with view:
