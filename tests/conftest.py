@@ -10,9 +10,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The recorded spaces (benchmark_hub:NAME) come from the local copies beside the
 # checkout, which are the pinned files: tests never download (no network in CI).
+# Without them, a download goes to a closed local port and fails at once: a test that
+# needs a space it does not have skips (tests/recorded.py), and none waits on the network.
 _SHARED_SPACES = Path(__file__).resolve().parents[2] / "shared" / "spaces"
 if _SHARED_SPACES.is_dir():
     os.environ.setdefault("AOE_SPACES_DIR", str(_SHARED_SPACES))
+os.environ.setdefault("AOE_BENCHMARK_HUB_URL", "http://127.0.0.1:9")
 
 
 def pytest_configure(config: pytest.Config) -> None:

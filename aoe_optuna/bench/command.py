@@ -53,6 +53,15 @@ ANALYSES = {  # aoe-tune bench NAME ...: module (its main(argv))
     "guard": "aoe_optuna.bench.guard",
 }
 ANALYSES_HELP = """\
+examples:
+  # reinforce with a pretrained policy against gp-ucb, seeds 80-119, scored at 100 measurements
+  aoe-tune bench --space studies/qwen25_7b_decode_910b2.json \\
+      --sampler 'reinforce:{"policy": "studies/policies/qwen_holdout_seed.safetensors"}' \\
+      --sampler gp-ucb --seeds 40 --first-seed 80 --budgets 100 --out /tmp/w/head120
+  # one sampler on the space with build failures, into a folder per version of the code
+  aoe-tune bench --space studies/qwen25_7b_decode_910b2_hidden.json --sampler reinforce \\
+      --budgets 500 --out /tmp/w/new
+
 analyses of bench runs (aoe-tune bench NAME --help for each):
   compare         two samplers of a bench run, seed for seed (W/T/L, sign test)
   noise-floor     the incumbent metric's floor under noise, and the runs on it

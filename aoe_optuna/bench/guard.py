@@ -190,10 +190,11 @@ def _guard(argv: list[str]) -> int:
     suite = doc.get("suites", {}).get(args.suite)
     if suite is None:
         raise BenchError(f"--suite {args.suite}: expected one of {sorted(doc.get('suites', {}))}")
-    if not args.spaces.is_dir():
-        raise BenchError(f"--spaces {args.spaces}: expected the folder of the recorded spaces")
     if args.runs is not None and not (args.runs / "runs.jsonl").is_file():
         raise BenchError(f"--runs {args.runs}: expected a guard --out folder with a runs.jsonl")
+    if not args.spaces.is_dir():
+        raise BenchError(f"--spaces {args.spaces}: expected the folder of the recorded spaces "
+                         "(the project's shared/spaces beside the checkout)")
     if args.runs is None:
         import tempfile
 

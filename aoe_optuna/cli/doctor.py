@@ -28,7 +28,7 @@ examples:
   # the same for the simulator, with a toolkit and catlass that are not in the environment
   aoe-tune doctor --mode sim --cann /usr/local/Ascend/cann --catlass ~/catlass
   # the build tree and every command one measurement of a spec would run, run nothing
-  aoe-tune doctor --dry-run --config studies/gemm_4096_910b2.toml --out /tmp/aoe-dry-run
+  aoe-tune doctor --dry-run --config studies/gemm_npu_910b2.toml --out /tmp/aoe-dry-run
 """
 DEFAULT_OUT = "aoe-npu-dry-run"
 MODES = ("npu", "sim", "cpu")

@@ -131,7 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return operators_main(argv)
         if command == "export":
-            return _export_command(argv)
+            try:
+                return _export_command(argv)
+            except UsageError as exc:
+                return _fail(str(exc), "aoe-tune export")
         if command == "describe":
             return _describe_command(argv)
         if command == "doctor":
@@ -156,8 +159,8 @@ def _quiet_library_warnings() -> None:
     warnings.filterwarnings("ignore", message=".*torch.jit.script.*")
 
 
-def _fail(message: str) -> int:
-    print(f"aoe-tune: error: {message}", file=sys.stderr)
+def _fail(message: str, prog: str = "aoe-tune") -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
 
 
@@ -172,7 +175,7 @@ def _tune_command(argv: list[str]) -> int:
         return _storage_failed(args.storage, exc)
 
 
-def _storage_failed(url: str, exc: Exception) -> int:
+def _storage_failed(url: str, exc: Exception, prog: str = "aoe-tune") -> int:
     """One line for a storage that failed after it opened (locked, read-only, disk
     full, damaged pages); any other error is raised again."""
     from aoe_optuna.study.storage import describe_storage_error, storage_failure
@@ -180,7 +183,7 @@ def _storage_failed(url: str, exc: Exception) -> int:
     cause = storage_failure(exc)
     if cause is None:
         raise exc
-    return _fail(describe_storage_error(url, cause))
+    return _fail(describe_storage_error(url, cause), prog)
 
 
 def _tune(args: argparse.Namespace) -> int:
@@ -202,8 +205,9 @@ def _tune(args: argparse.Namespace) -> int:
         save_dashboard_note,
         summarise,
     )
-    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.runner import Budget, StudyProgress
     from aoe_optuna.study.session import SamplerRequest, StudySession
+    from aoe_optuna.study.text_fit import wrap_command, wrap_items
 
     check_positive(args.n_trials, "--n-trials", "number of measurements")
     check_positive(args.timeout, "--timeout", "number of seconds")
@@ -247,27 +251,29 @@ def _tune(args: argparse.Namespace) -> int:
         ["aoe-tune", "export", "--storage", shown_absolute, "--study-name", study.study_name],
         {"--kb": args.kb if args.kb is not None else "", "--output": args.output,
          "--op-source": args.op_source})
-    view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress)
+    view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress,
+                        start=StudyProgress.of(study.get_trials(deepcopy=False)))
     choice = session.sampler_choice
-    print(
-        f"study {study.study_name} in {shown_storage}: {spec.space.size:,} configs, "
-        f"{spec.space.n_feasible:,} feasible; sampler {choice.name}"
-        + (" (the study's own)" if choice.stored else "") + f", seed {choice.seed}; backend "
-        f"{spec.backend['name']}" + (f"; {n_workers} workers" if n_workers > 1 else ""),
-        file=sys.stderr,
-    )
+    width = view.console.width
+    header = [f"study {study.study_name}", f"in {shown_storage}:",
+              f"{spec.space.size:,} configs,", f"{spec.space.n_feasible:,} feasible;",
+              f"sampler {choice.name}" + (" (the study's own)," if choice.stored else ","),
+              f"seed {choice.seed};", f"backend {spec.backend['name']}"
+              + (f"; {n_workers} workers" if n_workers > 1 else "")]
+    # one line in a log (a piped run's lines are records), fitted to a terminal's width
+    for line in wrap_items(header, width if view.console.is_terminal else sys.maxsize,
+                           sep=" "):
+        print(line, file=sys.stderr)
     try:
         with view:
             result = session.run(budget, view, n_workers=n_workers, devices=devices,
                                  stale_after_s=args.stale_after)
     except KeyboardInterrupt:
-        print(
-            "\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
-            f"  aoe-tune --storage {shown_absolute} "
-            f"--study-name {study.study_name}"
-            + (f" --n-trials {args.n_trials}" if args.n_trials else ""),
-            file=sys.stderr,
-        )
+        resume = (f"aoe-tune --storage {shown_absolute} "
+                  f"--study-name {study.study_name}"
+                  + (f" --n-trials {args.n_trials}" if args.n_trials else ""))
+        print("\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
+              + "\n".join(wrap_command(resume, width)), file=sys.stderr)
         return 130
     summary = summarise(study, spec, result, shown_absolute, folder)
     print_summary(summary)
@@ -284,7 +290,9 @@ def _tune(args: argparse.Namespace) -> int:
             upload_files(study, storage_url, kept)
     if (where := artifact_dir(storage_url)) is not None:
         where = Path(where).resolve()  # paths that work from any folder
-        print(f"artifacts: {where} (optuna-dashboard {shown_absolute} --artifact-dir {where})")
+        print(f"artifacts: {where}, shown by")
+        dashboard = f"optuna-dashboard {shown_absolute} --artifact-dir {where}"
+        print("\n".join(wrap_command(dashboard, width)))
     return 0
 
 
@@ -382,6 +390,7 @@ def _export_command(argv: list[str]) -> int:
             {"--kb": args.kb, "--output": args.output, "--op-source": args.op_source,
              "--header": args.header, "--catlass-header": args.catlass_header})
         storage = open_storage(args.storage)
+        _check_study_exists(storage, args.storage, args.study_name)
         with measurements_kept(args.study_name, shown, again):
             if _export_layer_op(args, storage):
                 return 0
@@ -391,10 +400,24 @@ def _export_command(argv: list[str]) -> int:
             catlass = Path(args.catlass_header) if args.catlass_header else None
             _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
     except errors as exc:
-        return _fail(" ".join(str(exc).split()))
+        return _fail(" ".join(str(exc).split()), "aoe-tune export")
     except Exception as exc:
-        return _storage_failed(args.storage, exc)
+        return _storage_failed(args.storage, exc, "aoe-tune export")
     return 0
+
+
+def _check_study_exists(storage: Any, url: str, name: str) -> None:
+    """Export reads a study; it never makes one, so it names the studies it could read."""
+    import optuna
+
+    from aoe_optuna.study.redact import redact_url
+
+    names = optuna.get_all_study_names(storage)
+    if name not in names:
+        listed = ", ".join(sorted(names)[:10]) + (", ..." if len(names) > 10 else "")
+        raise UsageError(f"--study-name: no study {name!r} in {redact_url(url)} (studies "
+                         f"there: {listed or 'none'}); `optuna studies --storage URL` lists "
+                         "them")
 
 
 def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
@@ -439,7 +462,10 @@ def _describe_command(argv: list[str]) -> int:
     p = _Parser(
         prog="aoe-tune describe",
         description="Size, feasible count, baseline and (simulator) exhaustive optimum of specs.",
-        epilog="example:\n  aoe-tune describe studies/*.json",
+        epilog="examples:\n  aoe-tune describe studies/qwen25_7b_decode_910b2.json "
+        "studies/gemm_4096_910b2.toml\n"
+        "  # the Qwen2.5-7B studies; the optimum of a space of millions of configs takes "
+        "minutes\n  aoe-tune describe studies/qwen25_7b_*.json --no-optimum",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("specs", nargs="+", help="study spec files")

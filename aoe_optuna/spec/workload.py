@@ -98,7 +98,12 @@ def _model(section: Section, profile: SocProfile,
     """The built-in table's model or a Hugging Face config, over the serving buckets."""
     if source == "model":
         section.check_keys(("model",) + MODEL_KEYS)
-        name = section.string("model", DEFAULT_MODEL["model"], list(MODELS))
+        name = section.string("model", DEFAULT_MODEL["model"])
+        if name not in MODELS:  # the built-in table is one model; a config.json is any
+            raise section.error("model", f"one of {list(MODELS)}, or \"hf_config\": the path "
+                                "of the model's Hugging Face config.json in place of \"model\" "
+                                "(docs/WORKLOADS.md; studies/models/ holds several)",
+                                raw=repr(name))
         arch = builtin_architecture(name)
         doc: dict[str, Any] = {"model": name}
     else:

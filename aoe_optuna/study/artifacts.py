@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.artifacts import FileSystemArtifactStore, upload_artifact
+from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upload_artifact
+from optuna.artifacts.exceptions import ArtifactNotFound
 
 SQLITE_PREFIX = "sqlite:///"
 
@@ -61,7 +62,9 @@ def upload_trial_text(trial: optuna.Trial, filename: str, text: str) -> str | No
 def upload_files(
     study: optuna.Study, storage_url: str, files: Iterable[Path]
 ) -> list[str]:
-    """Upload each existing file as a study artifact; the names uploaded."""
+    """Upload each existing file as a study artifact, unless the study already holds the
+    same file under the same name (every run of a study uploads its spec: the dashboard
+    listed one spec.json per run); the names uploaded."""
     where = artifact_dir(storage_url)
     if where is None:
         return []
@@ -69,10 +72,25 @@ def upload_files(
     store = FileSystemArtifactStore(str(where))
     names = []
     for path in files:
-        if path.is_file():
+        if path.is_file() and not _already_held(study, store, path):
             upload_artifact(artifact_store=store, file_path=str(path), study_or_trial=study)
             names.append(path.name)
     return names
+
+
+def _already_held(study: optuna.Study, store: FileSystemArtifactStore, path: Path) -> bool:
+    """Whether an artifact of the study has ``path``'s name and content."""
+    content = path.read_bytes()
+    for meta in get_all_artifact_meta(study):
+        if meta.filename != path.name:
+            continue
+        try:
+            with store.open_reader(meta.artifact_id) as reader:
+                if reader.read() == content:
+                    return True
+        except ArtifactNotFound:  # its file was removed by hand: upload it again
+            continue
+    return False
 
 
 def upload_spec(study: optuna.Study, storage_url: str, canonical: dict[str, Any]) -> list[str]:

@@ -68,6 +68,8 @@ def load_or_create(
                 f"study {study_name!r} has no stored spec (not made by aoe-tune): pass --config"
             )
         _check_adoptable(study, spec)
+        if study.metric_names is None:  # made by `optuna create-study`, which names none
+            study.set_metric_names([METRIC_NAME])
         study.set_user_attr(SPEC_ATTR, spec.canonical())
         study.set_user_attr(SPEC_SOURCE_ATTR, spec.source)
         if roofline_tokens_per_s is not None:

@@ -19,6 +19,7 @@ from aoe_optuna.study import dashboard_writers
 from aoe_optuna.study.create import baseline_trial, best_trial
 from aoe_optuna.study.dashboard_plot import save_convergence_plot
 from aoe_optuna.study.runner import RunResult
+from aoe_optuna.study.text_fit import rate_text, wrap_command, wrap_items
 
 ExportKind = Literal["kernel", "catlass", "kb", "none"]
 
@@ -117,7 +118,7 @@ def export_kind(spec: StudySpec) -> ExportKind:
 
 
 def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.4g}"
+    return "-" if v is None else rate_text(v)
 
 
 def next_steps(s: Summary) -> list[str]:
@@ -137,8 +138,17 @@ def next_steps(s: Summary) -> list[str]:
 
 
 def print_summary(s: Summary, console: Console | None = None) -> None:
+    """The table, the counts, the best config and the next commands, each line broken
+    only between whole items (a command with a shell's `` \\``) to fit the console."""
     console = console or Console()
-    table = Table(title=f"study {s.study_name}: {s.stop_reason}")
+    width = console.width
+
+    def say(lines: list[str]) -> None:
+        for line in lines:
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+    say(wrap_items([f"study {s.study_name}:", s.stop_reason], width, sep=" "))
+    table = Table()
     table.add_column("")
     table.add_column("tokens/s", justify="right")
     table.add_column("speedup", justify="right")
@@ -150,16 +160,17 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
                   "-" if sp is None else f"{sp:.3f}", s.fraction(s.best))
     table.add_row("roofline", _fmt(s.roofline), "", "100%")
     console.print(table)
-    console.print(
-        f"measurements {s.measured}, infeasible proposals skipped {s.infeasible}, "
-        f"repeated proposals served from storage {s.repeats}, failures {s.failed}, "
-        f"measurement time {s.virtual_s:,.0f} s, wall {s.wall_s:,.1f} s"
-    )
+    say(wrap_items([f"measurements {s.measured:,}",
+                    f"infeasible proposals skipped {s.infeasible:,}",
+                    f"repeated proposals served from storage {s.repeats:,}",
+                    f"failures {s.failed:,}", f"measurement time {s.virtual_s:,.0f} s",
+                    f"wall {s.wall_s:,.1f} s"], width))
     if s.best_params:
-        console.print("best config: " + ", ".join(f"{k}={v}" for k, v in s.best_params.items()))
+        say(wrap_items([f"{k}={v}" for k, v in s.best_params.items()], width,
+                       first="best config: "))
     console.print("next:")
     for line in next_steps(s):
-        console.print(f"  {line}", soft_wrap=True)
+        say(wrap_command(line, width))
 
 
 def summary_markdown(s: Summary) -> str:

@@ -32,7 +32,9 @@ MODELS = {"qwen2.5-7b": QWEN25_7B}
 def builtin_architecture(model: str) -> Architecture:
     """The :class:`Architecture` of a model of the built-in table."""
     if model not in MODELS:
-        raise ValueError(f"model: expected one of {list(MODELS)}, got {model!r}")
+        raise ValueError(f"model: expected one of {list(MODELS)}, got {model!r}; any other "
+                         "model is given by its Hugging Face config.json as \"hf_config\": "
+                         "\"path/to/config.json\" in place of \"model\" (docs/WORKLOADS.md)")
     return from_table(model, MODELS[model])
 
 

@@ -105,6 +105,7 @@ def test_study_made_by_optuna_create_study_is_adopted(tmp_path: Path) -> None:
     study = _load(url, "qwen-decode")
     assert count_measured(study.get_trials()) == 5
     assert study.user_attrs[SPEC_ATTR]["op_name"] == "GemmKernel"
+    assert study.metric_names == ["tokens/s"]  # the dashboard's axis, as for a study of ours
 
 
 def test_minimize_study_and_different_spec_are_refused(tmp_path: Path, capsys) -> None:

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import optuna
 import pytest
+from shipped_specs import spec_param
 
 from aoe_optuna.cli.main import main
+from aoe_optuna.study.text_fit import join_command
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted([*ROOT.glob("studies/*.json"), *ROOT.glob("studies/*.toml")])
@@ -19,13 +21,20 @@ BIN = Path(sys.executable).parent
 
 
 def _printed_steps(out: str) -> list[str]:
-    """The commands under the summary's ``next:``."""
-    lines = out.split("\nnext:\n", 1)[1].splitlines()
-    return [line.strip() for line in lines if line.startswith("  ")]
+    """The commands under the summary's ``next:``, each one line (continuations joined)."""
+    steps: list[list[str]] = []
+    for line in out.split("\nnext:\n", 1)[1].splitlines():
+        if line.startswith("      ") and steps and steps[-1][-1].endswith("\\"):
+            steps[-1].append(line)
+        elif line.startswith("  ") and not line.startswith("   "):
+            steps.append([line])
+        else:  # the summary's end
+            break
+    return [join_command(step) for step in steps]
 
 
 @pytest.mark.slow  # every shipped study: a run and its export
-@pytest.mark.parametrize("spec", STUDIES, ids=lambda p: p.name)
+@pytest.mark.parametrize("spec", [spec_param(s) for s in STUDIES])
 def test_the_printed_next_step_works_from_another_folder(
     spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

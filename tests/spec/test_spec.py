@@ -434,6 +434,8 @@ BAD_DOCUMENTS: list[tuple[str, Any, str, str]] = [
     ("gemm and model", {"workload": {"gemm": {"M": 1, "K": 1, "N": 1}, "model": "qwen2.5-7b"}},
      "workload.model", "gemm"),
     ("unknown model", {"workload": {"model": "llama-7b"}}, "workload.model", "qwen2.5-7b"),
+    ("unknown model: the other way to name one", {"workload": {"model": "llama-3.1-8b"}},
+     "workload.model", '"hf_config": the path of the model\'s Hugging Face config.json'),
     ("zero batch", {"workload": {"batch": 0}}, "workload.batch", "from 1"),
     ("tp not dividing", {"workload": {"tp": 3}}, "workload.tp", "divide"),
     ("bad phase", {"workload": {"phase": "train"}}, "workload.phase", "decode"),

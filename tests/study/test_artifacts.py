@@ -38,3 +38,23 @@ def test_spec_and_files_are_uploaded_and_read_back(tmp_path: Path) -> None:
 def test_no_store_for_a_storage_without_a_directory() -> None:
     study = optuna.create_study()
     assert upload_spec(study, "postgresql+psycopg://u@host/aoe", {"a": 1}) == []
+
+
+def test_three_runs_of_a_study_list_its_spec_once(tmp_path: Path, monkeypatch) -> None:
+    """Each run uploads the spec; the dashboard lists the study's files once each, and a
+    kernel exported again with other content as a new version."""
+    from aoe_optuna.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    spec = Path(__file__).resolve().parents[2] / "studies" / "aoe_config.json"
+    for n in (2, 3, 4):
+        assert main(["--config", str(spec), "--study-name", "s", "--n-trials", str(n),
+                     "--sampler", "random", "--seed", "0", "--no-progress"]) == 0
+    study = optuna.load_study(study_name="s", storage="sqlite:///aoe.db")
+    assert [m.filename for m in get_all_artifact_meta(study)] == ["spec.json"]
+    kernel = tmp_path / "k.cpp"
+    for text in ("// a\n", "// a\n", "// b\n"):
+        kernel.write_text(text)
+        upload_files(study, "sqlite:///aoe.db", [kernel])
+    assert sorted(m.filename for m in get_all_artifact_meta(study)) == [
+        "k.cpp", "k.cpp", "spec.json"]

@@ -62,10 +62,11 @@ def _listing(folder: Path) -> list[tuple[str, int]]:
     return sorted((p.name, os.lstat(p).st_mode) for p in folder.iterdir())
 
 
-def _one_line(err: str) -> str:
+def _one_line(err: str, command: str = "tune") -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0].startswith("aoe-tune: error: storage "), err
+    prog = "aoe-tune export" if command == "export" else "aoe-tune"  # who says it
+    assert lines[0].startswith(f"{prog}: error: storage "), err
     return lines[0]
 
 
@@ -79,7 +80,7 @@ def test_a_path_that_cannot_hold_a_storage_is_one_line(
     MAKERS[what](path)
     before = _listing(tmp_path)
     assert main(_command(command, url, tmp_path)) == 2
-    assert SAYS[what] in _one_line(capsys.readouterr().err)
+    assert SAYS[what] in _one_line(capsys.readouterr().err, command)
     assert _listing(tmp_path) == before  # no lock, no database, no export written
 
 
@@ -100,7 +101,7 @@ def test_a_named_pipe_as_storage_is_refused_not_waited_on(
     run = subprocess.run([str(AOE_TUNE), *_command(command, url, tmp_path)],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert run.returncode == 2
-    assert SAYS["fifo"] in _one_line(run.stderr)
+    assert SAYS["fifo"] in _one_line(run.stderr, command)
     assert stat.S_ISFIFO(os.lstat(path).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
@@ -124,7 +125,7 @@ def test_export_from_an_sqlite_file_with_damaged_pages_is_one_line(
 
     assert main(["export", "--storage", url, "--study-name", "s",
                  "--output", str(tmp_path / "k.cpp")]) == 2
-    line = _one_line(capsys.readouterr().err)
+    line = _one_line(capsys.readouterr().err, "export")
     assert "database disk image is malformed (the database file is damaged)" in line
     assert db.read_bytes() == bytes(data)
     assert not (tmp_path / "k.cpp").exists()
