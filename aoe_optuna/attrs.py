@@ -58,3 +58,4 @@ DONE_ATTR = "done"  # on the parent study: the run has spent its budget
 CLOSED_ATTR = "closed"  # on the parent study: shape studies that get no more chunks
 RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
 WARM_ATTR = "warm_start"  # on an enqueued trial: where its config came from
+LAYER_OP_ATTR = "layer_op"  # on an attention or vector study: its plan entry

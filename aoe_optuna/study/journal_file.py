@@ -62,15 +62,22 @@ class WholeRecordBackend(JournalFileBackend):
     """
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
-        data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode()
         try:
             self._lock.acquire()
         except OSError as exc:  # a lock that cannot be made (read-only or full folder)
             raise JournalWriteError(_write_failure("cannot take the journal lock", exc)) from exc
         try:
-            _append_or_undo(self._file_path, data)
+            kept = self._to_append(logs)
+            if kept:
+                data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in kept)
+                _append_or_undo(self._file_path, data.encode())
         finally:
             self._lock.release()
+
+    def _to_append(self, logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records of ``logs`` to write, decided under the lock (a subclass may drop
+        some after reading the file: :mod:`aoe_optuna.study.write_once`)."""
+        return logs
 
 
 def _append_or_undo(path: str, data: bytes) -> None:

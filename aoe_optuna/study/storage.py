@@ -32,16 +32,16 @@ from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalStorage
 
 from aoe_optuna.study.file_kind import not_a_regular_file
-from aoe_optuna.study.journal_file import (
-    JournalRepairError,
-    JournalWriteError,
-    WholeRecordBackend,
-    repair_torn_tail,
-)
+from aoe_optuna.study.journal_file import JournalRepairError, JournalWriteError, repair_torn_tail
 from aoe_optuna.study.journal_lock import JournalLockError, OwnedSymlinkLock
-from aoe_optuna.study.recovery import ResultKeepingRDBStorage, RetryStaleTrial
+from aoe_optuna.study.recovery import RetryStaleTrial
 from aoe_optuna.study.redact import redact_text, redact_url
 from aoe_optuna.study.sqlite_pop import SQLiteStorage
+from aoe_optuna.study.write_once import (
+    WriteOnceJournalFileBackend,
+    WriteOnceRDBStorage,
+    WriteOnceSQLiteStorage,
+)
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 # Optuna's heartbeat on RDB storages: a trial silent for the grace period is stale.
@@ -80,7 +80,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             f"storage {url!r}: expected an Optuna URL (sqlite:///aoe.db, "
             "postgresql://user@host/db) or a journal file path ending in .log"
         )
-    kind = SQLiteStorage if url.startswith("sqlite:///") else ResultKeepingRDBStorage
+    kind = WriteOnceSQLiteStorage if url.startswith("sqlite:///") else WriteOnceRDBStorage
     wal = url.startswith("sqlite:///") and _wal_is_ours(url[len("sqlite:///"):])
     for attempt in range(SCHEMA_RACE_TRIES):
         try:
@@ -203,7 +203,7 @@ def _journal(path: Path) -> JournalStorage:
     if repaired:
         print(repaired, file=sys.stderr, flush=True)
     try:
-        return JournalStorage(WholeRecordBackend(str(path), lock_obj=lock))
+        return JournalStorage(WriteOnceJournalFileBackend(str(path), lock_obj=lock))
     except Exception as exc:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc, str(path))})") from None
 
