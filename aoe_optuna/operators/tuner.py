@@ -78,6 +78,7 @@ from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget
 from aoe_optuna.study.session import SamplerRequest, StudySession
+from aoe_optuna.study.write_once import set_once
 from aoe_optuna.workload.step_split import Part, tuned_split
 
 FIRST_SEEDS = 3  # donors a shape's first chunk starts from
@@ -182,10 +183,8 @@ class OperatorTuner:
         plan = {"shapes": [s.plan_entry(self.parent_name) for s in self.shapes]}
         study, _ = load_or_create(self.storage, self.parent_name, self.spec,
                                   self.spec.roofline_tokens_per_s())
-        held = study.user_attrs.get(PLAN_ATTR)
-        if held is None:
-            study.set_user_attr(PLAN_ATTR, plan)
-        elif held["shapes"] != plan["shapes"]:
+        held = set_once(study, PLAN_ATTR, plan)  # two runs at once: the first one's plan
+        if held["shapes"] != plan["shapes"]:
             raise StudyError(f"study {self.parent_name!r} holds another operator plan")
         for key, value in (("budget", self.options.budget),
                            (SCHEDULER_ATTR, self.options.scheduler.name),

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import optuna
 from optuna.trial import FrozenTrial
 
-from aoe_optuna.attrs import SPACE_PARAMS_ATTR
+from aoe_optuna.attrs import LAYER_OP_ATTR, SPACE_PARAMS_ATTR
 from aoe_optuna.backends.base import Backend
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
@@ -39,8 +39,8 @@ from aoe_optuna.study.objective import Evaluation, TuningObjective
 from aoe_optuna.study.runner import Budget, RunResult, run_study
 from aoe_optuna.study.session import SEED_RANGE, SamplerChoice, SamplerRequest, StudySession
 from aoe_optuna.study.workers import WorkerPlan, run_workers
+from aoe_optuna.study.write_once import set_once
 
-LAYER_OP_ATTR = "layer_op"  # on an attention or vector study: its plan entry
 SOC_KEY = "soc"  # in that plan: the SoC whose profile the model runs on
 LAYER_WORKER = "aoe_optuna.operators.layer_worker"  # the worker module of those studies
 LAYER_METRIC = "calls/s"  # such a study's value: calls of the kernel per second
@@ -210,11 +210,10 @@ def _layer_study(storage: optuna.storages.BaseStorage, name: str,
     """Create the study, or load it when it holds the same problem."""
     study = optuna.create_study(storage=storage, study_name=name, direction="maximize",
                                 load_if_exists=True)
-    held = study.user_attrs.get(LAYER_OP_ATTR)
-    if held is None:
+    if LAYER_OP_ATTR not in study.user_attrs:
         study.set_metric_names([LAYER_METRIC])
-        study.set_user_attr(LAYER_OP_ATTR, plan)
-    elif held != plan:
+    held = set_once(study, LAYER_OP_ATTR, plan)  # two runs at once: the first one's problem
+    if held != plan:
         raise StudyError(f"study {name!r} holds another operator ({held.get('kind')} "
                          f"{held.get('problem')})")
     return study

@@ -5,7 +5,10 @@ baseline and the roofline bound as study user attributes; every later worker,
 a resume, or the dashboard needs only the storage and the study name.
 A study made beforehand by ``optuna create-study --direction maximize`` is
 adopted as is. A minimize study, or a stored spec that differs from the one
-given, is refused: nothing is overwritten silently.
+given, is refused: nothing is overwritten silently. The spec is written once
+(:mod:`.write_once`): of two runs that start one study together with different
+specs, the first to write wins and the other is refused before it writes
+anything more.
 """
 
 from __future__ import annotations
@@ -24,12 +27,17 @@ from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
 from aoe_optuna.study.recovery import stored_value, trial_config
+from aoe_optuna.study.write_once import set_once
 
 METRIC_NAME = "tokens/s"  # what a study's value is
 
 
 class StudyError(RuntimeError):
     """A study that cannot be used as asked; the message is one line."""
+
+
+class SpecTaken(StudyError):
+    """Another run stored a different spec in the new study first (they started together)."""
 
 
 def load_or_create(
@@ -68,9 +76,17 @@ def load_or_create(
                 f"study {study_name!r} has no stored spec (not made by aoe-tune): pass --config"
             )
         _check_adoptable(study, spec)
+        # write-once and read back: of two runs starting the study at the same instant
+        # with different specs, the second learns here that the first one's is stored
+        stored = set_once(study, SPEC_ATTR, spec.canonical())
+        if _normal(stored) != _normal(spec.canonical()):
+            raise SpecTaken(
+                f"study {study_name!r} was just created by another run from a different "
+                f"spec ({_first_difference(stored, spec.canonical())}); nothing was "
+                "measured: use another --study-name"
+            )
         if study.metric_names is None:  # made by `optuna create-study`, which names none
             study.set_metric_names([METRIC_NAME])
-        study.set_user_attr(SPEC_ATTR, spec.canonical())
         study.set_user_attr(SPEC_SOURCE_ATTR, spec.source)
         if roofline_tokens_per_s is not None:
             study.set_user_attr(ROOFLINE_ATTR, roofline_tokens_per_s)
