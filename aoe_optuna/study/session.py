@@ -26,7 +26,12 @@ from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, store_sampler, stored_sampler
-from aoe_optuna.study.create import default_study_name, enqueue_baseline, load_or_create
+from aoe_optuna.study.create import (
+    SpecTaken,
+    default_study_name,
+    enqueue_baseline,
+    load_or_create,
+)
 from aoe_optuna.study.file_kind import is_missing
 from aoe_optuna.study.objective import Evaluator, TuningObjective
 from aoe_optuna.study.runner import Budget, RunResult, StudyProgress, run_study
@@ -129,7 +134,18 @@ class StudySession:
         if spec is not None and (built is None or choice.stored):
             built = build_sampler(choice, spec, worker_index or 0)
         roofline = spec.roofline_tokens_per_s() if spec is not None else None
-        study, spec = load_or_create(storage, name, spec, roofline)
+        try:
+            study, spec = load_or_create(storage, name, spec, roofline)
+        except SpecTaken:
+            if study_name is not None or spec is None:
+                raise
+            # a derived name: go where this spec would have gone a moment later, beside
+            # the study the other run's spec just took
+            name = default_study_name(storage, spec)
+            choice = _stored_choice(storage, name, sampler) or first
+            if choice.stored:
+                built = build_sampler(choice, spec, worker_index or 0)
+            study, spec = load_or_create(storage, name, spec, roofline)
         use_wal(storage)  # nothing is refused past this point
         if backend is None or built is None:  # resumed from the stored spec
             backend = make_backend(spec)
