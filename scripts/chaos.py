@@ -1,6 +1,7 @@
 """Chaos benchmark: workers on one study killed and paused at random, on every storage.
 
-    python scripts/chaos.py                        # all four storages, both parts
+    python scripts/chaos.py                        # all four storages, every part
+    python scripts/chaos.py --only specs --rounds 20   # different specs on one new study
     python scripts/chaos.py --storages sqlite --kills 20 --pauses 3   # a quick look
 
 Part 1 (chaos): ``--workers`` separate ``aoe-tune`` processes tune one study
@@ -12,6 +13,12 @@ are done; then the workers run to the budget.
 Part 2 (together): ``--workers`` processes started in the same second on a
 fresh storage (a new file; a new study name on PostgreSQL and the gRPC proxy),
 ``--rounds`` times.
+Part 3 (specs): per round, two or three processes with DIFFERENT specs (the
+same study at batch 1, 8 and 16) started in the same second on one new study:
+one spec per study, every other run exits 2 in one line having measured nothing.
+Part 4 (exports): three studies measured once, then per round three
+``aoe-tune export ... --kb`` of them at once into one new knowledge base:
+every entry that each export writes alone must be in it.
 
 Checks, from the storage and each worker's own output: exactly the budget
 measured, no config measured twice, the best measured result is the one the
@@ -43,6 +50,9 @@ from pathlib import Path
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.attrs import SPEC_ATTR, WORKER_ATTR
+from aoe_optuna.export.kb import KEY_FIELDS
+from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.pg_server import postgres_server, server_bin
 
@@ -51,6 +61,8 @@ SPEC = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
 AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 STORAGES = ("sqlite", "journal", "postgresql", "grpc")
 FINISH_LIMIT_S = 900  # after the last kill, the workers must reach the budget within this
+SPEC_BATCHES = (1, 8, 16)  # the specs of parts 3 and 4: SPEC at these batch sizes
+SPECS_BUDGET = 4  # measurements of the run whose spec a part-3 study takes
 
 
 @dataclass(frozen=True)
@@ -205,15 +217,136 @@ def together(target: Target, tmp: Path, args: argparse.Namespace) -> str:
             f"{tracebacks} | {wrong_count} | {running} |")
 
 
-def _fresh(target: Target, tmp: Path, round_: int) -> tuple[Target, str]:
+def _fresh(target: Target, tmp: Path, round_: int, part: str = "together"
+           ) -> tuple[Target, str]:
     """A storage nobody has used: a new file, or a new study name on a shared server."""
     if target.label == "sqlite":
-        url = f"sqlite:///{tmp / f'together{round_}.db'}"
-        return Target(target.label, url, url), "together"
+        url = f"sqlite:///{tmp / f'{part}{round_}.db'}"
+        return Target(target.label, url, url), part
     if target.label == "journal":
-        path = str(tmp / f"together{round_}.log")
-        return Target(target.label, path, path), "together"
-    return target, f"together{round_}"
+        path = str(tmp / f"{part}{round_}.log")
+        return Target(target.label, path, path), part
+    return target, f"{part}{round_}"
+
+
+# ----------------------------------------------------------------- part 3: specs
+def specs(target: Target, tmp: Path, args: argparse.Namespace, rng: random.Random) -> str:
+    files = _spec_files(tmp)
+    started = accepted_twice = wrong_spec = refused = other_exits = loser_trials = 0
+    wrong_count = tracebacks = 0
+    for r in range(args.rounds):
+        fresh, study = _fresh(target, tmp, r, "specs")
+        logs = tmp / f"specs-{target.label}-{r}"
+        logs.mkdir()
+        batches = rng.sample(SPEC_BATCHES, rng.choice((2, 3)))
+        workers = [Worker(i, [AOE_TUNE, "--config", str(files[b]), "--storage", fresh.url,
+                              "--study-name", study, "--n-trials", str(SPECS_BUDGET),
+                              "--sampler", "random", "--no-progress", "--timeout", "1e9"],
+                          logs) for i, b in enumerate(batches)]
+        for w in workers:  # all in the same second
+            w.start()
+        codes = [_wait(w) for w in workers]
+        started += len(workers)
+        tracebacks += _tracebacks(logs)
+        won = [i for i, c in enumerate(codes) if c == 0]
+        accepted_twice += len(won) > 1
+        for i, c in enumerate(codes):
+            if c == 0:
+                continue
+            lines = (logs / f"worker{i}.1.log").read_text(errors="replace").strip().splitlines()
+            one_line = len(lines) == 1 and "different spec" in lines[0]
+            refused += c == 2 and one_line
+            other_exits += not (c == 2 and one_line)
+        try:
+            held = optuna.load_study(study_name=study, storage=_reader(fresh.audit_url))
+        except KeyError:
+            wrong_spec += 1  # nobody made the study
+            continue
+        winner = _spec_doc(files[batches[won[0]]]) if len(won) == 1 else None
+        wrong_spec += winner is None or _normal(held.user_attrs.get(SPEC_ATTR)) != winner
+        pids = {workers[i].proc.pid for i in won if workers[i].proc is not None}
+        trials = held.get_trials()
+        loser_trials += sum(1 for t in trials
+                            if (t.user_attrs.get(WORKER_ATTR) or {}).get("pid") not in pids)
+        wrong_count += sum(1 for t in trials if is_measured(t)) != SPECS_BUDGET
+    return (f"| {target.label} | {args.rounds} | {started} | {accepted_twice} | {wrong_spec} | "
+            f"{refused} | {other_exits} | {loser_trials} | {wrong_count} | {tracebacks} |")
+
+
+def _spec_files(tmp: Path) -> dict[int, Path]:
+    """SPEC at each of SPEC_BATCHES, as canonical spec files (written once)."""
+    files = {}
+    for batch in SPEC_BATCHES:
+        files[batch] = tmp / f"spec-b{batch}.json"
+        if not files[batch].exists():
+            doc = load_spec(SPEC).canonical()
+            doc["workload"]["batch"] = batch
+            files[batch].write_text(json.dumps(doc))
+    return files
+
+
+def _spec_doc(path: Path) -> str:
+    return _normal(load_spec(path).canonical())
+
+
+def _normal(doc: object) -> str:
+    return json.dumps(doc, sort_keys=True, default=str)
+
+
+def _wait(w: Worker) -> int:
+    assert w.proc is not None
+    try:
+        return w.proc.wait(timeout=FINISH_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        w.signal(signal.SIGKILL)
+        return w.proc.wait()
+
+
+# ----------------------------------------------------------------- part 4: exports
+def exports(target: Target, tmp: Path, args: argparse.Namespace) -> str:
+    files = _spec_files(tmp)
+    logs = tmp / f"exports-{target.label}"
+    logs.mkdir()
+    names = [f"export-b{b}" for b in SPEC_BATCHES]
+    for batch, name in zip(SPEC_BATCHES, names, strict=True):  # the studies, one at a time
+        subprocess.run([AOE_TUNE, "--config", str(files[batch]), "--storage", target.url,
+                        "--study-name", name, "--n-trials", "3", "--sampler", "random",
+                        "--no-progress"], check=True, capture_output=True, timeout=600)
+    expected: set[tuple[object, ...]] = set()
+    for name in names:  # what each export writes alone
+        alone = logs / f"alone-{name}.json"
+        subprocess.run(_export_argv(target.url, name, alone), check=True, capture_output=True,
+                       timeout=600, cwd=logs)
+        expected |= _kb_keys(alone)
+    bad_exits = tracebacks = lossy = lost = 0
+    for r in range(args.rounds):
+        kb = logs / f"shared{r}.json"
+        outs = [logs / f"export{r}.{i}.log" for i in range(len(names))]
+        procs = []
+        for name, out in zip(names, outs, strict=True):  # all at once
+            with open(out, "wb") as fh:
+                procs.append(subprocess.Popen(_export_argv(target.url, name, kb), stdout=fh,
+                                              stderr=subprocess.STDOUT, cwd=logs))
+        codes = [p.wait(timeout=600) for p in procs]
+        bad_exits += sum(1 for c in codes if c != 0)
+        tracebacks += sum(1 for o in outs if b"Traceback" in o.read_bytes())
+        missing = len(expected - (_kb_keys(kb) if kb.exists() else set()))
+        lossy += missing > 0
+        lost += missing
+    return (f"| {target.label} | {args.rounds} | {len(names)} | {len(expected)} | {bad_exits} | "
+            f"{tracebacks} | {lossy} | {lost} |")
+
+
+def _export_argv(url: str, study: str, kb: Path) -> list[str]:
+    return [AOE_TUNE, "export", "--storage", url, "--study-name", study, "--kb", str(kb)]
+
+
+def _kb_keys(kb: Path) -> set[tuple[object, ...]]:
+    try:
+        entries = json.loads(kb.read_text()).get("entries", [])
+    except ValueError:  # a torn or half-written file: nothing of it counts
+        return set()
+    return {tuple(e.get(f) for f in KEY_FIELDS) for e in entries}
 
 
 # ----------------------------------------------------------------- checks
@@ -309,7 +442,7 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--storages", default=",".join(STORAGES),
                     help=f"comma-separated, from {', '.join(STORAGES)}")
-    ap.add_argument("--only", choices=("chaos", "together"))
+    ap.add_argument("--only", choices=("chaos", "together", "specs", "exports"))
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--budget", type=int, default=300, help="measurements of the chaos study")
     ap.add_argument("--kills", type=int, default=100)
@@ -344,6 +477,23 @@ def main() -> int:
                 print("|---|---|---|---|---|---|---|---|")
                 for t in targets:
                     print(together(t, tmp, args), flush=True)
+                print()
+            if args.only in (None, "specs"):
+                print("| storage | rounds | runs started (2-3 specs a round) | rounds with two "
+                      "specs accepted | studies not holding the accepted run's spec | refused "
+                      "runs (exit 2, one line) | other exits | trials by refused runs | "
+                      "rounds with measured != budget | tracebacks |")
+                print("|---|---|---|---|---|---|---|---|---|---|")
+                for t in targets:
+                    print(specs(t, tmp, args, rng), flush=True)
+                print()
+            if args.only in (None, "exports"):
+                print("| storage | rounds | exports at once into one KB | entries expected | "
+                      "non-zero exits | tracebacks | rounds that lost an entry | "
+                      "entries lost |")
+                print("|---|---|---|---|---|---|---|---|")
+                for t in targets:
+                    print(exports(t, tmp, args), flush=True)
     return 0
 
 
