@@ -253,10 +253,15 @@ def specs(target: Target, tmp: Path, args: argparse.Namespace, rng: random.Rando
         for i, c in enumerate(codes):
             if c == 0:
                 continue
-            lines = (logs / f"worker{i}.1.log").read_text(errors="replace").strip().splitlines()
+            text = (logs / f"worker{i}.1.log").read_text(errors="replace")
+            lines = [line for line in text.strip().splitlines()  # a notice, not an error:
+                     if "waiting for the journal lock" not in line]  # the lock was busy
             one_line = len(lines) == 1 and "different spec" in lines[0]
             refused += c == 2 and one_line
-            other_exits += not (c == 2 and one_line)
+            if not (c == 2 and one_line):
+                other_exits += 1
+                print(f"specs {target.label} round {r}: a run exited {c}: "
+                      f"{' / '.join(lines[-3:])}", file=sys.stderr, flush=True)
         try:
             held = optuna.load_study(study_name=study, storage=_reader(fresh.audit_url))
         except KeyError:
@@ -481,7 +486,7 @@ def main() -> int:
             if args.only in (None, "specs"):
                 print("| storage | rounds | runs started (2-3 specs a round) | rounds with two "
                       "specs accepted | studies not holding the accepted run's spec | refused "
-                      "runs (exit 2, one line) | other exits | trials by refused runs | "
+                      "runs (exit 2, one error line) | other exits | trials by refused runs | "
                       "rounds with measured != budget | tracebacks |")
                 print("|---|---|---|---|---|---|---|---|---|---|")
                 for t in targets:

@@ -36,8 +36,9 @@ class StudyError(RuntimeError):
     """A study that cannot be used as asked; the message is one line."""
 
 
-class SpecTaken(StudyError):
-    """Another run stored a different spec in the new study first (they started together)."""
+class OtherSpecStored(StudyError):
+    """The study holds another spec than the one given (perhaps stored a moment ago by a
+    run that started together with this one)."""
 
 
 def load_or_create(
@@ -80,10 +81,10 @@ def load_or_create(
         # with different specs, the second learns here that the first one's is stored
         stored = set_once(study, SPEC_ATTR, spec.canonical())
         if _normal(stored) != _normal(spec.canonical()):
-            raise SpecTaken(
-                f"study {study_name!r} was just created by another run from a different "
-                f"spec ({_first_difference(stored, spec.canonical())}); nothing was "
-                "measured: use another --study-name"
+            raise OtherSpecStored(
+                f"study {study_name!r}: another run started it at the same time from a "
+                f"different spec ({_first_difference(stored, spec.canonical())}); nothing "
+                "was measured: use another --study-name"
             )
         if study.metric_names is None:  # made by `optuna create-study`, which names none
             study.set_metric_names([METRIC_NAME])
@@ -94,7 +95,7 @@ def load_or_create(
     if spec is not None:
         if _normal(stored) != _normal(spec.canonical()):
             diff = _first_difference(stored, spec.canonical())
-            raise StudyError(
+            raise OtherSpecStored(
                 f"study {study_name!r} was created from a different spec ({diff}); "
                 "use another --study-name, or omit --config to resume the stored one"
             )

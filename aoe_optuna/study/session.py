@@ -27,7 +27,7 @@ from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, store_sampler, stored_sampler
 from aoe_optuna.study.create import (
-    SpecTaken,
+    OtherSpecStored,
     default_study_name,
     enqueue_baseline,
     load_or_create,
@@ -136,11 +136,11 @@ class StudySession:
         roofline = spec.roofline_tokens_per_s() if spec is not None else None
         try:
             study, spec = load_or_create(storage, name, spec, roofline)
-        except SpecTaken:
+        except OtherSpecStored:
             if study_name is not None or spec is None:
                 raise
-            # a derived name: go where this spec would have gone a moment later, beside
-            # the study the other run's spec just took
+            # a derived name that another spec took since it was derived (a run started
+            # together with this one): go where this spec would have gone a moment later
             name = default_study_name(storage, spec)
             choice = _stored_choice(storage, name, sampler) or first
             if choice.stored:

@@ -108,11 +108,16 @@ def test_a_later_write_of_the_spec_keeps_the_first(kind: str, tmp_path: Path) ->
 def test_two_specs_started_together_on_one_new_study(kind: str, tmp_path: Path) -> None:
     """Each round, two runs (threads released by a barrier) open one new study with the
     batch-1 and batch-8 specs: exactly one is accepted, the other is refused naming the
-    difference, the stored spec is the winner's, and only the winner's baseline waits."""
+    difference, the stored spec is the winner's, and only the winner's baseline waits.
+    Every other round the study was made beforehand (``optuna create-study``) and both
+    runs adopt it."""
     specs = {1: _spec(1), 8: _spec(8)}
     with _storage(kind, tmp_path) as (url, audit):
         for r in range(ROUNDS):
             name = f"race{r}"
+            if r % 2:
+                optuna.create_study(storage=open_storage(url), study_name=name,
+                                    direction="maximize")
             barrier = threading.Barrier(len(specs))
             outcome: dict[int, str | None] = {}
 
