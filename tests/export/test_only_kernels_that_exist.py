@@ -12,6 +12,7 @@ is what the renderers refuse: the rules forbid nothing more.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args
 from aoe_optuna.backends.npu.catlass_build import compile_option_reason, render_catlass_project
 from aoe_optuna.backends.npu.render import render_project, tuned_kernel
+from aoe_optuna.cli.main import main
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb import make_entry
 from aoe_optuna.export.kernel_source import ExportError
@@ -259,3 +261,20 @@ def test_a_study_with_no_kernel_exports_kb_entries_and_says_why(doc: dict, kind:
     assert spec.export.kind == kind and why in str(spec.export.why_no_kernel)
     # no kernel, no kernel rules: the space is the chip's (or the CPU kernel's) alone
     assert not any(isinstance(r, KernelRule) for r in spec.space.rules)
+
+
+@pytest.mark.parametrize("space,rule", [
+    ({"layout": ["col_major"]}, "kernel_layout: layout=col_major"),
+    ({"l1_k": [256], "preload": [1], "split_k": [2, 4]}, "catlass_preload: padding=0"),
+], ids=["simple", "catlass"])
+def test_a_space_of_configs_the_kernel_lacks_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], space: dict, rule: str) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"search_space": {"tile_m": [64], "tile_k": [64],
+                                                 "tile_n": [64], **space}, "baseline": None}))
+    db = tmp_path / "aoe.db"
+    assert main(["--config", str(path), "--storage", f"sqlite:///{db}", "--n-trials", "1"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{path}: key 'search_space': expected a space with a config its kernel has, got " \
+           "none of the " in line and rule in line
+    assert not db.exists()
