@@ -308,17 +308,19 @@ def _check_destinations(args: argparse.Namespace) -> None:
 
 def _check_kernel_export(args: argparse.Namespace, spec: Any) -> None:
     """Fail before tuning, not after, when the kernel cannot be written: a catlass study
-    (its kernel is a catlass header: `aoe-tune export --catlass-header`), or a source of
-    the user's that lacks a tunable."""
-    from aoe_optuna.study.report import export_kind
-
+    (its kernel is a catlass header: `aoe-tune export --catlass-header`), a study whose
+    kernel is none (spec/export_target.py says why), or a source of the user's that lacks
+    a tunable."""
     if args.op_source is not None:
         _check_op_source(Path(args.op_source), spec)
-    elif (kind := export_kind(spec)) != "kernel":
-        shown = {"catlass": "a catlass header (aoe-tune export --catlass-header)",
-                 "kb": "knowledge-base entries only", "none": "no GEMM tunables"}[kind]
-        raise UsageError(f"--output: this study's kernel is not the npu backend's simple "
-                         f"kernel; its export is {shown}")
+        return
+    target = spec.export
+    if target.kind == "kernel":
+        return
+    shown = ("a catlass header (aoe-tune export --catlass-header)" if target.kind == "catlass"
+             else f"knowledge-base entries only: {target.why_no_kernel}")
+    raise UsageError(f"--output: this study's kernel is not the npu backend's simple "
+                     f"kernel; its export is {shown}")
 
 
 def _check_op_source(path: Path, spec: Any) -> None:

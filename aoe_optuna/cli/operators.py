@@ -26,11 +26,18 @@ examples:
   aoe-tune operators --config SPEC --devices 0,1,2,3 --kb aoe_kb.json --export-dir kernels/
   # a worker on another host joins a run on PostgreSQL
   aoe-tune operators --storage postgresql://user@db/aoe --study-name NAME --follow
+
+exit status:
+  0    done (with --export-dir: every kernel written)
+  2    bad input: one line on stderr, nothing written
+  3    tuned and stored, but --export-dir could not write some kernel: one line each
+       says why, and the last line on stderr names them all (their tunings are in their
+       studies and, with --kb, the knowledge base)
+  130  interrupted; the measurements are stored, the same command resumes
 """
 
 DEFAULT_BUDGET = 200
-
-
+NOT_EXPORTED = 3  # exit status: tuned and stored, some kernel not written (EXAMPLES)
 
 
 def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
@@ -223,11 +230,18 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         if args.kb:
             for line in report.merge_into_kb(result, spec, args.storage, args.kb):
                 print(line)
+        exports = None
         if args.export_dir:
             src = Path(args.op_source) if args.op_source else None
-            for line in report.export_kernels(result, spec, args.storage,
-                                              Path(args.export_dir), src):
+            exports = report.export_kernels(result, spec, args.storage,
+                                            Path(args.export_dir), src)
+            for line in exports.lines:
                 print(line)
+    if exports is not None:
+        closing = exports.closing_line(len(result.shapes))
+        if closing is not None:
+            print(f"aoe-tune operators: {closing}", file=sys.stderr)
+            return NOT_EXPORTED
     return 0
 
 

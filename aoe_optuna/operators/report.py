@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import optuna
@@ -212,29 +213,52 @@ def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
         yield f"kb {kb_path}: {line}"
 
 
+@dataclass
+class KernelExports:
+    """What ``--export-dir`` wrote: one line per kernel, and the kernels it could not
+    write (their tunings are still in their studies and the knowledge base)."""
+
+    lines: list[str] = field(default_factory=list)
+    not_exported: list[str] = field(default_factory=list)  # "<label> <dims>" of each
+
+    def refused(self, label: str, why: str) -> None:
+        self.lines.append(f"not exported {label}: {why}")
+        self.not_exported.append(label)
+
+    def closing_line(self, total: int) -> str | None:
+        """One line naming every kernel not written, or None when all were."""
+        if not self.not_exported:
+            return None
+        return (f"not exported {len(self.not_exported)} of {total} kernels: "
+                f"{', '.join(self.not_exported)} (each line above says why)")
+
+
 def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, out_dir: Path,
-                   op_source: Path | None) -> Iterator[str]:
+                   op_source: Path | None) -> KernelExports:
     """Each shape's kernel: a catlass instantiation header where the space is catlass's,
     and a rewritten kernel source when ``op_source`` is given; each attention problem's
-    catlass flash-attention header and each vector kernel's Ascend C source."""
+    catlass flash-attention header and each vector kernel's Ascend C source. A kernel
+    that cannot be written is one line saying why (the tiling rules keep the tunings to
+    kernels that exist: what is left is a problem the product has no kernel for)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    out = KernelExports()
     catlass = "l1_k" in spec.space.names or "swizzle_offset" in spec.space.names
     for r in result.shapes:
         if r.params is None:
             continue
+        label = f"{r.shape.label} {r.shape.dims}"
         if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             path = out_dir / f"{r.shape.kind}_{r.shape.dims}{r.shape.operator_kind.kernel_suffix}"
             info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,
                               value=1.0 / r.latency_s, objective="calls/s")
             try:
                 what = write_layer_kernel(path, r.shape, r.params, spec.profile, info)
-                yield f"wrote {path}: {what}"
+                out.lines.append(f"wrote {path}: {what}")
             except ExportError as exc:
-                yield f"not exported {r.shape.label} {r.shape.dims}: {exc}"
+                out.refused(label, str(exc))
             continue
         if r.shape.batch > 1:
-            yield (f"not exported {r.shape.label} {r.shape.dims}: "
-                   + BATCHED_REFUSAL.format(batch=r.shape.batch))
+            out.refused(label, BATCHED_REFUSAL.format(batch=r.shape.batch))
             continue
         stem = f"{r.shape.label.replace('+', '_')}_{r.shape.dims}"
         info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,
@@ -244,13 +268,14 @@ def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, ou
                 path = out_dir / f"{stem}.h"
                 full = {**default_config(), **spec.space.full_config(r.params)}
                 write_catlass_header(path, full, spec.profile, r.shape.dtype, info)
-                yield f"wrote {path}"
+                out.lines.append(f"wrote {path}")
             if op_source is not None:
                 path = out_dir / f"{stem}{op_source.suffix}"
                 export_kernel(op_source, path, dict(r.params), info=info)
-                yield f"wrote {path}"
+                out.lines.append(f"wrote {path}")
         except ExportError as exc:
-            yield f"not exported {r.shape.label} {r.shape.dims}: {exc}"
+            out.refused(label, str(exc))
+    return out
 
 
 def write_layer_kernel(path: str | Path, op: LayerOperator, config: dict, profile: SocProfile,

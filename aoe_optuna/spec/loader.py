@@ -69,6 +69,7 @@ from aoe_optuna.hardware.profile import (
 from aoe_optuna.space.params import KNOWN_PARAMS, to_code
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import option_error
+from aoe_optuna.spec.export_target import ExportTarget, export_rules, export_target
 from aoe_optuna.spec.format import Section, SpecError, check_plain, read_document
 from aoe_optuna.spec.space import (
     SEED_SPACE,
@@ -122,6 +123,13 @@ class StudySpec:
     def kernel_runs_on_soc(self) -> bool:
         """Whether the backend runs the kernel on the profile's SoC (its cube cores)."""
         return self.backend_kind is not None and self.backend_kind.runs_on_soc
+
+    @property
+    def export(self) -> ExportTarget:
+        """How the best config leaves the study: which kernel, or why none."""
+        runs_on_soc = self.backend_kind is not None and self.backend_kind.runs_on_soc
+        return export_target(self.space.names, [g.dtype for g in self.workload.gemms],
+                             self.profile, self.backend_space, runs_on_soc)
 
     @property
     def timing_noise(self) -> float | None:
@@ -355,9 +363,19 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
             constants[pname] = to_code(pname, info.default)
     names = expression_names(params, constants)
     rules = parse_constraints(source, constraints, names, categories_of(params))
-    space = build_space(source, params, [*rules, *_device_rules(cls, profile, workload)],
+    space = build_space(source, params, [*rules, *_device_rules(cls, profile, workload),
+                                         *_kernel_rules(cls, profile, workload, params)],
                         bool(rules))
     return space, False
+
+
+def _kernel_rules(cls: type[BackendBase], profile: SocProfile, workload: Workload,
+                  params: list) -> list:
+    """The rules of the kernel the study exports to (spec/export_target.py): a config
+    that kernel lacks is never proposed, so the printed export of the best one works."""
+    target = export_target([p.name for p in params], [g.dtype for g in workload.gemms],
+                           profile, False, cls.runs_on_soc)
+    return export_rules(target, profile, workload.dtype, params)
 
 
 def _device_rules(cls: type[BackendBase], profile: SocProfile, workload: Workload) -> list:

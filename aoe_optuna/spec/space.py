@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from aoe_optuna.space.constraints import ConstraintError, ExpressionRule, Rule, compile_expression
+from aoe_optuna.space.kernel_rule import KernelRule
 from aoe_optuna.space.params import KNOWN_PARAMS, Param, ParamError, canonical_value, default_config
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.format import Section, SpecError, describe, nearest
@@ -195,6 +198,7 @@ def build_space(
             f"{space.core_size:,}; narrow their ranges",
         )
     if space.n_feasible == 0:
+        _no_kernel_left(source, params, rules, fixed)
         expr = [r for r in rules if isinstance(r, ExpressionRule)]
         hardware_only = SearchSpace(params, [r for r in rules if r not in expr], fixed)
         if has_constraints and hardware_only.n_feasible > 0:
@@ -205,6 +209,23 @@ def build_space(
         raise SpecError(source, "search_space", "a space with at least one feasible config",
                         f"all {space.size:,} configs break a hardware rule")
     return space
+
+
+def _no_kernel_left(source: str, params: Sequence[Param], rules: Sequence[Rule],
+                    fixed: Mapping[str, Any] | None) -> None:
+    """Where the chip allows configs but the kernel the study exports to has none of them,
+    say which of the kernel's rules one of them breaks."""
+    kernel = [r for r in rules if isinstance(r, KernelRule)]
+    if not kernel:
+        return
+    chip = SearchSpace(params, [r for r in rules if r not in kernel], fixed)
+    if chip.n_feasible == 0:
+        return
+    config = chip.config(chip.sample_feasible(1, np.random.default_rng(0))[0])
+    broken = SearchSpace(params, kernel, fixed).explain(config)
+    raise SpecError(source, "search_space", "a space with a config its kernel has",
+                    f"none of the {chip.n_feasible:,} configs the hardware allows; "
+                    f"{'; '.join(broken)}")
 
 
 def parse_baseline(source: str, document: Mapping[str, Any], space: SearchSpace,

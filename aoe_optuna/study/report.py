@@ -6,13 +6,12 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import optuna
 from rich.console import Console
 from rich.table import Table
 
-from aoe_optuna.space.presets import CATLASS_PARAMS
+from aoe_optuna.spec.export_target import ExportKind
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR
 from aoe_optuna.study import dashboard_writers
@@ -20,8 +19,6 @@ from aoe_optuna.study.create import baseline_trial, best_trial
 from aoe_optuna.study.dashboard_plot import save_convergence_plot
 from aoe_optuna.study.runner import RunResult
 from aoe_optuna.study.text_fit import rate_text, wrap_command, wrap_items
-
-ExportKind = Literal["kernel", "catlass", "kb", "none"]
 
 
 @dataclass
@@ -101,20 +98,9 @@ def absolute_storage_url(url: str) -> str:
 
 
 def export_kind(spec: StudySpec) -> ExportKind:
-    """Which export takes this study's best config to a kernel.
-
-    ``kernel``: the npu backend's kernel rendered with the config; ``catlass``: a
-    catlass instantiation header (the kernel source has no declarations for catlass's
-    knobs, ``l1_k`` there is derived); ``kb``: knowledge-base entries only (a catlass
-    instantiation has one element type, this workload has several); ``none``: the space
-    is the backend's own (a recorded Kernel Tuner space), no GEMM tunables to write.
-    """
-    if spec.backend_space:
-        return "none"
-    if set(spec.space.names) & set(CATLASS_PARAMS):
-        dtypes = {gemm.dtype for gemm in spec.workload.gemms}
-        return "catlass" if len(dtypes) == 1 else "kb"
-    return "kernel"
+    """Which export takes this study's best config to a kernel
+    (:mod:`aoe_optuna.spec.export_target`): ``kernel``, ``catlass``, ``kb`` or ``none``."""
+    return spec.export.kind
 
 
 def _fmt(v: float | None) -> str:

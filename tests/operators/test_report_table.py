@@ -65,8 +65,12 @@ def test_a_batched_shape_has_its_own_kb_entry_and_is_not_exported_as_a_single_ge
     keys = [entry_key(e) for e in entries]
     assert keys[0][1] == spec.op_name and keys[1][1] == f"{spec.op_name}-batch16"
     assert len(set(keys)) == 2  # the batch never overwrites the single GEMM's entry
-    lines = list(export_kernels(result, spec, "sqlite:///aoe.db", tmp_path, None))
-    assert lines[-1] == ("not exported q_absorb 1x512x128-b16: batch=16: a batched GEMM runs "
-                         "catlass's Gemm::Kernel::BatchedMatmul (examples/01_batched_matmul), "
-                         "which the npu backend does not render")
+    exports = export_kernels(result, spec, "sqlite:///aoe.db", tmp_path, None)
+    assert exports.lines[-1] == (
+        "not exported q_absorb 1x512x128-b16: batch=16: a batched GEMM runs "
+        "catlass's Gemm::Kernel::BatchedMatmul (examples/01_batched_matmul), "
+        "which the npu backend does not render")
+    assert exports.not_exported == ["q_absorb 1x512x128-b16"]
+    assert exports.closing_line(2) == ("not exported 1 of 2 kernels: q_absorb 1x512x128-b16 "
+                                       "(each line above says why)")
     assert [p.name for p in tmp_path.iterdir()] == ["single_1x512x128.h"]

@@ -117,37 +117,51 @@ def counterparts(problem: DecodeAttention | PrefillAttention,
     )
 
 
+def problem_reason(problem: DecodeAttention | PrefillAttention | MlaDecodeAttention,
+                   dtype: str, profile: SocProfile) -> str | None:
+    """Why catlass's flash attention cannot run ``problem`` whatever the tiling, or None:
+    every refusal here is about the problem, the dtype or the SoC, none about a tiling."""
+    try:
+        arch = arch_for(profile)
+    except CatlassArgError as exc:
+        return str(exc)
+    if not isinstance(problem, DecodeAttention | PrefillAttention):
+        return ("MLA: catlass's MLA kernel (examples/19_mla) is not rendered; "
+                "the knowledge base entry carries its tiling")
+    if isinstance(problem, PrefillAttention) and problem.window is not None:
+        return (f"sliding window {problem.window}: catlass's flash attention "
+                "has no band mask (fai_kernel.cpp: none or causal)")
+    if isinstance(problem, PrefillAttention) and problem.v_head_dim is not None:
+        return (f"V width {problem.v_head_dim} beside head_dim {problem.head_dim}: catlass's "
+                "flash attention takes one head width for Q, K and V")
+    if dtype not in ELEMENTS:
+        return f"dtype {dtype}: catlass's flash attention implements {sorted(ELEMENTS)}"
+    if problem.head_dim % FRACTAL:
+        return (f"head_dim {problem.head_dim}: catlass's flash attention "
+                f"needs a multiple of {FRACTAL}")
+    l1_bytes = 2 * (Q_ROWS + STAGES * KV_STEP) * _round_up(problem.head_dim, FRACTAL) * 2
+    if l1_bytes > arch.l1:  # QK and PV blocks each: L1A + STAGES x L1B (fai_kernel.cpp)
+        return (f"head_dim {problem.head_dim}: catlass's QK and PV L1 tiles "
+                f"take {l1_bytes // 1024} KiB, L1 has {arch.l1 // 1024} KiB")
+    if isinstance(problem, DecodeAttention) and problem.page_tokens != PAGE_TOKENS:
+        return (f"page_tokens {problem.page_tokens}: catlass's flash attention runs "
+                f"{PAGE_TOKENS}-token pages only (fai_tiling.cpp)")
+    return None
+
+
 def fai_args(problem: DecodeAttention | PrefillAttention | MlaDecodeAttention,
              config: Mapping[str, Any],
              dtype: str, profile: SocProfile) -> FaiArgs:
     """The instantiation for ``problem`` under ``config``; CatlassArgError (one line) when
-    catlass's kernel cannot run the problem at all."""
+    catlass's kernel cannot run the problem at all (:func:`problem_reason`) or the config
+    lacks a tuned parameter. Every tiling of the problem's space has an instantiation:
+    catlass fixes its tiles in code, the tuned values ride along as constants."""
+    why = problem_reason(problem, dtype, profile)
+    if why is not None:
+        raise CatlassArgError(why)
+    assert isinstance(problem, DecodeAttention | PrefillAttention)
     arch = arch_for(profile)
-    if not isinstance(problem, DecodeAttention | PrefillAttention):
-        raise CatlassArgError("MLA: catlass's MLA kernel (examples/19_mla) is not rendered; "
-                              "the knowledge base entry carries its tiling")
-    if isinstance(problem, PrefillAttention) and problem.window is not None:
-        raise CatlassArgError(f"sliding window {problem.window}: catlass's flash attention "
-                              "has no band mask (fai_kernel.cpp: none or causal)")
-    if isinstance(problem, PrefillAttention) and problem.v_head_dim is not None:
-        raise CatlassArgError(f"V width {problem.v_head_dim} beside head_dim "
-                              f"{problem.head_dim}: catlass's flash attention takes one "
-                              "head width for Q, K and V")
-    if dtype not in ELEMENTS:
-        raise CatlassArgError(f"dtype {dtype}: catlass's flash attention implements "
-                              f"{sorted(ELEMENTS)}")
-    if problem.head_dim % FRACTAL:
-        raise CatlassArgError(f"head_dim {problem.head_dim}: catlass's flash attention "
-                              f"needs a multiple of {FRACTAL}")
-    l1_bytes = 2 * (Q_ROWS + STAGES * KV_STEP) * _round_up(problem.head_dim, FRACTAL) * 2
-    if l1_bytes > arch.l1:  # QK and PV blocks each: L1A + STAGES x L1B (fai_kernel.cpp)
-        raise CatlassArgError(f"head_dim {problem.head_dim}: catlass's QK and PV L1 tiles "
-                              f"take {l1_bytes // 1024} KiB, L1 has {arch.l1 // 1024} KiB")
     if isinstance(problem, DecodeAttention):
-        if problem.page_tokens != PAGE_TOKENS:
-            raise CatlassArgError(f"page_tokens {problem.page_tokens}: catlass's flash "
-                                  f"attention runs {PAGE_TOKENS}-token pages only "
-                                  "(fai_tiling.cpp)")
         phase, paged, mask = "decode", True, MASK_NONE
         names = ("kv_split", "block_tile", "l1_tile", "l0_tile", "pipeline")
     else:

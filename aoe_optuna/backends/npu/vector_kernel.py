@@ -31,22 +31,31 @@ DECLARATIONS = {"tile_len": "TILE_LEN", "cores": "CORES", "double_buffer": "BUFF
                 "fused": "FUSED"}
 
 
+def problem_reason(op: VectorOp) -> str | None:
+    """Why the kernel cannot run ``op`` whatever the tiling (its kind, dtype or row
+    width), or None."""
+    if op.kind not in KIND_CODES:
+        return (f"vector kernel {op.kind!r}: the Ascend C kernel implements "
+                f"{sorted(KIND_CODES)}")
+    if op.dtype not in INPUT_TYPES:
+        return f"dtype {op.dtype}: the vector kernel implements {sorted(INPUT_TYPES)} only"
+    if op.width % ALIGN_ELEMENTS:
+        return (f"{op.label}: width {op.width} is not a multiple of "
+                f"{ALIGN_ELEMENTS} elements (whole 32-byte copies)")
+    if op.kind == "rope" and (op.width % op.head_dim or op.head_dim % (2 * ALIGN_ELEMENTS)):
+        return (f"{op.label}: rope needs whole heads of a multiple of "
+                f"{2 * ALIGN_ELEMENTS} (head_dim {op.head_dim})")
+    return None
+
+
 def vector_values(op: VectorOp, config: Mapping[str, Any],
                   profile: SocProfile) -> dict[str, str]:
     """Declaration -> literal for ``op`` under ``config``; RenderError (one line) when the
-    config is not a feasible point of the op's space or the kernel cannot run the op."""
-    if op.kind not in KIND_CODES:
-        raise RenderError(f"vector kernel {op.kind!r}: the Ascend C kernel implements "
-                          f"{sorted(KIND_CODES)}")
-    if op.dtype not in INPUT_TYPES:
-        raise RenderError(f"dtype {op.dtype}: the vector kernel implements "
-                          f"{sorted(INPUT_TYPES)} only")
-    if op.width % ALIGN_ELEMENTS:
-        raise RenderError(f"{op.label}: width {op.width} is not a multiple of "
-                          f"{ALIGN_ELEMENTS} elements (whole 32-byte copies)")
-    if op.kind == "rope" and (op.width % op.head_dim or op.head_dim % (2 * ALIGN_ELEMENTS)):
-        raise RenderError(f"{op.label}: rope needs whole heads of a multiple of "
-                          f"{2 * ALIGN_ELEMENTS} (head_dim {op.head_dim})")
+    kernel cannot run the op (:func:`problem_reason`) or the config is not a feasible
+    point of the op's space (its rules are the kernel's: every feasible tiling renders)."""
+    why = problem_reason(op)
+    if why is not None:
+        raise RenderError(why)
     space = vector_space(profile, op)
     missing = [n for n in space.names if n not in config]
     if missing:

@@ -10,10 +10,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError
-from aoe_optuna.backends.npu.catlass_fai import fai_args, render_fai_header
+from aoe_optuna.backends.npu.catlass_fai import fai_args, problem_reason, render_fai_header
 from aoe_optuna.export.catlass_header import provenance
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import SocProfile
+
+
+def fai_problem_reason(phase: str, problem: Any, dtype: str,
+                       profile: SocProfile) -> str | None:
+    """Why catlass's flash attention has no kernel for ``problem`` whatever the tiling,
+    as the export's one line says it (naming ``phase``); None where it has one."""
+    why = problem_reason(problem, dtype, profile)
+    return None if why is None else f"{phase} attention: {why}"
 
 
 def render_fai(phase: str, problem: Any, dtype: str, config: Mapping[str, Any],

@@ -19,7 +19,7 @@ from aoe_optuna.backends.simulator.decode_attention import roofline_s as model_r
 from aoe_optuna.export.kb import ATTENTION_OP
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.operators.kinds.attention_render import render_fai
+from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
 from aoe_optuna.space.attention_space import attention_space, config_of, tiling_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
 from aoe_optuna.space.search_space import SearchSpace
@@ -76,6 +76,9 @@ class DecodeAttentionKind:
 
     def flops(self, p: DecodeAttention) -> float:
         return p.flops
+
+    def no_kernel(self, p: DecodeAttention, dtype: str, profile: SocProfile) -> str | None:
+        return fai_problem_reason("decode", p, dtype, profile)
 
     def render(self, p: DecodeAttention, dtype: str, config: Mapping[str, Any],
                profile: SocProfile, info: ExportInfo | None) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from aoe_optuna.backends.simulator.mla_attention import roofline_s as model_roof
 from aoe_optuna.export.kb import MLA_ATTENTION_OP
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.operators.kinds.attention_render import render_fai
+from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
 from aoe_optuna.space.mla_attention import MlaDecodeAttention, catlass_default_tiling
 from aoe_optuna.space.mla_attention_space import config_of, mla_attention_space, tiling_of
 from aoe_optuna.space.search_space import SearchSpace
@@ -76,6 +76,9 @@ class MlaAttentionKind:
 
     def flops(self, p: MlaDecodeAttention) -> float:
         return p.flops
+
+    def no_kernel(self, p: MlaDecodeAttention, dtype: str, profile: SocProfile) -> str | None:
+        return fai_problem_reason("decode", p, dtype, profile)
 
     def render(self, p: MlaDecodeAttention, dtype: str, config: Mapping[str, Any],
                profile: SocProfile, info: ExportInfo | None) -> tuple[str, str]:

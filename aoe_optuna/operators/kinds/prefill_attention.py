@@ -19,7 +19,7 @@ from aoe_optuna.backends.simulator.prefill_attention import roofline_s as model_
 from aoe_optuna.export.kb import PREFILL_ATTENTION_OP
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.operators.kinds.attention_render import render_fai
+from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
 from aoe_optuna.space.prefill_attention import PrefillAttention, cann_default_tiling
 from aoe_optuna.space.prefill_attention_space import (
     config_of,
@@ -94,6 +94,9 @@ class PrefillAttentionKind:
 
     def flops(self, p: PrefillAttention) -> float:
         return p.flops
+
+    def no_kernel(self, p: PrefillAttention, dtype: str, profile: SocProfile) -> str | None:
+        return fai_problem_reason("prefill", p, dtype, profile)
 
     def render(self, p: PrefillAttention, dtype: str, config: Mapping[str, Any],
                profile: SocProfile, info: ExportInfo | None) -> tuple[str, str]:

@@ -77,8 +77,14 @@ class LayerKind(OperatorKind, Protocol):
     def model(self, profile: SocProfile, problem: Any) -> Callable[[Mapping[str, Any]], float]:
         """Seconds of one call under a feasible config: the simulator's model."""
         ...
+    def no_kernel(self, problem: Any, dtype: str, profile: SocProfile) -> str | None:
+        """Why the npu backend renders no kernel for ``problem`` whatever the tiling (a
+        problem, dtype or SoC its kernel lacks), in one line; None where it renders one,
+        and then every feasible tiling of :meth:`space` renders."""
+        ...
     def render(self, problem: Any, dtype: str, config: Mapping[str, Any], profile: SocProfile,
                info: ExportInfo | None) -> tuple[str, str]:
         """The kernel source the npu backend renders for ``config`` and one line saying
-        what it is; :class:`~aoe_optuna.export.kernel_source.ExportError` where it cannot."""
+        what it is; :class:`~aoe_optuna.export.kernel_source.ExportError` where it cannot
+        (for a feasible tiling: only where :meth:`no_kernel` says why)."""
         ...

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aoe_optuna.backends.npu.gemm_kernel import RenderError
-from aoe_optuna.backends.npu.vector_kernel import render_vector_kernel
+from aoe_optuna.backends.npu.vector_kernel import problem_reason, render_vector_kernel
 from aoe_optuna.backends.simulator.vector_ops import floor_s, vector_op_cost
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, config_text, export_header
 from aoe_optuna.hardware.profile import SocProfile
@@ -71,6 +71,9 @@ class VectorKind:
 
     def flops(self, p: VectorOp) -> None:
         return None
+
+    def no_kernel(self, p: VectorOp, dtype: str, profile: SocProfile) -> str | None:
+        return problem_reason(p)
 
     def render(self, p: VectorOp, dtype: str, config: Mapping[str, Any], profile: SocProfile,
                info: ExportInfo | None) -> tuple[str, str]:
