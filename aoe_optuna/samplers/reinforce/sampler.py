@@ -237,16 +237,6 @@ class ReinforceSampler(ConstrainedSampler):
 
     # ---------------------------------------------------------- the sampler API
     @serialized
-    def infer_relative_search_space(
-        self, study: Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        space = self._space_for(study)
-        if space is None:
-            return {}
-        plain = self._plain_space(study)
-        return plain.distributions if plain is not None else space.distributions()
-
-    @serialized
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
