@@ -39,7 +39,7 @@ from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.process_liveness import pid_alive
 from aoe_optuna.space.constraints import Rule, compile_expression
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 # catlass's knobs at the values the C template stands for
 CATLASS_AT_DEFAULT = {"l1_k": 0, "swizzle_offset": 3, "swizzle_direction": 0, "preload": 0,

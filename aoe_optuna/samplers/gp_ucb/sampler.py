@@ -51,7 +51,7 @@ from aoe_optuna.space.search_space import SearchSpace
 if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
     from aoe_optuna.spec.loader import StudySpec
-    from aoe_optuna.workload.models import Workload
+    from aoe_optuna.workload.gemm import Workload
 
 _log = logging.getLogger(__name__)
 

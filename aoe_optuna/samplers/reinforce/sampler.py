@@ -56,7 +56,7 @@ from aoe_optuna.samplers.reinforce._replay import ObservationCache, ReplayCache,
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.samplers.value_grid import FLOAT_GRID_POINTS, snap, snap_int
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.gemm import Workload
 
 if TYPE_CHECKING:
     from aoe_optuna.spec.loader import StudySpec
