@@ -19,6 +19,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from aoe_optuna.process_liveness import pid_alive
+
 KERNEL_FILE_SYSTEMS = (Path("/proc"), Path("/sys"))
 
 
@@ -159,17 +161,6 @@ def _temp_prefix(path: Path) -> str:
 def host_name() -> str:
     """This host's name as it can sit between dots in a file name."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` runs here (one we may not signal still runs)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _keep_owner(tmp: str, target: Path) -> None:

@@ -30,7 +30,8 @@ from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Gemm, model_workload
+from aoe_optuna.workload.gemm import Gemm
+from aoe_optuna.workload.models import model_workload
 
 TILES = list(range(16, 257, 16))
 RECOMMENDED = {"tile_m": 128, "tile_k": 64, "tile_n": 256, "pipeline": 2}

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 if TYPE_CHECKING:
     from typing import Self
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
     from aoe_optuna.space.constraints import Rule
     from aoe_optuna.space.search_space import SearchSpace
-    from aoe_optuna.workload.models import Workload
+    from aoe_optuna.workload.gemm import Workload
 
 FailureKind = Literal["infeasible", "build", "runtime", "timeout", "accuracy", "unsupported"]
 # ``Measurement.extra`` key of a failure's full log (a compiler's whole output, a crashed

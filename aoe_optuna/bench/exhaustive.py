@@ -30,7 +30,7 @@ import numpy as np
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.backends.replay.kt_cache import RecordedSpace
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.gemm import Workload
 
 DEFAULT_CACHE = Path.home() / ".cache" / "aoe_optuna" / "exhaustive"
 FORMAT_VERSION = 2  # 2: the catlass-calibrated simulator (other costs than 1)

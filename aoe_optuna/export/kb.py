@@ -44,7 +44,7 @@ from aoe_optuna.space.params import (
     to_code,
 )
 from aoe_optuna.study.redact import redact_url
-from aoe_optuna.workload.models import MAX_DIM
+from aoe_optuna.workload.gemm import MAX_DIM
 from aoe_optuna.workload.vector_ops import KINDS as VECTOR_KINDS
 
 FORMAT = "aoe-kb"

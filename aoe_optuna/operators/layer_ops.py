@@ -21,7 +21,7 @@ from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.operators.kinds.protocol import LayerKind, Problem
 from aoe_optuna.operators.kinds.registry import kind_of, kind_of_plan
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.gemm import Workload
 
 MODELLED_BY = "simulator"  # the one backend whose models time these kernels
 

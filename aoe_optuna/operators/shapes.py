@@ -22,8 +22,7 @@ from aoe_optuna.operators.kinds.gemm import GemmKind
 from aoe_optuna.operators.kinds.protocol import OperatorKind
 from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
-from aoe_optuna.workload.gemm import GemmKey
-from aoe_optuna.workload.models import Gemm, Workload
+from aoe_optuna.workload.gemm import Gemm, GemmKey, Workload
 
 
 class Operator(Protocol):

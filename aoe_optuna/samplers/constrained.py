@@ -2,7 +2,9 @@
 
 Both draw their seed by one rule, hand a parameter outside their space to a
 seeded RandomSampler, record ``constraints_func``'s values as Optuna's own
-samplers do, and read a study's space from the spec aoe-tune stored in it.
+samplers do, read a study's space from the spec aoe-tune stored in it, and
+report their relative search space by one rule (a plain study's own
+distributions, else the space's).
 Neither reads anything else from that spec: the workload and SoC that shape
 their models are passed in (``from_spec``), and a GEMM tiling space without
 them is said once, in one warning line.
@@ -10,17 +12,20 @@ them is said once, in one warning line.
 
 from __future__ import annotations
 
+import abc
 import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.samplers._base import _process_constraints_after_trial
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.samplers.plain_space import PlainSpace
 from aoe_optuna.samplers.seeding import resolve_seed
 from aoe_optuna.space.params import TILE_NAMES
 from aoe_optuna.space.search_space import SearchSpace
@@ -75,6 +80,33 @@ class ConstrainedSampler(BaseSampler):
                 return None
             self._stored[key] = space
         return self._stored[key]
+
+    @abc.abstractmethod
+    def _space_for(self, study: Study) -> SearchSpace | None:
+        """The space searched in ``study``: given, stored, or inferred (None before a
+        plain study's first finished trial)."""
+
+    @abc.abstractmethod
+    def _plain_space(self, study: Study) -> PlainSpace | None:
+        """The space inferred from a plain study's trials (None where none is)."""
+
+    def _plain_distributions(
+        self, study: Study, space: SearchSpace
+    ) -> dict[str, BaseDistribution] | None:
+        """The study's own distributions where ``space`` was inferred from them."""
+        plain = self._plain_space(study)
+        return plain.distributions if plain is not None and plain.space is space else None
+
+    @serialized
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        """The space's distributions; a plain study's own where its space was inferred from
+        them, so a log-int stays log and a float stays a float for Optuna."""
+        space = self._space_for(study)
+        if space is None:
+            return {}
+        return self._plain_distributions(study, space) or space.distributions()
 
     def _warn_without_workload(self, space: SearchSpace, what: str) -> None:
         """Say once that a GEMM tiling space runs without the workload's ``what``."""

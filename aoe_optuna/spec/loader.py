@@ -81,7 +81,7 @@ from aoe_optuna.spec.space import (
     parse_params,
 )
 from aoe_optuna.spec.workload import DEFAULT_MODEL, parse_workload, study_name_part
-from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.gemm import Workload
 
 __all__ = ["SpecError", "StudySpec", "load_spec", "spec_from_dict"]
 

@@ -29,14 +29,8 @@ from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.buckets import serving_workload
 from aoe_optuna.workload.files import WorkloadFileError
 from aoe_optuna.workload.forward import AttentionShape
-from aoe_optuna.workload.models import (
-    MAX_DIM,
-    MODELS,
-    Gemm,
-    Workload,
-    builtin_architecture,
-    single_gemm,
-)
+from aoe_optuna.workload.gemm import MAX_DIM, Gemm, Workload, single_gemm
+from aoe_optuna.workload.models import MODELS, builtin_architecture
 from aoe_optuna.workload.vector_ops import VectorOp
 
 SOURCES = ("gemm", "model", "hf_config", "shapes", "msprof")

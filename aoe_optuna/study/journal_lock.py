@@ -38,7 +38,8 @@ from collections.abc import Callable
 from optuna.exceptions import StorageInternalError
 from optuna.storages.journal import JournalFileSymlinkLock
 
-from aoe_optuna.atomic_write import host_name, pid_alive
+from aoe_optuna.atomic_write import host_name
+from aoe_optuna.process_liveness import pid_alive
 
 ANNOUNCE_AFTER_S = 0.5  # a lock is held for milliseconds; longer is worth a line
 LONGEST_SLEEP_S = 0.1

@@ -56,7 +56,7 @@ from aoe_optuna.study.artifacts import upload_trial_text
 from aoe_optuna.study.faults import fault_point
 from aoe_optuna.study.late import EndedElsewhere, hand_over
 from aoe_optuna.study.recovery import trial_config
-from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.gemm import Workload
 
 if TYPE_CHECKING:
     from aoe_optuna.spec.loader import StudySpec

@@ -54,6 +54,7 @@ from aoe_optuna.attrs import (
     SPEC_ATTR,
     WORKER_ATTR,
 )
+from aoe_optuna.process_liveness import same_process, start_ticks, stopped
 from aoe_optuna.spec.format import SpecError
 from aoe_optuna.spec.loader import spec_from_dict
 
@@ -63,7 +64,7 @@ MAX_RETRY = 3  # retries of one config after its trial died, on every recovery p
 def worker_identity() -> dict[str, object]:
     """Host, pid and the pid's start time (pids are reused; the pair is not)."""
     me = os.getpid()
-    return {"host": socket.gethostname(), "pid": me, "started": _start_ticks(me)}
+    return {"host": socket.gethostname(), "pid": me, "started": start_ticks(me)}
 
 
 class WorkerTaggingSampler(optuna.samplers.BaseSampler):
@@ -107,40 +108,6 @@ class WorkerTaggingSampler(optuna.samplers.BaseSampler):
 
     def reseed_rng(self) -> None:
         self.inner.reseed_rng()
-
-
-def _stat_fields(pid: int) -> list[str]:
-    """The fields of /proc/<pid>/stat after the command name (Linux), else []."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-    except OSError:
-        return []
-    return stat[stat.rfind(")") + 2 :].split()
-
-
-def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux /proc), else None."""
-    fields = _stat_fields(pid)
-    return int(fields[19]) if len(fields) > 19 else None
-
-
-def _stopped(pid: int) -> bool:
-    """The process is stopped (SIGSTOP, Ctrl-Z, a debugger): alive, but doing nothing."""
-    fields = _stat_fields(pid)
-    return bool(fields) and fields[0] in ("T", "t")
-
-
-def _alive(pid: int, started: object) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if isinstance(started, int):
-        return _start_ticks(pid) == started  # same pid, other process: the worker is dead
-    return True
 
 
 ORPHAN_AFTER_S = 60.0
@@ -321,7 +288,7 @@ def owner_text(trial: FrozenTrial) -> str:
     if isinstance(who, dict):
         pid = who.get("pid")
         here = who.get("host") == socket.gethostname()
-        paused = " (stopped)" if here and isinstance(pid, int) and _stopped(pid) else ""
+        paused = " (stopped)" if here and isinstance(pid, int) and stopped(pid) else ""
         return f"pid {pid} on {who.get('host')}{paused}"
     return "no aoe-tune worker (optuna ask?)"
 
@@ -336,7 +303,7 @@ def held_elsewhere(trial: FrozenTrial) -> bool:
     if not isinstance(who, dict) or who.get("host") != socket.gethostname():
         return True
     pid = who.get("pid")
-    return not isinstance(pid, int) or not _alive(pid, who.get("started")) or _stopped(pid)
+    return not isinstance(pid, int) or not same_process(pid, who.get("started")) or stopped(pid)
 
 
 def _has_heartbeat(study: optuna.Study, trial: FrozenTrial) -> bool:
@@ -365,7 +332,8 @@ def sweep_dead_trials(study: optuna.Study, stale_after_s: float | None = None) -
             continue
         if isinstance(who, dict) and who.get("host") == here:
             pid = who.get("pid")
-            if not isinstance(pid, int) or pid == os.getpid() or _alive(pid, who.get("started")):
+            if (not isinstance(pid, int) or pid == os.getpid()
+                    or same_process(pid, who.get("started"))):
                 continue
             if finish_dead_trial(study, trial, f"worker pid {pid} on {here} died"):
                 swept.append(trial.number)

@@ -1,19 +1,21 @@
 """The built-in model table, and the workload of one of its models (or of any
 :class:`~aoe_optuna.workload.architecture.Architecture`).
 
-``Gemm``, ``Workload`` and ``single_gemm`` live in gemm.py and are re-exported
-here, where the rest of the package has always imported them from.
+``Gemm``, ``Workload`` and ``single_gemm`` are gemm.py's: import them from there.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.architecture import Architecture, from_table
 from aoe_optuna.workload.forward import forward_workload
-from aoe_optuna.workload.gemm import MAX_DIM, Gemm, Workload, single_gemm
 
-__all__ = ["MAX_DIM", "MODELS", "QWEN25_7B", "Gemm", "Workload", "builtin_architecture",
-           "model_workload", "single_gemm"]
+if TYPE_CHECKING:
+    from aoe_optuna.workload.gemm import Workload
+
+__all__ = ["MODELS", "QWEN25_7B", "builtin_architecture", "model_workload"]
 
 # Qwen2.5-7B (config.json of Qwen/Qwen2.5-7B-Instruct, as quoted in the reference).
 QWEN25_7B = {

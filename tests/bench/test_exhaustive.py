@@ -18,7 +18,7 @@ from aoe_optuna.bench.exhaustive import (
     simulator_exhaustive,
     store_cached,
 )
-from aoe_optuna.workload.models import Gemm, Workload
+from aoe_optuna.workload.gemm import Gemm, Workload
 
 
 def test_replay_exhaustive_sorted_costs_and_failures(tmp_path):

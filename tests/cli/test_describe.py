@@ -12,7 +12,7 @@ from aoe_optuna.cli.main import main
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config, to_code
 from aoe_optuna.space.presets import CATLASS_DEFAULT
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 
 def _spec(tmp_path: Path) -> Path:

@@ -4,7 +4,7 @@ import pytest
 
 from aoe_optuna.operators.shapes import operator_shapes, shape_spec, step_latencies
 from aoe_optuna.spec.loader import spec_from_dict
-from aoe_optuna.workload.models import Gemm, Workload
+from aoe_optuna.workload.gemm import Gemm, Workload
 
 
 def workload() -> Workload:

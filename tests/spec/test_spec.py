@@ -20,7 +20,7 @@ from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import SpecError, load_spec, spec_from_dict
-from aoe_optuna.workload.models import MAX_DIM
+from aoe_optuna.workload.gemm import MAX_DIM
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 TILES = list(range(16, 257, 16))

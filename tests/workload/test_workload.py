@@ -8,7 +8,8 @@ import pytest
 from aoe_optuna.backends.simulator.backend import AscendSimulator
 from aoe_optuna.hardware.profile import DTYPE_BYTES, load_profile
 from aoe_optuna.space.params import default_config, to_code
-from aoe_optuna.workload.models import QWEN25_7B, Gemm, model_workload, single_gemm
+from aoe_optuna.workload.gemm import Gemm, single_gemm
+from aoe_optuna.workload.models import QWEN25_7B, model_workload
 
 
 @pytest.fixture(scope="module")

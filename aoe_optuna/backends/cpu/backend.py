@@ -36,9 +36,10 @@ from aoe_optuna.backends.kernel_build import (
 )
 from aoe_optuna.backends.kernel_build.toolchain import ToolchainError
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.process_liveness import pid_alive
 from aoe_optuna.space.constraints import Rule, compile_expression
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 # catlass's knobs at the values the C template stands for
 CATLASS_AT_DEFAULT = {"l1_k": 0, "swizzle_offset": 3, "swizzle_direction": 0, "preload": 0,
@@ -260,18 +261,9 @@ def remove_orphaned_work_dirs(tmp: str | None = None) -> int:
     removed = 0
     for path in Path(tmp or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
         pid_text = path.name[len(TEMP_PREFIX):].split("-", 1)[0]
-        if not pid_text.isdigit() or not path.is_dir() or _alive(int(pid_text)):
+        if not pid_text.isdigit() or not path.is_dir() or pid_alive(int(pid_text)):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed += 1
     return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -69,7 +69,7 @@ from aoe_optuna.backends.npu.results import (
     measurement_from_msprof,
 )
 from aoe_optuna.hardware.profile import SocProfile
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 OPTIONS: dict[str, Any] = {
     "cann": None,  # toolkit; None: $ASCEND_HOME_PATH, $ASCEND_TOOLKIT_HOME, default places

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from aoe_optuna.backends.npu import toolkit_layout as layout
 from aoe_optuna.backends.npu.cann import CannToolkit
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 ARTIFACT = "out"  # the installed tree: out/bin/gemm_bench, out/lib/lib<kernel>_<mode>.so
 BENCH = Path("bin") / "gemm_bench"

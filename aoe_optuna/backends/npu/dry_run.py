@@ -47,7 +47,7 @@ from aoe_optuna.backends.npu.render import render_project, unsupported_reason, v
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 PLACEHOLDER_HOME = Path("$ASCEND_HOME_PATH")
 # Variables the backend sets; PATH and LD_LIBRARY_PATH keep the user's value behind ours.

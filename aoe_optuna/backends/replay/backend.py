@@ -45,7 +45,7 @@ from aoe_optuna.backends.replay.kt_cache import (
 from aoe_optuna.space.constraints import Columns
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Gemm, Workload
+from aoe_optuna.workload.gemm import Gemm, Workload
 
 OPTIONS = ("path", "objective", "recorded_only")
 OBJECTIVES = ("time",)  # milliseconds, lower is better

@@ -43,7 +43,7 @@ from aoe_optuna.backends.simulator.geometry import Geometry, block_geometry
 from aoe_optuna.hardware.capacity import element_bytes, hardware_rules, l1_stages, l1_tile_k
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.params import KNOWN_PARAMS, canonical_value, default_config, to_code
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 # The fixed cost ("head") of a cube-only kernel: starting every core and ending the
 # task, whatever the tiling. Fitted with the streaming costs to the published 910B

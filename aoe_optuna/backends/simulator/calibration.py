@@ -22,7 +22,7 @@ from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import Param, to_code
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 TILES = tuple(range(16, 257, 16))
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 INT8_LEVELS = 127
 

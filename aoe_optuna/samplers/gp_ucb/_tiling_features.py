@@ -35,7 +35,7 @@ import numpy as np
 from aoe_optuna.samplers.constrained import is_gemm_tiling
 from aoe_optuna.space.params import TILE_NAMES
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 FEATURE_NAMES = ("fill_m", "fill_k", "fill_n", "core_fill")
 

@@ -42,7 +42,7 @@ from aoe_optuna.samplers.gp_ucb.settings import (
     ResolvedFailures,
     SearchSettings,
 )
-from aoe_optuna.samplers.plain_space import PlainSpaces
+from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
 from aoe_optuna.samplers.settings import settings_of
 from aoe_optuna.samplers.torch_threads import one_torch_thread
 from aoe_optuna.samplers.value_grid import snap
@@ -51,7 +51,7 @@ from aoe_optuna.space.search_space import SearchSpace
 if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
     from aoe_optuna.spec.loader import StudySpec
-    from aoe_optuna.workload.models import Workload
+    from aoe_optuna.workload.gemm import Workload
 
 _log = logging.getLogger(__name__)
 
@@ -152,10 +152,8 @@ class GPUCBSampler(ConstrainedSampler):
         plain = self._plain(study)
         return None if plain is None else plain.space
 
-    def _plain_distributions(self, study: Study, space: SearchSpace) -> dict | None:
-        """The study's own distributions where ``space`` was inferred from them."""
-        plain = self._plain(study)
-        return plain.distributions if plain is not None and plain.space is space else None
+    def _plain_space(self, study: Study) -> PlainSpace | None:
+        return self._plain(study)
 
     def _failures_for(self, study: Study, space: SearchSpace) -> ResolvedFailures | None:
         """The failure model of ``space``, "auto" resolved once (:meth:`FailureModel.resolve`).
@@ -194,15 +192,6 @@ class GPUCBSampler(ConstrainedSampler):
         return self._sources[id(space)]
 
     # ------------------------------------------------------- BaseSampler API
-    @serialized
-    def infer_relative_search_space(
-        self, study: Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        space = self._space_for(study)
-        if space is None:
-            return {}
-        return self._plain_distributions(study, space) or space.distributions()
-
     @serialized
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.workload.models import Gemm, Workload
+from aoe_optuna.workload.gemm import Gemm, Workload
 
 FEATURE_VERSION = 1
 _DTYPES = tuple(DTYPE_BYTES)  # fp16, bf16, fp32, int8

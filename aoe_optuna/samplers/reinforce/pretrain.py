@@ -41,7 +41,7 @@ from aoe_optuna.samplers.reinforce._policy_file import convert_pickled_policy, s
 from aoe_optuna.samplers.reinforce._propose import draw_batch
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.gemm import Workload
 
 DEFAULT_SPEC = "studies/qwen25_7b_decode_910b2.json"
 DEFAULT_SOCS = ("Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4")

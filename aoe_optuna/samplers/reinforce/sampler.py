@@ -56,7 +56,7 @@ from aoe_optuna.samplers.reinforce._replay import ObservationCache, ReplayCache,
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.samplers.value_grid import FLOAT_GRID_POINTS, snap, snap_int
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Workload
+from aoe_optuna.workload.gemm import Workload
 
 if TYPE_CHECKING:
     from aoe_optuna.spec.loader import StudySpec
@@ -236,16 +236,6 @@ class ReinforceSampler(ConstrainedSampler):
         return self._cache
 
     # ---------------------------------------------------------- the sampler API
-    @serialized
-    def infer_relative_search_space(
-        self, study: Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        space = self._space_for(study)
-        if space is None:
-            return {}
-        plain = self._plain_space(study)
-        return plain.distributions if plain is not None else space.distributions()
-
     @serialized
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]

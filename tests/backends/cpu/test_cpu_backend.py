@@ -21,7 +21,7 @@ from aoe_optuna.backends.cpu.kernel import (
 from aoe_optuna.backends.kernel_build import toolchain_id
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import ParamError, default_config
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 SMALL = Gemm(M=40, K=72, N=56, dtype="fp16")  # not multiples of the tiles: edges run too
 FAST = {"min_repeats": 2, "max_repeats": 5, "max_seconds": 0.2}

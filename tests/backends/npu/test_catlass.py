@@ -39,7 +39,7 @@ from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE
 from aoe_optuna.backends.npu.render import kernel_values, render_project, unsupported_reason
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 PROFILE = load_profile("Ascend910B3")
 

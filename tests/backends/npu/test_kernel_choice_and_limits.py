@@ -21,7 +21,7 @@ from aoe_optuna.backends.npu.limits import MAX_DIM, STRIDE_LIMIT, copy_plan, sha
 from aoe_optuna.backends.npu.render import RUN_MODES, render_project, template_text
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 from tests.backends.npu.toolkit_trees import SOC, make_catlass, make_toolkit
 
 PROFILE = load_profile(SOC)

@@ -40,7 +40,7 @@ from aoe_optuna.backends.npu.results import (
 )
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 from tests.backends.npu.toolkit_trees import make_toolkit
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 BASELINE = {"tile_m": np.array([128]), "tile_k": np.array([64]), "tile_n": np.array([256]),
             "pipeline": np.array([2]), "l1_prefetch": np.array([1]),

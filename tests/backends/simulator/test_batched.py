@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 from tests.backends.simulator.seed_fixtures import one
 
 

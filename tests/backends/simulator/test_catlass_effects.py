@@ -14,7 +14,7 @@ from aoe_optuna.backends.simulator.published import (
 )
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config, to_code
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 
 @pytest.fixture(scope="module")

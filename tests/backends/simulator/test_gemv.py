@@ -12,7 +12,7 @@ import pytest
 
 from aoe_optuna.backends.simulator import gemv
 from aoe_optuna.hardware.profile import load_profile
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 from tests.backends.simulator.seed_fixtures import one
 
 # hicann/catlass examples/04_gemv_aiv/01_fp16_cm_gemv_aiv/batch_prof_data.csv (commit

@@ -11,7 +11,8 @@ from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import KNOWN_PARAMS, Param, default_config
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Gemm, model_workload
+from aoe_optuna.workload.gemm import Gemm
+from aoe_optuna.workload.models import model_workload
 
 TILES = list(range(16, 257, 16))
 PUBLISHED_TFLOPS = {2048: 251.0, 4096: 314.5, 8192: 305.5}  # torch_npu on 910B2 (reference)
@@ -336,7 +337,7 @@ def test_missing_columns_take_their_defaults(sim):
 def test_remeasure_draws_fresh_noise_and_draw_zero_is_the_first_timing() -> None:
     from aoe_optuna.backends.simulator.backend import AscendSimulator
     from aoe_optuna.space.params import default_config
-    from aoe_optuna.workload.models import Gemm
+    from aoe_optuna.workload.gemm import Gemm
 
     profile = load_profile("Ascend910B2")
     gemm = Gemm(16, 3584, 4608)

@@ -12,7 +12,7 @@ from aoe_optuna.samplers.gp_ucb._targets import gaussian_copula, standardised, t
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.models import Gemm
+from aoe_optuna.workload.gemm import Gemm
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
