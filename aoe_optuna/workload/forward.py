@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
@@ -67,7 +68,7 @@ def forward_workload(
     tp: int = 1,
     dtype: str = "fp16",
     attention_model: Callable[[AttentionShape], float] | None = None,
-    vector_model: Callable[[VectorOp], float] | None = None,
+    vector_model: Callable[[LayerProblem], float] | None = None,
     tuned: Collection[str] = (),
 ) -> Workload:
     """The forward step of ``arch``: decode (one new token per sequence) or prefill.
