@@ -29,7 +29,8 @@ from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
 from aoe_optuna.workload.layer_ops import LayerOpCall
-from aoe_optuna.workload.vector_ops import VectorOp, step_vector_ops
+from aoe_optuna.workload.moe_gating import step_gating
+from aoe_optuna.workload.vector_ops import step_vector_ops
 
 PHASES = ("decode", "prefill")
 
@@ -124,11 +125,13 @@ def forward_workload(
     extra = (2 * h if arch.post_norms else 0) + (
         (arch.q_heads + max(arch.kv_heads, tp)) * arch.head_dim // tp if arch.qk_norm else 0)
     act_bytes += layers * m * b * extra * 2
-    elementwise_s = act_bytes / bw
+    # Vector kernels with a roofline of their own, beside the activations' traffic above.
+    own = step_gating(arch, phase, batch, seq_len, dtype)
+    elementwise_s = act_bytes / bw + sum(n * op.roofline_s(profile) for op, n in own)
     if vector_model is not None:
         details["elementwise_roofline_s"] = elementwise_s
         calls = [(op, n, vector_model(op))
-                 for op, n in step_vector_ops(arch, phase, batch, seq_len, tp, dtype)]
+                 for op, n in step_vector_ops(arch, phase, batch, seq_len, tp, dtype) + own]
         elementwise_s = sum(n * seconds for _, n, seconds in calls)
         if "vector" in tuned:
             layer_ops += _vector_calls(calls, dtype)
@@ -148,7 +151,8 @@ def forward_workload(
     )
 
 
-def _vector_calls(calls: list[tuple[VectorOp, int, float]], dtype: str) -> list[LayerOpCall]:
+def _vector_calls(calls: list[tuple[LayerProblem, int, float]],
+                  dtype: str) -> list[LayerOpCall]:
     """Each vector kernel as a layer operator named by its kind (``swiglu_2`` for a
     second SwiGLU of another width: a model with dense and MoE layers)."""
     out: list[LayerOpCall] = []

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoe_optuna.backends.simulator import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.backends.simulator.moe_gating import best_gating_config, default_gating_cost
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
+from aoe_optuna.workload.moe_gating import MoeGating
 from aoe_optuna.workload.vector_ops import VectorOp
 
 CHARGES = ("default", "best")
@@ -49,6 +51,8 @@ LAYER_MODELS: dict[type, LayerModel] = {
     MlaDecodeAttention: _attention(mla_attention),
     VectorOp: LayerModel(lambda pr, op: default_vector_cost(pr, op)[1].total_s,
                          lambda pr, op: best_vector_config(pr, op)[1].total_s),
+    MoeGating: LayerModel(lambda pr, p: default_gating_cost(pr, p).total_s,
+                          lambda pr, p: best_gating_config(pr, p)[1].total_s),
 }
 
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aoe_optuna.operators.kinds import decode_attention, mla_attention, prefill_attention, vector
+from aoe_optuna.operators.kinds import (
+    decode_attention,
+    mla_attention,
+    moe_gating,
+    prefill_attention,
+    vector,
+)
 from aoe_optuna.operators.kinds.gemm import KIND as GEMM
 from aoe_optuna.operators.kinds.protocol import LayerKind
 
@@ -20,6 +26,7 @@ LAYER_KINDS: tuple[LayerKind, ...] = (
     mla_attention.KIND,
     prefill_attention.KIND,
     vector.KIND,
+    moe_gating.KIND,
 )
 
 _BY_PROBLEM: dict[type, LayerKind] = {k.problem_type: k for k in LAYER_KINDS}
