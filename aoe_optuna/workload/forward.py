@@ -78,7 +78,9 @@ def forward_workload(
     :class:`DecodeAttention`, for MLA an :class:`MlaDecodeAttention`, or, in
     prefill, a causal :class:`PrefillAttention`); None charges it at the roofline.
     ``vector_model`` likewise gives the seconds of one vector kernel (norms,
-    SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
+    SwiGLU, rope: :func:`step_vector_ops`; a MoE layer's gating:
+    :func:`~aoe_optuna.workload.moe_gating.step_gating`); None charges them at the
+    roofline.
     ``tuned`` names the parts (``attention``, ``vector``) whose calls the workload
     lists in ``layer_ops``, each with its model's charge, for an operator run to
     tune; a part needs its model.
