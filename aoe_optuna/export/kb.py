@@ -8,16 +8,15 @@ config of a shape; a shape that was never tuned gets the entry of the nearest
 tuned shape of the same SoC, op and dtype, nearness being the Euclidean distance
 between (log2 M, log2 K, log2 N): doubling a dimension costs 1 whatever its size.
 
-An attention or vector kernel entry (``kind`` "attention" or "vector";
-GEMM entries carry no ``kind``, so knowledge bases written before these kinds
-load unchanged) keys its problem instead of M, K, N and a layout: decode
-attention's (op ``decode_attention``) batch, heads, head_dim, context, page size
-and KV layout; MLA decode attention's (op ``mla_decode_attention``) batch, Q
-heads, latent rank, rope width, context and page size; prefill attention's (op
-``prefill_attention``) batch, heads, head_dim (and V's width where narrower),
-query and key lengths and causal mask; a vector kernel's rows and width (and
-rope's head_dim). :func:`lookup_layer_op` finds the exact problem;
-the C header holds the GEMM entries only.
+An attention or vector kernel entry (``kind`` "attention" or "vector": the step
+part of its problem; GEMM entries carry no ``kind``, so knowledge bases written
+before these kinds load unchanged) keys its problem instead of M, K, N and a
+layout: the fields its problem type lists for its op (``KB_FIELDS``; e.g. decode
+attention's, op ``decode_attention``: batch, heads, head_dim, context, page size
+and KV layout; a vector kernel's rows and width), for every problem the
+simulator models (:data:`~aoe_optuna.backends.simulator.layer_models.LAYER_MODELS`).
+:func:`lookup_layer_op` finds the exact problem; the C header holds the GEMM
+entries only.
 """
 
 from __future__ import annotations
@@ -33,8 +32,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aoe_optuna.atomic_write import write_atomic
+from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
 from aoe_optuna.hardware.profile import DTYPE_BYTES
-from aoe_optuna.space.decode_attention import KV_LAYOUTS
+from aoe_optuna.space.layer_problem import ProblemFields
 from aoe_optuna.space.params import (
     KNOWN_PARAMS,
     LAYOUTS,
@@ -45,25 +45,17 @@ from aoe_optuna.space.params import (
 )
 from aoe_optuna.study.redact import redact_url
 from aoe_optuna.workload.gemm import MAX_DIM
-from aoe_optuna.workload.vector_ops import KINDS as VECTOR_KINDS
 
 FORMAT = "aoe-kb"
 VERSION = 1
 KEY_FIELDS = ("soc", "op", "dtype", "M", "K", "N", "layout")
 Key = tuple[Any, ...]  # a GEMM's KEY_FIELDS; (soc, op, dtype, problem text) for the others
-LAYER_KINDS = ("attention", "vector")
-ATTENTION_OP = "decode_attention"
-PREFILL_ATTENTION_OP = "prefill_attention"
-MLA_ATTENTION_OP = "mla_decode_attention"
-ATTENTION_OPS = (ATTENTION_OP, PREFILL_ATTENTION_OP, MLA_ATTENTION_OP)
-# The problem fields of each op: integers >= 1, except kv_layout (a name) and causal (a bool).
-ATTENTION_PROBLEM = ("batch", "q_heads", "kv_heads", "head_dim", "context", "page_tokens",
-                     "kv_layout")
-PREFILL_PROBLEM = ("batch", "q_heads", "kv_heads", "head_dim", "seq_len", "kv_len", "causal")
-MLA_PROBLEM = ("batch", "q_heads", "kv_lora_rank", "qk_rope_head_dim", "context", "page_tokens")
-# Problem fields an op's entry may leave out (prefill's V width: absent, it is head_dim).
-OPTIONAL_PROBLEM = {PREFILL_ATTENTION_OP: ("v_head_dim", "window")}  # MLA prefill, sliding layers
-VECTOR_PROBLEM = ("rows", "width")
+# The problem fields of each non-GEMM op, as each problem the simulator models says
+# (its ``KB_FIELDS``, aoe_optuna.space.layer_problem), and the kinds (step parts) they
+# are filed under; adding a problem adds its ops here without a line of this module.
+PROBLEM_FIELDS: dict[str, ProblemFields] = {
+    op: fields for problem in LAYER_MODELS for op, fields in problem.KB_FIELDS.items()}
+LAYER_KINDS = tuple(sorted({f.part for f in PROBLEM_FIELDS.values()}))
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")  # soc, op, dtype: safe in file names and C strings
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
@@ -192,43 +184,39 @@ def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any
         raise KBError(f"{where}: missing {', '.join(missing)}")
     out: dict[str, Any] = {"kind": kind}
     out["soc"] = _checked(where, "soc", entry["soc"], _is_name, "a name of letters, digits, _.-")
-    ops = list(ATTENTION_OPS) if kind == "attention" else sorted(VECTOR_KINDS)
+    ops = [op for op, f in PROBLEM_FIELDS.items() if f.part == kind]
     out["op"] = _checked(where, "op", entry["op"], ops.__contains__, f"one of {ops}")
     out["dtype"] = _checked(where, "dtype", entry["dtype"], DTYPE_BYTES.__contains__,
                             f"one of {list(DTYPE_BYTES)}")
-    out["problem"] = _checked_problem(where, kind, out["op"], entry["problem"])
+    out["problem"] = _checked_problem(where, PROBLEM_FIELDS[out["op"]], entry["problem"])
     out["config"] = _checked_config(where, entry["config"])
     return _checked_result(entry, where, out)
 
 
-def _checked_problem(where: str, kind: str, op: str, problem: Any) -> dict[str, Any]:
-    if kind == "attention":
-        fields = {PREFILL_ATTENTION_OP: PREFILL_PROBLEM,
-                  MLA_ATTENTION_OP: MLA_PROBLEM}.get(op, ATTENTION_PROBLEM)
-    else:
-        fields = VECTOR_PROBLEM + (("head_dim",) if op == "rope" else ())
-    optional = tuple(f for f in OPTIONAL_PROBLEM.get(op, ()) if isinstance(problem, Mapping)
-                     and f in problem)
+def _checked_problem(where: str, spec: ProblemFields, problem: Any) -> dict[str, Any]:
+    fields = spec.fields
+    optional = tuple(f for f in spec.optional if isinstance(problem, Mapping) and f in problem)
     if not isinstance(problem, Mapping) or set(problem) != set(fields + optional):
-        extra = f" (and optionally {', '.join(OPTIONAL_PROBLEM[op])})" \
-            if op in OPTIONAL_PROBLEM else ""
+        extra = f" (and optionally {', '.join(spec.optional)})" if spec.optional else ""
         raise KBError(f"{where}: problem: expected an object with exactly "
                       f"{', '.join(fields)}{extra}, got {problem!r}")
     fields += optional
     out: dict[str, Any] = {}
     for name in fields:
-        if name == "kv_layout":
+        if name in spec.names:
+            names = spec.names[name]
             out[name] = _checked(where, f"problem.{name}", problem[name],
-                                 KV_LAYOUTS.__contains__, f"one of {list(KV_LAYOUTS)}")
-        elif name == "causal":
+                                 names.__contains__, f"one of {list(names)}")
+        elif name in spec.flags:
             out[name] = _checked(where, f"problem.{name}", problem[name],
                                  lambda v: isinstance(v, bool), "true or false")
         else:
             out[name] = _checked(where, f"problem.{name}", problem[name], _is_dim,
                                  f"an integer from 1 to {MAX_DIM}")
-    if op == PREFILL_ATTENTION_OP and out["causal"] and out["kv_len"] < out["seq_len"]:
-        raise KBError(f"{where}: problem.kv_len: expected at least seq_len {out['seq_len']} "
-                      f"under a causal mask, got {out['kv_len']}")
+    broken = spec.rule(out) if spec.rule is not None else None
+    if broken is not None:
+        name, expected = broken
+        raise KBError(f"{where}: problem.{name}: expected {expected}, got {out[name]!r}")
     return out
 
 

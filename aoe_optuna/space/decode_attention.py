@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from aoe_optuna.space.buffers import overflows
+from aoe_optuna.space.layer_problem import ProblemFields
 from aoe_optuna.space.paged_kv import tokens_per_unit
 
 if TYPE_CHECKING:
@@ -45,6 +46,13 @@ class DecodeAttention:
     head's ``page_tokens`` rows contiguous (one long run per page), BSND
     interleaves the heads token by token (a run of ``head_dim`` elements).
     """
+
+    part: ClassVar[str] = "attention"
+    kind: ClassVar[str] = "attention"
+    KB_OP: ClassVar[str] = "decode_attention"
+    KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {KB_OP: ProblemFields(
+        "attention", ("batch", "q_heads", "kv_heads", "head_dim", "context", "page_tokens",
+                      "kv_layout"), names={"kv_layout": KV_LAYOUTS})}
 
     batch: int
     q_heads: int

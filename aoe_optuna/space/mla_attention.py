@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from aoe_optuna.space.buffers import overflows
+from aoe_optuna.space.layer_problem import ProblemFields
 from aoe_optuna.space.paged_kv import max_kv_split, tokens_per_unit
 from aoe_optuna.space.prefill_attention import ACCUMULATOR_BYTES, FRACTAL, L0_K, L0_N
 
@@ -47,6 +48,13 @@ CATLASS_SPEC_HEADS = 128  # mla_tiling.cpp: specStrategyFlag (the 128-head, TP1 
 @dataclass(frozen=True)
 class MlaDecodeAttention:
     """One absorbed MLA decode call: ``batch`` sequences of ``context`` cached tokens."""
+
+    part: ClassVar[str] = "attention"
+    kind: ClassVar[str] = "attention"
+    KB_OP: ClassVar[str] = "mla_decode_attention"
+    KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {KB_OP: ProblemFields(
+        "attention", ("batch", "q_heads", "kv_lora_rank", "qk_rope_head_dim", "context",
+                      "page_tokens"))}
 
     batch: int
     q_heads: int

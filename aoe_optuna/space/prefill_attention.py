@@ -22,10 +22,12 @@ buffer would not build on the chip, so it is never costed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aoe_optuna.space.buffers import overflows
+from aoe_optuna.space.layer_problem import ProblemFields
 
 if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
@@ -45,6 +47,13 @@ PIPELINES = (1, 2)
 DEALINGS = ("cyclic", "balanced")
 
 
+def _causal_keys(problem: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A knowledge base entry's rule: under a causal mask every query row has its key."""
+    if problem["causal"] and problem["kv_len"] < problem["seq_len"]:
+        return "kv_len", f"at least seq_len {problem['seq_len']} under a causal mask"
+    return None
+
+
 @dataclass(frozen=True)
 class PrefillAttention:
     """One prefill attention call: ``batch`` sequences of ``seq_len`` query tokens.
@@ -56,6 +65,16 @@ class PrefillAttention:
     4 with preTokens) keeps the last ``window`` keys of each row, its own
     included; None keeps them all.
     """
+
+    part: ClassVar[str] = "attention"
+    kind: ClassVar[str] = "attention"
+    KB_OP: ClassVar[str] = "prefill_attention"
+    # V's width (MLA prefill) and the window (sliding layers) are keyed only where set
+    KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {KB_OP: ProblemFields(
+        "attention", ("batch", "q_heads", "kv_heads", "head_dim", "seq_len", "kv_len",
+                      "causal"),
+        optional=("v_head_dim", "window"), flags=("causal",),
+        rule=_causal_keys)}
 
     batch: int
     q_heads: int

@@ -16,22 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.simulator.decode_attention import attention_charge
-from aoe_optuna.backends.simulator.mla_attention import mla_attention_charge
-from aoe_optuna.backends.simulator.prefill_attention import prefill_attention_charge
-from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
+from aoe_optuna.backends.simulator.layer_models import layer_charge
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.space.mla_attention import MlaDecodeAttention
-from aoe_optuna.space.prefill_attention import PrefillAttention
+from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.spec.format import Section, SpecError, describe
 from aoe_optuna.workload import hf_config, msprof, shape_list
 from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.buckets import serving_workload
 from aoe_optuna.workload.files import WorkloadFileError
-from aoe_optuna.workload.forward import AttentionShape
 from aoe_optuna.workload.gemm import MAX_DIM, Gemm, Workload, single_gemm
 from aoe_optuna.workload.models import MODELS, builtin_architecture
-from aoe_optuna.workload.vector_ops import VectorOp
 
 SOURCES = ("gemm", "model", "hf_config", "shapes", "msprof")
 MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_kernels",
@@ -131,9 +125,8 @@ def _model(section: Section, profile: SocProfile,
     try:
         workload = serving_workload(
             profile, arch, phase, batches, seq_lens, doc["tp"], doc["dtype"],
-            doc.get("weights"), vector_charge(profile, charge),
-            None if attention == "roofline" else layer_attention_charge(
-                profile, "default" if attention == "tuned" else attention), tuned)
+            doc.get("weights"), part_charge(profile, charge), part_charge(profile, attention),
+            tuned)
     except ValueError as exc:
         key, _, detail = str(exc).partition(": ")
         raise section.error(key if key in doc else None, "a workload the model allows",
@@ -141,29 +134,14 @@ def _model(section: Section, profile: SocProfile,
     return workload, doc
 
 
-def layer_attention_charge(profile: SocProfile, charge: str) -> Callable[[AttentionShape], float]:
-    """Seconds of one layer's attention call under ``charge``: decode (GQA/MQA or MLA)
-    or prefill."""
-    decode, prefill = attention_charge(profile, charge), prefill_attention_charge(profile, charge)
-    mla = mla_attention_charge(profile, charge)
-
-    def charged(shape: AttentionShape) -> float:
-        if isinstance(shape, PrefillAttention):
-            return prefill(shape)
-        if isinstance(shape, MlaDecodeAttention):
-            return mla(shape)
-        return decode(shape)
-    return charged
-
-
-def vector_charge(profile: SocProfile, charge: str) -> Callable[[VectorOp], float] | None:
-    """Seconds of one vector kernel under ``charge``; None for the roofline. A tuned
-    kernel is charged at its default tiling until an operator run times it."""
-    if charge in ("default", "tuned"):
-        return lambda op: default_vector_cost(profile, op)[1].total_s
-    if charge == "best":
-        return lambda op: best_vector_config(profile, op)[1].total_s
-    return None
+def part_charge(profile: SocProfile, charge: str) -> Callable[[LayerProblem], float] | None:
+    """Seconds of one call of a step part's problem (attention, a vector kernel) under
+    ``charge``, by the simulator's model of whichever problem it is; None for the
+    roofline. A tuned kernel is charged at its default tiling until an operator run
+    times it."""
+    if charge == "roofline":
+        return None
+    return layer_charge(profile, "default" if charge == "tuned" else charge)
 
 
 def _hf_config(section: Section) -> tuple[Architecture, dict[str, Any]]:

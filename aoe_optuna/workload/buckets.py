@@ -19,11 +19,11 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.forward import AttentionShape, forward_workload
 from aoe_optuna.workload.gemm import Gemm, Workload
 from aoe_optuna.workload.layer_ops import LayerOpCall
-from aoe_optuna.workload.vector_ops import VectorOp
 
 
 def bucket_label(batch: int, seq_len: int, batches: int, seq_lens: int) -> str:
@@ -74,7 +74,7 @@ def merge_buckets(buckets: Sequence[tuple[str, Workload]],
 def serving_workload(profile: SocProfile, arch: Architecture, phase: str,
                      batches: Sequence[int], seq_lens: Sequence[int], tp: int = 1,
                      dtype: str = "fp16", weights: Sequence[int] | None = None,
-                     vector_model: Callable[[VectorOp], float] | None = None,
+                     vector_model: Callable[[LayerProblem], float] | None = None,
                      attention_model: Callable[[AttentionShape], float]
                      | None = None,
                      tuned: Collection[str] = (),

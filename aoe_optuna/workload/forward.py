@@ -23,12 +23,14 @@ from collections.abc import Callable, Collection
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
 from aoe_optuna.workload.layer_ops import LayerOpCall
-from aoe_optuna.workload.vector_ops import VectorOp, step_vector_ops
+from aoe_optuna.workload.moe_gating import step_gating
+from aoe_optuna.workload.vector_ops import step_vector_ops
 
 PHASES = ("decode", "prefill")
 
@@ -67,7 +69,7 @@ def forward_workload(
     tp: int = 1,
     dtype: str = "fp16",
     attention_model: Callable[[AttentionShape], float] | None = None,
-    vector_model: Callable[[VectorOp], float] | None = None,
+    vector_model: Callable[[LayerProblem], float] | None = None,
     tuned: Collection[str] = (),
 ) -> Workload:
     """The forward step of ``arch``: decode (one new token per sequence) or prefill.
@@ -76,7 +78,9 @@ def forward_workload(
     :class:`DecodeAttention`, for MLA an :class:`MlaDecodeAttention`, or, in
     prefill, a causal :class:`PrefillAttention`); None charges it at the roofline.
     ``vector_model`` likewise gives the seconds of one vector kernel (norms,
-    SwiGLU, rope; :func:`step_vector_ops`); None charges them at the roofline.
+    SwiGLU, rope: :func:`step_vector_ops`; a MoE layer's gating:
+    :func:`~aoe_optuna.workload.moe_gating.step_gating`); None charges them at the
+    roofline.
     ``tuned`` names the parts (``attention``, ``vector``) whose calls the workload
     lists in ``layer_ops``, each with its model's charge, for an operator run to
     tune; a part needs its model.
@@ -123,11 +127,13 @@ def forward_workload(
     extra = (2 * h if arch.post_norms else 0) + (
         (arch.q_heads + max(arch.kv_heads, tp)) * arch.head_dim // tp if arch.qk_norm else 0)
     act_bytes += layers * m * b * extra * 2
-    elementwise_s = act_bytes / bw
+    # Vector kernels with a roofline of their own, beside the activations' traffic above.
+    own = step_gating(arch, phase, batch, seq_len, dtype)
+    elementwise_s = act_bytes / bw + sum(n * op.roofline_s(profile) for op, n in own)
     if vector_model is not None:
         details["elementwise_roofline_s"] = elementwise_s
         calls = [(op, n, vector_model(op))
-                 for op, n in step_vector_ops(arch, phase, batch, seq_len, tp, dtype)]
+                 for op, n in step_vector_ops(arch, phase, batch, seq_len, tp, dtype) + own]
         elementwise_s = sum(n * seconds for _, n, seconds in calls)
         if "vector" in tuned:
             layer_ops += _vector_calls(calls, dtype)
@@ -147,7 +153,8 @@ def forward_workload(
     )
 
 
-def _vector_calls(calls: list[tuple[VectorOp, int, float]], dtype: str) -> list[LayerOpCall]:
+def _vector_calls(calls: list[tuple[LayerProblem, int, float]],
+                  dtype: str) -> list[LayerOpCall]:
     """Each vector kernel as a layer operator named by its kind (``swiglu_2`` for a
     second SwiGLU of another width: a model with dense and MoE layers)."""
     out: list[LayerOpCall] = []

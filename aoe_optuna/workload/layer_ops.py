@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aoe_optuna.space.decode_attention import DecodeAttention
-from aoe_optuna.space.mla_attention import MlaDecodeAttention
-from aoe_optuna.space.prefill_attention import PrefillAttention
-from aoe_optuna.workload.vector_ops import VectorOp
+from aoe_optuna.space.layer_problem import LayerProblem
 
 # The parts of a step that can be tuned beside the GEMMs (spec values "tuned").
 TUNABLE_PARTS = ("attention", "vector")
@@ -26,7 +23,7 @@ class LayerOpCall:
     """One non-GEMM operator of a step: its problem, how often it runs, what it is charged."""
 
     name: str  # unique in the workload beside the GEMM names ("attention", "b16/rope")
-    problem: DecodeAttention | MlaDecodeAttention | PrefillAttention | VectorOp
+    problem: LayerProblem  # it says its part and kind (space.layer_problem)
     dtype: str
     count: int  # calls per step
     charged_s: float  # seconds per call that the workload's fixed_s holds for it
@@ -40,12 +37,12 @@ class LayerOpCall:
     @property
     def part(self) -> str:
         """``attention`` or ``vector``: the step-split part it belongs to."""
-        return "vector" if isinstance(self.problem, VectorOp) else "attention"
+        return self.problem.part
 
     @property
     def kind(self) -> str:
         """``attention`` or the vector kernel's kind (``rmsnorm``, ``swiglu``...)."""
-        return self.problem.kind if isinstance(self.problem, VectorOp) else "attention"
+        return self.problem.kind
 
     def renamed(self, name: str, count: int) -> LayerOpCall:
         return LayerOpCall(name, self.problem, self.dtype, count, self.charged_s)

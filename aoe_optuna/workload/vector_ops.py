@@ -10,8 +10,10 @@ a kernel such as CANN's AddRmsNorm or SwiGlu chooses per call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
+from aoe_optuna.space.layer_problem import ProblemFields
 from aoe_optuna.workload.architecture import Architecture
 
 # Per kind: GM tensors read, GM tensors written (row-sized), whether a row is a
@@ -39,6 +41,12 @@ class VectorOp:
     for SwiGLU (its input row is twice that), the rotated Q and K widths for
     rope (plus a cos and a sin row of ``head_dim`` per token).
     """
+
+    part: ClassVar[str] = "vector"
+    # each vector kind is a knowledge base op of its own; rope keys its head_dim too
+    KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {
+        k: ProblemFields("vector", ("rows", "width") + (("head_dim",) if k == "rope" else ()))
+        for k in sorted(KINDS)}
 
     kind: str
     rows: int

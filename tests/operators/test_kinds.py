@@ -26,6 +26,7 @@ from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.gemm import Gemm
+from aoe_optuna.workload.moe_gating import MoeGating
 from aoe_optuna.workload.vector_ops import VectorOp
 
 PROFILE = load_profile("Ascend910B2")
@@ -42,14 +43,16 @@ PROBLEMS = [
                      v_head_dim=128, causal=False),
     VectorOp("rmsnorm", 1, 3584),
     VectorOp("rope", 4, 3584, "bf16", 64),
+    MoeGating(16, 128, 8),
 ]
 
 
 def test_each_problem_type_has_exactly_one_kind_and_an_unknown_one_is_named() -> None:
     types = [k.problem_type for k in LAYER_KINDS]
-    assert len(set(types)) == len(types) == 4
+    assert len(set(types)) == len(types) == 5
     assert {type(kind_of(p)).__name__ for p in PROBLEMS} == {
-        "DecodeAttentionKind", "MlaAttentionKind", "PrefillAttentionKind", "VectorKind"}
+        "DecodeAttentionKind", "MlaAttentionKind", "PrefillAttentionKind", "VectorKind",
+        "MoeGatingKind"}
     with pytest.raises(ValueError, match=r"^no operator kind tunes a Gemm; known: ") as err:
         kind_of(Gemm(1, 2, 3))
     assert "\n" not in str(err.value)
@@ -81,7 +84,8 @@ def test_plans_written_before_op_was_stored_keep_their_kind() -> None:
     assert kind_of_op("GemmKernel") is None
 
 
-@pytest.mark.parametrize("problem", [PROBLEMS[0], PROBLEMS[2], PROBLEMS[3], PROBLEMS[6]],
+@pytest.mark.parametrize("problem", [PROBLEMS[0], PROBLEMS[2], PROBLEMS[3], PROBLEMS[6],
+                                     PROBLEMS[8]],
                          ids=lambda p: type(p).__name__)
 def test_default_is_feasible_and_timed_no_faster_than_the_bound(problem) -> None:
     kind = kind_of(problem)

@@ -4,8 +4,9 @@ tiling tuned per problem.
 Parts: the problem and its tiling rules, CANN's default (IncreFlashAttention's
 host rules) in :mod:`aoe_optuna.space.decode_attention`; the space in
 :mod:`aoe_optuna.space.attention_space`; the model, roofline and floor in
-:mod:`aoe_optuna.backends.simulator.decode_attention`; the knowledge base's op
-and problem fields in :mod:`aoe_optuna.export.kb`; the kernel in
+:mod:`aoe_optuna.backends.simulator.decode_attention`;
+the knowledge base's op and problem fields on the problem (``KB_OP``,
+``KB_FIELDS``); the kernel in
 :mod:`.attention_render`.
 """
 
@@ -16,7 +17,6 @@ from typing import Any
 
 from aoe_optuna.backends.simulator.decode_attention import decode_attention_cost, floor_s
 from aoe_optuna.backends.simulator.decode_attention import roofline_s as model_roofline_s
-from aoe_optuna.export.kb import ATTENTION_OP
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
@@ -26,10 +26,10 @@ from aoe_optuna.space.search_space import SearchSpace
 
 
 class DecodeAttentionKind:
-    name = ATTENTION_OP
+    name = DecodeAttention.KB_OP
     part = "attention"
     problem_type = DecodeAttention
-    ops = (ATTENTION_OP,)
+    ops = (DecodeAttention.KB_OP,)
     plan_kinds = ("attention",)  # its plans name no op: they predate the other attention kinds
     names_op_in_plan = False
     seeded = True  # a tiling carries over, its KV split scaled with the context
@@ -39,7 +39,7 @@ class DecodeAttentionKind:
         return "attention"
 
     def op_name(self, p: DecodeAttention) -> str:
-        return ATTENTION_OP
+        return DecodeAttention.KB_OP
 
     def dims(self, p: DecodeAttention) -> str:
         """``b1-q28-kv4-d128-s1024``; ``-p<page>`` and the layout when not the defaults."""

@@ -4,8 +4,9 @@ example's tiling tuned per problem.
 Parts: the problem and its tiling rules, catlass's default in
 :mod:`aoe_optuna.space.mla_attention`; the space in
 :mod:`aoe_optuna.space.mla_attention_space`; the model, roofline and floor in
-:mod:`aoe_optuna.backends.simulator.mla_attention`; the knowledge base's op and
-problem fields in :mod:`aoe_optuna.export.kb`; the kernel in
+:mod:`aoe_optuna.backends.simulator.mla_attention`;
+the knowledge base's op and problem fields on the problem (``KB_OP``,
+``KB_FIELDS``); the kernel in
 :mod:`.attention_render` (which refuses it: catlass's MLA kernel is not rendered).
 """
 
@@ -16,7 +17,6 @@ from typing import Any
 
 from aoe_optuna.backends.simulator.mla_attention import floor_s, mla_attention_cost
 from aoe_optuna.backends.simulator.mla_attention import roofline_s as model_roofline_s
-from aoe_optuna.export.kb import MLA_ATTENTION_OP
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
@@ -26,10 +26,10 @@ from aoe_optuna.space.search_space import SearchSpace
 
 
 class MlaAttentionKind:
-    name = MLA_ATTENTION_OP
+    name = MlaDecodeAttention.KB_OP
     part = "attention"
     problem_type = MlaDecodeAttention
-    ops = (MLA_ATTENTION_OP,)
+    ops = (MlaDecodeAttention.KB_OP,)
     plan_kinds = ()
     names_op_in_plan = True
     seeded = False  # no family: it takes and gives no seeds
@@ -39,7 +39,7 @@ class MlaAttentionKind:
         return "attention"
 
     def op_name(self, p: MlaDecodeAttention) -> str:
-        return MLA_ATTENTION_OP
+        return MlaDecodeAttention.KB_OP
 
     def dims(self, p: MlaDecodeAttention) -> str:
         """``mla-b1-q16-l512-r64-s1024`` (latent rank, rope width); ``-p<page>`` when

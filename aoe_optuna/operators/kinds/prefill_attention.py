@@ -4,8 +4,9 @@ V) as an operator kind: PromptFlashAttention's tiling tuned per problem.
 Parts: the problem and its tiling rules, CANN's default (PromptFlashAttention's)
 in :mod:`aoe_optuna.space.prefill_attention`; the space in
 :mod:`aoe_optuna.space.prefill_attention_space`; the model, roofline and floor in
-:mod:`aoe_optuna.backends.simulator.prefill_attention`; the knowledge base's op
-and problem fields in :mod:`aoe_optuna.export.kb`; the kernel in
+:mod:`aoe_optuna.backends.simulator.prefill_attention`;
+the knowledge base's op and problem fields on the problem (``KB_OP``,
+``KB_FIELDS``); the kernel in
 :mod:`.attention_render`.
 """
 
@@ -16,7 +17,6 @@ from typing import Any
 
 from aoe_optuna.backends.simulator.prefill_attention import floor_s, prefill_attention_cost
 from aoe_optuna.backends.simulator.prefill_attention import roofline_s as model_roofline_s
-from aoe_optuna.export.kb import PREFILL_ATTENTION_OP
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
@@ -30,10 +30,10 @@ from aoe_optuna.space.search_space import SearchSpace
 
 
 class PrefillAttentionKind:
-    name = PREFILL_ATTENTION_OP
+    name = PrefillAttention.KB_OP
     part = "attention"
     problem_type = PrefillAttention
-    ops = (PREFILL_ATTENTION_OP,)
+    ops = (PrefillAttention.KB_OP,)
     plan_kinds = ()
     names_op_in_plan = True
     seeded = True  # with or without the causal mask: a family each
@@ -43,7 +43,7 @@ class PrefillAttentionKind:
         return "attention"
 
     def op_name(self, p: PrefillAttention) -> str:
-        return PREFILL_ATTENTION_OP
+        return PrefillAttention.KB_OP
 
     def dims(self, p: PrefillAttention) -> str:
         """``prefill-b1-q28-kv4-d128-s4096``; ``-v<width>`` when V is narrower,

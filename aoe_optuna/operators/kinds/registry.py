@@ -2,7 +2,11 @@
 stored plan is turned into its kind.
 
 Adding a kind is one module beside these (:class:`.protocol.LayerKind`) and one
-line in :data:`LAYER_KINDS`.
+line in :data:`LAYER_KINDS`; below this layer, its problem (a dataclass that says its
+part, kind and knowledge base fields, :mod:`aoe_optuna.space.layer_problem`) takes one
+line in the simulator's list of modelled problems
+(:data:`aoe_optuna.backends.simulator.layer_models.LAYER_MODELS`), which the spec's
+charge and the knowledge base read, and the workload emits its calls.
 """
 
 from __future__ import annotations
@@ -10,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aoe_optuna.operators.kinds import decode_attention, mla_attention, prefill_attention, vector
+from aoe_optuna.operators.kinds import (
+    decode_attention,
+    mla_attention,
+    moe_gating,
+    prefill_attention,
+    vector,
+)
 from aoe_optuna.operators.kinds.gemm import KIND as GEMM
 from aoe_optuna.operators.kinds.protocol import LayerKind
 
@@ -20,6 +30,7 @@ LAYER_KINDS: tuple[LayerKind, ...] = (
     mla_attention.KIND,
     prefill_attention.KIND,
     vector.KIND,
+    moe_gating.KIND,
 )
 
 _BY_PROBLEM: dict[type, LayerKind] = {k.problem_type: k for k in LAYER_KINDS}

@@ -5,7 +5,7 @@ Parts: the problem and its kinds in :mod:`aoe_optuna.workload.vector_ops`; the
 space, its rules and the default (every core with work, double buffered, the
 largest tile) in :mod:`aoe_optuna.workload.vector_space`; the model and floor in
 :mod:`aoe_optuna.backends.simulator.vector_ops`; the knowledge base files each
-under its vector kind (:mod:`aoe_optuna.export.kb`); the kernel in
+under its vector kind (the problem's ``KB_FIELDS``); the kernel in
 :mod:`aoe_optuna.backends.npu.vector_kernel`.
 """
 

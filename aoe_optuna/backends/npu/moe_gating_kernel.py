@@ -1,0 +1,62 @@
+"""Render the Ascend C MoE gating kernel (softmax + top-k per token) with a tuned tiling.
+
+One template (``templates/moe_gating_kernel.cpp``, this project's own); a render
+writes the tuned ``tile_rows``, ``col_tile``, ``cores`` and ``double_buffer`` into its
+declarations, with the problem's experts, k and element type. Values are ints and
+names from fixed tables, never text from a spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aoe_optuna.backends.npu.gemm_kernel import (
+    INPUT_TYPES,
+    RenderError,
+    render_kernel,
+    template_text,
+)
+from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.space.params import ParamError
+from aoe_optuna.workload.moe_gating import MoeGating, gating_space
+
+GATING_KERNEL_FILE = "moe_gating_kernel.cpp"
+ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
+
+
+def gating_values(p: MoeGating, config: Mapping[str, Any],
+                  profile: SocProfile) -> dict[str, str]:
+    """Declaration -> literal for ``p`` under ``config``; RenderError (one line) when the
+    config is not a feasible point of the space or the kernel cannot run the problem."""
+    if p.dtype not in INPUT_TYPES:
+        raise RenderError(f"dtype {p.dtype}: the gating kernel implements "
+                          f"{sorted(INPUT_TYPES)} only")
+    if p.experts % ALIGN_ELEMENTS:
+        raise RenderError(f"{p.label}: {p.experts} experts is not a multiple of "
+                          f"{ALIGN_ELEMENTS} (whole 32-byte copies)")
+    space = gating_space(profile, p)
+    missing = [n for n in space.names if n not in config]
+    if missing:
+        raise RenderError(f"{p.label}: config lacks {missing}")
+    cfg = {n: int(config[n]) for n in space.names}
+    try:
+        reasons = space.explain(cfg)
+    except ParamError as exc:
+        raise RenderError(f"{p.label}: {exc}") from None
+    if reasons:
+        raise RenderError(f"{p.label}: {reasons[0]}")
+    return {
+        "TILE_ROWS": str(cfg["tile_rows"]),
+        "COL_TILE": str(cfg["col_tile"]),
+        "CORES": str(cfg["cores"]),
+        "BUFFER_NUM": "2" if cfg["double_buffer"] else "1",
+        "EXPERTS": str(int(p.experts)),
+        "TOP_K": str(int(p.top_k)),
+        "InputT": INPUT_TYPES[p.dtype],
+    }
+
+
+def render_gating_kernel(p: MoeGating, config: Mapping[str, Any], profile: SocProfile) -> str:
+    """The kernel source for ``p`` with ``config`` written into its declarations."""
+    return render_kernel(template_text(GATING_KERNEL_FILE), gating_values(p, config, profile))
