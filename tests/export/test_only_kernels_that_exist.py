@@ -133,7 +133,8 @@ def _layer_operators() -> list[tuple[LayerOperator, StudySpec]]:
 
 def test_every_kind_of_the_shipped_workloads_is_covered() -> None:
     kinds = {op.operator_kind.name for op, _ in _layer_operators()}
-    assert kinds == {"decode_attention", "mla_decode_attention", "prefill_attention", "vector"}
+    assert kinds == {"decode_attention", "mla_decode_attention", "prefill_attention", "vector",
+                     "moe_gating"}
 
 
 def _check_renders(ops: list[tuple[LayerOperator, StudySpec]], folder: Path) -> dict[str, int]:
@@ -157,10 +158,10 @@ def _check_renders(ops: list[tuple[LayerOperator, StudySpec]], folder: Path) -> 
 def test_feasible_tilings_of_one_problem_of_each_kind_render(tmp_path: Path) -> None:
     first: dict[str, tuple[LayerOperator, StudySpec]] = {}
     for op, spec in _layer_operators():
-        first.setdefault(op.op_name, (op, spec))  # each attention kind, each vector kernel
+        first.setdefault(op.op_name, (op, spec))  # each attention kind, vector kernel, gate
     assert set(first) == {"decode_attention", "mla_decode_attention", "prefill_attention",
-                          "rmsnorm", "add_rmsnorm", "swiglu", "rope"}
-    assert _check_renders(list(first.values()), tmp_path) == {"rendered": 6, "no kernel": 1}
+                          "rmsnorm", "add_rmsnorm", "swiglu", "rope", "moe_gating"}
+    assert _check_renders(list(first.values()), tmp_path) == {"rendered": 7, "no kernel": 1}
 
 
 @pytest.mark.slow  # about 50 s on a busy 2-core machine: a vector kernel renders in 15 ms

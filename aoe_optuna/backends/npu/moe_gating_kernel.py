@@ -25,16 +25,24 @@ GATING_KERNEL_FILE = "moe_gating_kernel.cpp"
 ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
 
 
+def problem_reason(p: MoeGating) -> str | None:
+    """Why the gating kernel cannot run ``p`` whatever the tiling (a dtype it does not
+    implement, an expert count it cannot copy in whole bursts); None where it can."""
+    if p.dtype not in INPUT_TYPES:
+        return f"dtype {p.dtype}: the gating kernel implements {sorted(INPUT_TYPES)} only"
+    if p.experts % ALIGN_ELEMENTS:
+        return (f"{p.label}: {p.experts} experts is not a multiple of {ALIGN_ELEMENTS} "
+                "(whole 32-byte copies)")
+    return None
+
+
 def gating_values(p: MoeGating, config: Mapping[str, Any],
                   profile: SocProfile) -> dict[str, str]:
     """Declaration -> literal for ``p`` under ``config``; RenderError (one line) when the
     config is not a feasible point of the space or the kernel cannot run the problem."""
-    if p.dtype not in INPUT_TYPES:
-        raise RenderError(f"dtype {p.dtype}: the gating kernel implements "
-                          f"{sorted(INPUT_TYPES)} only")
-    if p.experts % ALIGN_ELEMENTS:
-        raise RenderError(f"{p.label}: {p.experts} experts is not a multiple of "
-                          f"{ALIGN_ELEMENTS} (whole 32-byte copies)")
+    why = problem_reason(p)
+    if why is not None:
+        raise RenderError(why)
     space = gating_space(profile, p)
     missing = [n for n in space.names if n not in config]
     if missing:

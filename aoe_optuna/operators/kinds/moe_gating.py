@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aoe_optuna.backends.npu.gemm_kernel import RenderError
-from aoe_optuna.backends.npu.moe_gating_kernel import render_gating_kernel
+from aoe_optuna.backends.npu.moe_gating_kernel import problem_reason, render_gating_kernel
 from aoe_optuna.backends.simulator.moe_gating import floor_s, gating_cost
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, config_text, export_header
 from aoe_optuna.hardware.profile import SocProfile
@@ -66,6 +66,9 @@ class MoeGatingKind:
 
     def flops(self, p: MoeGating) -> None:
         return None
+
+    def no_kernel(self, p: MoeGating, dtype: str, profile: SocProfile) -> str | None:
+        return problem_reason(p)
 
     def render(self, p: MoeGating, dtype: str, config: Mapping[str, Any], profile: SocProfile,
                info: ExportInfo | None) -> tuple[str, str]:

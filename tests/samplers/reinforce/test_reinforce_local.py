@@ -225,7 +225,7 @@ def test_local_moves_are_on_by_default_with_or_without_a_policy() -> None:
 
 def test_local_proposal_on_a_space_too_large_to_enumerate() -> None:
     space = load_spec(STUDIES / "qwen25_7b_decode_910b2_compile.json").space
-    assert space.n_feasible > 5_000_000  # local moves never enumerate it
+    assert space.n_feasible > 3_000_000  # local moves never enumerate it
     rng = np.random.default_rng(0)
     rows = space.sample_feasible(12, rng)
     values = rng.uniform(50, 90, 12)
