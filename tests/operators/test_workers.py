@@ -144,7 +144,9 @@ def test_a_killed_workers_attention_trial_is_measured_again_once(
     killed = unit.run(Budget(n_measurements=6), n_workers=2)
     assert sorted(rc for _, rc in killed.failed_workers) == [-signal.SIGKILL] * 2
     dead = [t for t in unit.study.get_trials() if t.state == TrialState.RUNNING]
-    assert len(dead) == 2 and all(t.params for t in dead)
+    # Each worker leaves its trial RUNNING, unless one started after the other had died:
+    # its own start then swept the dead trial already (failed, its config enqueued).
+    assert 1 <= len(dead) <= 2 and all(t.params for t in dead)
     monkeypatch.delenv("AOE_FAULT_AT")
     done = unit.run(Budget(n_measurements=6), n_workers=2)
     assert not done.failed_workers
