@@ -36,8 +36,9 @@ for r in range(rounds):
 def _last_line_of_round(proc: subprocess.Popen[str]) -> str:
     """Read the export's lines (one per entry) up to its "done <exit code>" line."""
     assert proc.stdout is not None
-    while (line := proc.stdout.readline()) and not line.startswith("done "):
-        pass
+    line = proc.stdout.readline()
+    while line and not line.startswith("done "):
+        line = proc.stdout.readline()
     return line.strip()
 
 

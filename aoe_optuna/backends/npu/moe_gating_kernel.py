@@ -17,8 +17,8 @@ from aoe_optuna.backends.npu.gemm_kernel import (
     render_kernel,
     template_text,
 )
+from aoe_optuna.backends.npu.tiling_point import feasible_point
 from aoe_optuna.hardware.profile import SocProfile
-from aoe_optuna.space.params import ParamError
 from aoe_optuna.workload.moe_gating import MoeGating, gating_space
 
 GATING_KERNEL_FILE = "moe_gating_kernel.cpp"
@@ -43,17 +43,7 @@ def gating_values(p: MoeGating, config: Mapping[str, Any],
     why = problem_reason(p)
     if why is not None:
         raise RenderError(why)
-    space = gating_space(profile, p)
-    missing = [n for n in space.names if n not in config]
-    if missing:
-        raise RenderError(f"{p.label}: config lacks {missing}")
-    cfg = {n: int(config[n]) for n in space.names}
-    try:
-        reasons = space.explain(cfg)
-    except ParamError as exc:
-        raise RenderError(f"{p.label}: {exc}") from None
-    if reasons:
-        raise RenderError(f"{p.label}: {reasons[0]}")
+    cfg = feasible_point(gating_space(profile, p), config, p.label)
     return {
         "TILE_ROWS": str(cfg["tile_rows"]),
         "COL_TILE": str(cfg["col_tile"]),

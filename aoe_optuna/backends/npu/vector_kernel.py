@@ -18,8 +18,8 @@ from aoe_optuna.backends.npu.gemm_kernel import (
     render_kernel,
     template_text,
 )
+from aoe_optuna.backends.npu.tiling_point import feasible_point
 from aoe_optuna.hardware.profile import SocProfile
-from aoe_optuna.space.params import ParamError
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import vector_space
 
@@ -56,17 +56,7 @@ def vector_values(op: VectorOp, config: Mapping[str, Any],
     why = problem_reason(op)
     if why is not None:
         raise RenderError(why)
-    space = vector_space(profile, op)
-    missing = [n for n in space.names if n not in config]
-    if missing:
-        raise RenderError(f"{op.label}: config lacks {missing}")
-    cfg = {n: int(config[n]) for n in space.names}
-    try:
-        reasons = space.explain(cfg)
-    except ParamError as exc:
-        raise RenderError(f"{op.label}: {exc}") from None
-    if reasons:
-        raise RenderError(f"{op.label}: {reasons[0]}")
+    cfg = feasible_point(vector_space(profile, op), config, op.label)
     return {
         "TILE_LEN": str(cfg["tile_len"]),
         "CORES": str(cfg["cores"]),

@@ -25,7 +25,6 @@ instruction counts follow CANN's kernel (Sort32 then MrgSort of up to four lists
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,7 @@ from aoe_optuna.backends.simulator.vector_ops import (
     GM_UB_BYTES_PER_CYCLE,
     ISSUE_CYCLES_PER_INSTRUCTION,
     VECTOR_BYTES_PER_REPEAT,
+    VectorCost,
 )
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.constraints import Columns
@@ -46,16 +46,6 @@ SOFTMAX_OPS = 6  # cast, reduce-max, subtract, exp, reduce-sum, scale
 SORT_OPS = 2  # Sort32 over (value, index) pairs
 MERGE_OPS = 2  # one MrgSort level over the pairs
 OUTPUT_COPIES = 3  # weights, expert indices, row indices
-
-
-@dataclass(frozen=True)
-class GatingCost:
-    """Seconds of one call and its parts (busiest core)."""
-
-    total_s: float
-    copy_s: float
-    compute_s: float
-    roofline_s: float
 
 
 def gating_seconds(profile: SocProfile, p: MoeGating, c: Columns) -> dict[str, np.ndarray]:
@@ -89,7 +79,7 @@ def gating_seconds(profile: SocProfile, p: MoeGating, c: Columns) -> dict[str, n
             "copy": copy_s, "compute": compute_s}
 
 
-def gating_cost(profile: SocProfile, p: MoeGating, config: dict[str, Any]) -> GatingCost:
+def gating_cost(profile: SocProfile, p: MoeGating, config: dict[str, Any]) -> VectorCost:
     """Modelled time of ``p`` under ``config``; an infeasible config raises."""
     space = gating_space(profile, p)
     full = space.full_config(config)
@@ -97,16 +87,16 @@ def gating_cost(profile: SocProfile, p: MoeGating, config: dict[str, Any]) -> Ga
     if broken:
         raise ValueError(f"{p.label} {config}: {'; '.join(broken)}")
     s = gating_seconds(profile, p, space.columns(space.index(full)[None, :]))
-    return GatingCost(float(s["total"][0]), float(s["copy"][0]), float(s["compute"][0]),
+    return VectorCost(float(s["total"][0]), float(s["copy"][0]), float(s["compute"][0]),
                       p.roofline_s(profile))
 
 
-def default_gating_cost(profile: SocProfile, p: MoeGating) -> GatingCost:
+def default_gating_cost(profile: SocProfile, p: MoeGating) -> VectorCost:
     """The time at CANN's host tiling."""
     return gating_cost(profile, p, cann_tiling(profile, p))
 
 
-def best_gating_config(profile: SocProfile, p: MoeGating) -> tuple[dict[str, Any], GatingCost]:
+def best_gating_config(profile: SocProfile, p: MoeGating) -> tuple[dict[str, Any], VectorCost]:
     """The fastest feasible config by exhaustive search (a few hundred points at most)."""
     space = gating_space(profile, p)
     idx = space.all_feasible()
