@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from aoe_optuna.space.search_space import SearchSpace
     from aoe_optuna.spec.backend import make_backend
     from aoe_optuna.spec.loader import SpecError, StudySpec, load_spec, spec_from_dict
-    from aoe_optuna.study.objective import Evaluator, MeasurementFailed, TuningObjective
+    from aoe_optuna.study.run.objective import Evaluator, MeasurementFailed, TuningObjective
 
 _LAZY = {
     "GPUCBSampler": "aoe_optuna.samplers",
@@ -38,9 +38,9 @@ _LAZY = {
     "Backend": "aoe_optuna.backends.base",
     "BackendBase": "aoe_optuna.backends.base",
     "Measurement": "aoe_optuna.backends.base",
-    "Evaluator": "aoe_optuna.study.objective",
-    "MeasurementFailed": "aoe_optuna.study.objective",
-    "TuningObjective": "aoe_optuna.study.objective",
+    "Evaluator": "aoe_optuna.study.run.objective",
+    "MeasurementFailed": "aoe_optuna.study.run.objective",
+    "TuningObjective": "aoe_optuna.study.run.objective",
 }
 
 __all__ = [

@@ -17,7 +17,7 @@ ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trial
 ATTR_REPEAT_OF = "repeat_of"  # a config measured before: its result is served, not re-measured
 ATTR_HELD_BY = "held_by"  # an earlier trial holds (runs or waits with) the same config
 # A retry that holds the measurement of the trial it retries, made by a worker that was
-# paused past the heartbeat's grace (aoe_optuna.study.late).
+# paused past the heartbeat's grace (aoe_optuna.study.trials.ended_elsewhere).
 ATTR_LATE_RESULT_OF = "late_result_of"
 
 # Study user attributes: the study describes itself, so storage + name is all a worker needs.

@@ -62,7 +62,7 @@ def _study(args: argparse.Namespace) -> tuple[Any, Any, Callable[[np.ndarray], f
         def value(row: np.ndarray) -> float | None:
             return float(1.0 / simulator_costs(space, spec.workload, backend, row[None, :])[0])
     else:
-        from aoe_optuna.bench.runner import Case, build_case
+        from aoe_optuna.bench.seed_run import Case, build_case
 
         built = build_case(Case.from_path(args.space))
         space, backend = built.space, built.evaluator.backend

@@ -51,8 +51,8 @@ from aoe_optuna.samplers.registry import make_sampler
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.format import read_document
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
-from aoe_optuna.study.objective import TuningObjective, is_measured
-from aoe_optuna.study.runner import Budget, run_study
+from aoe_optuna.study.run.loop import Budget, run_study
+from aoe_optuna.study.run.objective import TuningObjective, is_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_SPEC = ROOT / "studies" / "qwen25_7b_decode_catlass_910b2.json"

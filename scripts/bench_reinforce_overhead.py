@@ -24,7 +24,12 @@ import optuna
 from aoe_optuna.samplers.reinforce import ReinforceSampler
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import load_spec
-from aoe_optuna.study.objective import Evaluator, MeasurementFailed, TuningObjective, suggest_config
+from aoe_optuna.study.run.objective import (
+    Evaluator,
+    MeasurementFailed,
+    TuningObjective,
+    suggest_config,
+)
 
 
 def main() -> None:

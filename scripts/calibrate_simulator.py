@@ -22,10 +22,11 @@ import time
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import calibration, cube, transfer
-from aoe_optuna.backends.simulator import source_validation as validation
+from aoe_optuna.backends.simulator import cube, transfer
 from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.backends.simulator.published import BEYOND_THE_MODEL, PUBLISHED
+from aoe_optuna.calibration import leave_one_source_out as validation
+from aoe_optuna.calibration import residuals as calibration
+from aoe_optuna.calibration.published_gemm import BEYOND_THE_MODEL, PUBLISHED
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.space.params import Param

@@ -25,7 +25,7 @@ measured, no config measured twice, the best measured result is the one the
 export writes, nothing left RUNNING, no traceback in any worker's output, no
 worker exiting non-zero unless this script killed it. Prints markdown tables
 for docs/RELIABILITY.md; every figure is a real process on a real storage
-(PostgreSQL: a private server from aoe_optuna.study.pg_server).
+(PostgreSQL: a private server from tests.support.pg_server).
 """
 
 from __future__ import annotations
@@ -51,10 +51,12 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import SPEC_ATTR, WORKER_ATTR
-from aoe_optuna.export.kb import KEY_FIELDS
+from aoe_optuna.export.kb_entry import KEY_FIELDS
 from aoe_optuna.spec.loader import load_spec
-from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.pg_server import postgres_server, server_bin
+from aoe_optuna.study.run.objective import is_measured
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: tests.support
+from tests.support.pg_server import postgres_server, server_bin  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -429,7 +431,7 @@ def _grpc_proxy(behind: str) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proxy = subprocess.Popen([sys.executable, "-m", "aoe_optuna.study.grpc_proxy", behind,
+    proxy = subprocess.Popen([sys.executable, "-m", "aoe_optuna.study.storage.grpc_proxy", behind,
                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         from optuna.storages import GrpcStorageProxy

@@ -2,7 +2,7 @@
 and its default/best tilings for a model's prefill.
 
 The published figures are the longer of kernel and host dispatch
-(backends/simulator/published_attention.py), so the table gives the
+(calibration/published_attention.py), so the table gives the
 model's kernel time at CANN's default tiling, the published figure, their
 ratio, and the published figure's rise over the first shape on the same
 host (the part the host floor does not hide) against the model's rise.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from aoe_optuna.backends.simulator.prefill_attention import best_tiling, default_cost
-from aoe_optuna.backends.simulator.published_attention import (
+from aoe_optuna.calibration.published_attention import (
     PUBLISHED_ATTENTION,
     PUBLISHED_ONE_CORE,
     PublishedAttention,

@@ -19,8 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aoe_optuna.study.objective import count_measured, is_measured  # noqa: E402
-from aoe_optuna.study.pg_server import postgres_server  # noqa: E402
+from aoe_optuna.study.run.objective import count_measured, is_measured  # noqa: E402
 from tests.study.test_fault_matrix import (  # noqa: E402
     N_MEASUREMENTS,
     POINTS,
@@ -28,6 +27,7 @@ from tests.study.test_fault_matrix import (  # noqa: E402
     _run_matrix,
     describe,
 )
+from tests.support.pg_server import postgres_server  # noqa: E402
 
 
 def main() -> int:

@@ -25,9 +25,11 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from aoe_optuna.study.objective import count_measured, is_measured
-from aoe_optuna.study.pg_server import postgres_server
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import count_measured, is_measured
+from aoe_optuna.study.storage.opening import open_storage
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: tests.support
+from tests.support.pg_server import postgres_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +87,7 @@ def main() -> int:
         rows.append(("direct", run, _audit(pg_url, "direct")))
         port = _free_port()
         proxy = subprocess.Popen(
-            [sys.executable, "-m", "aoe_optuna.study.grpc_proxy", pg_url, str(port)])
+            [sys.executable, "-m", "aoe_optuna.study.storage.grpc_proxy", pg_url, str(port)])
         try:
             run = _run(f"grpc://127.0.0.1:{port}", "proxied", args.workers, args.n_trials)
         finally:

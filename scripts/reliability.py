@@ -23,8 +23,10 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from aoe_optuna.study.objective import count_measured, is_measured
-from aoe_optuna.study.pg_server import postgres_server, server_bin
+from aoe_optuna.study.run.objective import count_measured, is_measured
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: tests.support
+from tests.support.pg_server import postgres_server, server_bin  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

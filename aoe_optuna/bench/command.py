@@ -42,8 +42,8 @@ from aoe_optuna.bench.exhaustive import (
     simulator_fingerprint,
     store_cached,
 )
-from aoe_optuna.bench.report import markdown, summarise_all
-from aoe_optuna.bench.runner import Case, RunResult, Task, run_tasks
+from aoe_optuna.bench.seed_run import Case, RunResult, Task, run_tasks
+from aoe_optuna.bench.tables import markdown, summarise_all
 
 ANALYSES = {  # aoe-tune bench NAME ...: module (its main(argv))
     "compare": "aoe_optuna.bench.compare",

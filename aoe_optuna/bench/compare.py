@@ -30,7 +30,7 @@ from aoe_optuna.bench.metrics import (
     paired_comparison,
     ratio_curve,
 )
-from aoe_optuna.bench.runner import RunResult
+from aoe_optuna.bench.seed_run import RunResult
 from aoe_optuna.bench.subcommand import (
     at_least,
     exhaustive_of,

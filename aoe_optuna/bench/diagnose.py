@@ -24,7 +24,7 @@ from aoe_optuna.bench.command import (
     sampler_label,
 )
 from aoe_optuna.bench.metrics import incumbent_costs
-from aoe_optuna.bench.runner import Case, Task, build_case, run_task
+from aoe_optuna.bench.seed_run import Case, Task, build_case, run_task
 from aoe_optuna.bench.subcommand import at_least, exhaustive_of, parser, run, simulator_spec
 
 NAME = "diagnose"

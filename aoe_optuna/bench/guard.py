@@ -32,7 +32,7 @@ from aoe_optuna.bench.command import BenchError, exhaustive_for
 from aoe_optuna.bench.compare import ratios
 from aoe_optuna.bench.failure_spaces import RECIPES, build
 from aoe_optuna.bench.metrics import paired_comparison
-from aoe_optuna.bench.runner import Case, RunResult, Task, run_tasks
+from aoe_optuna.bench.seed_run import Case, RunResult, Task, run_tasks
 from aoe_optuna.bench.subcommand import at_least, parser, run
 
 NAME = "guard"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aoe_optuna.bench.runner import Case, RunResult
+from aoe_optuna.bench.seed_run import Case, RunResult
 
 STRATEGIES = ("bayes_opt", "genetic_algorithm", "random_sample")
 PREFIX = "kt:"

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from aoe_optuna.bench.command import BenchError
-from aoe_optuna.bench.runner import RunResult
+from aoe_optuna.bench.seed_run import RunResult
 from aoe_optuna.bench.subcommand import (
     at_least,
     labels_of,

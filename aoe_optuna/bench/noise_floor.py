@@ -30,7 +30,7 @@ from aoe_optuna.bench.metrics import (
     ratio_curve,
 )
 from aoe_optuna.bench.metrics import expected_incumbent as expected_cost
-from aoe_optuna.bench.runner import Case, RunResult
+from aoe_optuna.bench.seed_run import Case, RunResult
 from aoe_optuna.bench.subcommand import (
     at_least,
     exhaustive_of,

@@ -13,7 +13,7 @@ import numpy as np
 
 from aoe_optuna.bench import metrics
 from aoe_optuna.bench.exhaustive import Exhaustive
-from aoe_optuna.bench.runner import RunResult
+from aoe_optuna.bench.seed_run import RunResult
 
 
 def convergence_plot(case: str, runs: Sequence[RunResult], exhaustive: Exhaustive,

@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from aoe_optuna.bench.command import BenchError, exhaustive_for, load_runs
 from aoe_optuna.bench.exhaustive import Exhaustive
-from aoe_optuna.bench.runner import Case, RunResult
+from aoe_optuna.bench.seed_run import Case, RunResult
 
 
 class _Parser(argparse.ArgumentParser):

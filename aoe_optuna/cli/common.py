@@ -86,7 +86,7 @@ class NumDevicesError(ValueError):
 def user_errors() -> tuple[type[BaseException], ...]:
     from aoe_optuna.cli.final_writes import FinalWriteError
     from aoe_optuna.export.destinations import DestinationError
-    from aoe_optuna.export.kb import KBError
+    from aoe_optuna.export.kb_entry import KBError
     from aoe_optuna.export.kernel_source import ExportError
     from aoe_optuna.hardware.profile import ProfileError
     from aoe_optuna.samplers.registry import UnknownSamplerError
@@ -94,7 +94,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from aoe_optuna.spec.loader import SpecError
     from aoe_optuna.study.create import StudyError
     from aoe_optuna.study.session import SessionError
-    from aoe_optuna.study.storage import StorageError
+    from aoe_optuna.study.storage.opening import StorageError
 
     return (SpecError, ProfileError, ParamError, StorageError, StudyError,
             UnknownSamplerError, ExportError, NumDevicesError, DestinationError, KBError,

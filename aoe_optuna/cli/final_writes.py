@@ -32,7 +32,7 @@ def again_command(words: Sequence[str], paths: dict[str, str | None]) -> str:
 @contextlib.contextmanager
 def measurements_kept(study: str, storage_url: str, again: str) -> Iterator[None]:
     """Turn a failed write into :class:`FinalWriteError` naming the study and ``again``."""
-    from aoe_optuna.export.kb import KBError
+    from aoe_optuna.export.kb_entry import KBError
 
     try:
         yield

@@ -56,7 +56,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _tune_parser() -> argparse.ArgumentParser:
     from aoe_optuna.samplers.registry import DEFAULT_SAMPLER, sampler_names
-    from aoe_optuna.study.storage import DEFAULT_STORAGE
+    from aoe_optuna.study.storage.opening import DEFAULT_STORAGE
 
     p = _Parser(
         prog="aoe-tune",
@@ -178,7 +178,7 @@ def _tune_command(argv: list[str]) -> int:
 def _storage_failed(url: str, exc: Exception, prog: str = "aoe-tune") -> int:
     """One line for a storage that failed after it opened (locked, read-only, disk
     full, damaged pages); any other error is raised again."""
-    from aoe_optuna.study.storage import describe_storage_error, storage_failure
+    from aoe_optuna.study.storage.opening import describe_storage_error, storage_failure
 
     cause = storage_failure(exc)
     if cause is None:
@@ -197,17 +197,17 @@ def _tune(args: argparse.Namespace) -> int:
     )
     from aoe_optuna.cli.final_writes import again_command, measurements_kept
     from aoe_optuna.study.create import baseline_trial
-    from aoe_optuna.study.progress import ProgressView
-    from aoe_optuna.study.redact import redact_url
-    from aoe_optuna.study.report import (
+    from aoe_optuna.study.report.progress import ProgressView
+    from aoe_optuna.study.report.summary import (
         absolute_storage_url,
         print_summary,
         save_dashboard_note,
         summarise,
     )
-    from aoe_optuna.study.runner import Budget, StudyProgress
+    from aoe_optuna.study.report.text_fit import wrap_command, wrap_items
+    from aoe_optuna.study.run.loop import Budget, StudyProgress
     from aoe_optuna.study.session import SamplerRequest, StudySession
-    from aoe_optuna.study.text_fit import wrap_command, wrap_items
+    from aoe_optuna.study.storage.redact import redact_url
 
     check_positive(args.n_trials, "--n-trials", "number of measurements")
     check_positive(args.timeout, "--timeout", "number of seconds")
@@ -278,7 +278,7 @@ def _tune(args: argparse.Namespace) -> int:
     summary = summarise(study, spec, result, shown_absolute, folder)
     print_summary(summary)
     save_dashboard_note(study, summary)
-    from aoe_optuna.study.artifacts import artifact_dir, upload_files, upload_spec
+    from aoe_optuna.study.storage.artifacts import artifact_dir, upload_files, upload_spec
 
     with measurements_kept(study.study_name, shown_absolute, again):
         upload_spec(study, storage_url, spec.canonical())
@@ -338,7 +338,7 @@ def _check_op_source(path: Path, spec: Any) -> None:
 
 # ------------------------------------------------------------------- export
 def _export_parser() -> argparse.ArgumentParser:
-    from aoe_optuna.study.storage import DEFAULT_STORAGE
+    from aoe_optuna.study.storage.opening import DEFAULT_STORAGE
 
     p = _Parser(
         prog="aoe-tune export",
@@ -370,11 +370,11 @@ def _export_command(argv: list[str]) -> int:
     try:
         from aoe_optuna.cli.final_writes import again_command, measurements_kept
         from aoe_optuna.study.create import load_or_create
-        from aoe_optuna.study.file_kind import is_missing
-        from aoe_optuna.study.redact import redact_url
-        from aoe_optuna.study.report import absolute_storage_url
+        from aoe_optuna.study.report.summary import absolute_storage_url
         from aoe_optuna.study.session import storage_file
-        from aoe_optuna.study.storage import open_storage
+        from aoe_optuna.study.storage.file_kind import is_missing
+        from aoe_optuna.study.storage.opening import open_storage
+        from aoe_optuna.study.storage.redact import redact_url
 
         if (local := storage_file(args.storage)) is not None and is_missing(local):
             raise UsageError(f"--storage: {redact_url(args.storage)} does not exist")
@@ -412,7 +412,7 @@ def _check_study_exists(storage: Any, url: str, name: str) -> None:
     """Export reads a study; it never makes one, so it names the studies it could read."""
     import optuna
 
-    from aoe_optuna.study.redact import redact_url
+    from aoe_optuna.study.storage.redact import redact_url
 
     names = optuna.get_all_study_names(storage)
     if name not in names:
@@ -429,7 +429,7 @@ def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
     other study."""
     import optuna
 
-    from aoe_optuna.operators.report import export_layer_study
+    from aoe_optuna.operators.outcome import export_layer_study
     from aoe_optuna.operators.units import LAYER_OP_ATTR
 
     if args.study_name not in optuna.get_all_study_names(storage):

@@ -43,7 +43,7 @@ NOT_EXPORTED = 3  # exit status: tuned and stored, some kernel not written (EXAM
 def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     from aoe_optuna.operators.scheduler import SCHEDULERS
     from aoe_optuna.samplers.registry import sampler_names
-    from aoe_optuna.study.storage import DEFAULT_STORAGE
+    from aoe_optuna.study.storage.opening import DEFAULT_STORAGE
 
     p = argparse.ArgumentParser(
         prog=prog, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -109,7 +109,7 @@ def main(argv: list[str]) -> int:
         print(f"aoe-tune operators: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except Exception as exc:
-        from aoe_optuna.study.storage import describe_storage_error, storage_failure
+        from aoe_optuna.study.storage.opening import describe_storage_error, storage_failure
 
         cause = storage_failure(exc)  # failed mid-run: locked, read-only, disk full
         if cause is None:
@@ -147,16 +147,16 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.cli.final_writes import again_command, measurements_kept
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
-    from aoe_optuna.operators import report
+    from aoe_optuna.operators import outcome as report
     from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.stored import stored_spec
-    from aoe_optuna.study.file_kind import is_missing
-    from aoe_optuna.study.redact import redact_url
-    from aoe_optuna.study.report import absolute_storage_url
+    from aoe_optuna.study.report.summary import absolute_storage_url
     from aoe_optuna.study.session import storage_file
-    from aoe_optuna.study.storage import open_storage
+    from aoe_optuna.study.storage.file_kind import is_missing
+    from aoe_optuna.study.storage.opening import open_storage
+    from aoe_optuna.study.storage.redact import redact_url
 
     if args.config is None and args.study_name is None:
         raise UsageError("pass --config SPEC (new run) or --study-name NAME (resume)")
@@ -263,7 +263,7 @@ def _follow(storage: Any, storage_url: str, parent_name: str, say: Any) -> int:
     from aoe_optuna.operators.tuner import MAX_IDLE
     from aoe_optuna.operators.units import join_study
     from aoe_optuna.operators.workers import follow_allocation
-    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.run.loop import Budget
     from aoe_optuna.study.session import SEED_RANGE, SamplerRequest
 
     def measure(study_name: str, target: int) -> None:

@@ -45,7 +45,7 @@ def with_stored_search_space(argv: list[str]) -> list[str]:
         return argv
     try:
         from aoe_optuna.spec.stored import space_from_study
-        from aoe_optuna.study.storage import open_storage
+        from aoe_optuna.study.storage.opening import open_storage
 
         study = optuna.load_study(study_name=opts["--study-name"],
                                   storage=open_storage(opts["--storage"]))

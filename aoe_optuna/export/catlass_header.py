@@ -17,7 +17,7 @@ from aoe_optuna.backends.npu.catlass_args import CatlassArgError, CatlassArgs, c
 from aoe_optuna.backends.npu.catlass_render import render_header
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import SocProfile
-from aoe_optuna.study.redact import redact_url
+from aoe_optuna.study.storage.redact import redact_url
 
 
 def provenance(info: ExportInfo | None, config: Mapping[str, Any], dtype: str,

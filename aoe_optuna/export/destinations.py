@@ -22,7 +22,8 @@ from aoe_optuna.atomic_write import (
     write_error_text,
     write_target,
 )
-from aoe_optuna.export.kb import KBError, KnowledgeBase
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_entry import KBError
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 

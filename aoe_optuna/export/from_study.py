@@ -16,7 +16,7 @@ from pathlib import Path
 import optuna
 
 from aoe_optuna.export.catlass_header import write_catlass_header
-from aoe_optuna.export.kb import make_entry
+from aoe_optuna.export.kb_entry import make_entry
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.export.npu_kernel import write_npu_kernel

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from aoe_optuna.atomic_write import host_name, write_target
-from aoe_optuna.export.kb import KnowledgeBase, write_c_header
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_c_header import write_c_header
 
 T = TypeVar("T")
 LOCK_TIMEOUT_S = 60.0  # an update takes milliseconds; a lock held this long is stuck

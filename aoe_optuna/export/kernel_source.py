@@ -35,7 +35,7 @@ from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.backends.npu.gemm_kernel import BUILD_OPTIONS, KERNEL_CONSTANTS
 from aoe_optuna.backends.npu.gemm_kernel import build_flags as _build_flags
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError, canonical_value, to_code
-from aoe_optuna.study.redact import redact_url
+from aoe_optuna.study.storage.redact import redact_url
 
 COMPILE_OPTIONS = BUILD_OPTIONS
 HEADER_BEGIN = "// ---- aoe-tune export: generated, replaced on the next export ----"

@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(task: WorkerTask) -> None:
     from aoe_optuna.operators.units import LayerUnit
-    from aoe_optuna.study.storage import open_storage
+    from aoe_optuna.study.storage.opening import open_storage
 
     unit = LayerUnit.join(open_storage(task.storage_url), task.storage_url, task.study_name,
                           task.sampler, task.index)

@@ -21,7 +21,7 @@ from aoe_optuna.operators.retime import Candidate, Retimed, candidates_to_retime
 from aoe_optuna.operators.shapes import Operator
 from aoe_optuna.operators.units import OperatorUnit
 from aoe_optuna.spec.loader import StudySpec
-from aoe_optuna.study.objective import is_measured
+from aoe_optuna.study.run.objective import is_measured
 
 
 def trial_latency(trial: FrozenTrial) -> float:

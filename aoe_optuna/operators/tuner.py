@@ -73,12 +73,12 @@ from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import METRIC_NAME, StudyError, load_or_create
-from aoe_optuna.study.faults import fault_point
-from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.recovery import trial_config
-from aoe_optuna.study.runner import Budget
+from aoe_optuna.study.run.loop import Budget
+from aoe_optuna.study.run.objective import is_measured
 from aoe_optuna.study.session import SamplerRequest, StudySession
-from aoe_optuna.study.write_once import set_once
+from aoe_optuna.study.storage.write_once import set_once
+from aoe_optuna.study.trials.fault_points import fault_point
+from aoe_optuna.study.trials.recovery import trial_config
 from aoe_optuna.workload.step_split import Part, tuned_split
 
 FIRST_SEEDS = 3  # donors a shape's first chunk starts from

@@ -35,11 +35,11 @@ from aoe_optuna.study.create import (
     enqueue_baseline,
     enqueue_config_baseline,
 )
-from aoe_optuna.study.objective import Evaluation, TuningObjective
-from aoe_optuna.study.runner import Budget, RunResult, run_study
+from aoe_optuna.study.run.loop import Budget, RunResult, run_study
+from aoe_optuna.study.run.objective import Evaluation, TuningObjective
+from aoe_optuna.study.run.worker_pool import WorkerPlan, run_workers
 from aoe_optuna.study.session import SEED_RANGE, SamplerChoice, SamplerRequest, StudySession
-from aoe_optuna.study.workers import WorkerPlan, run_workers
-from aoe_optuna.study.write_once import set_once
+from aoe_optuna.study.storage.write_once import set_once
 
 SOC_KEY = "soc"  # in that plan: the SoC whose profile the model runs on
 LAYER_WORKER = "aoe_optuna.operators.layer_worker"  # the worker module of those studies
@@ -141,7 +141,7 @@ class LayerUnit:
         choice = _sampler_choice(study, sampler)
         store_sampler(study, choice.name, choice.kwargs, choice.seed)
         unit = cls(study, storage_url, op, profile, choice)
-        # what a dead worker's trial had chosen is told from this (study.recovery)
+        # what a dead worker's trial had chosen is told from this (study.trials.recovery)
         study.set_user_attr(SPACE_PARAMS_ATTR, list(unit.space.names))
         return unit
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import optuna
 
 from aoe_optuna.attrs import ALLOCATION_ATTR, CLOSED_ATTR, DONE_ATTR
-from aoe_optuna.study.objective import is_measured
+from aoe_optuna.study.run.objective import is_measured
 
 FOLLOW_POLL_S = 1.0
 FOLLOW_IDLE_S = 600.0  # a follower that got no work for this long (a dead tuner) stops

@@ -6,7 +6,7 @@ a resume, or the dashboard needs only the storage and the study name.
 A study made beforehand by ``optuna create-study --direction maximize`` is
 adopted as is. A minimize study, or a stored spec that differs from the one
 given, is refused: nothing is overwritten silently. The spec is written once
-(:mod:`.write_once`): of two runs that start one study together with different
+(:mod:`.storage.write_once`): of two runs that start one study together with different
 specs, the first to write wins and the other is refused before it writes
 anything more.
 """
@@ -26,8 +26,8 @@ from optuna.trial import FrozenTrial, TrialState
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
-from aoe_optuna.study.recovery import stored_value, trial_config
-from aoe_optuna.study.write_once import set_once
+from aoe_optuna.study.storage.write_once import set_once
+from aoe_optuna.study.trials.recovery import stored_value, trial_config
 
 METRIC_NAME = "tokens/s"  # what a study's value is
 

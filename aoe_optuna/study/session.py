@@ -32,10 +32,10 @@ from aoe_optuna.study.create import (
     enqueue_baseline,
     load_or_create,
 )
-from aoe_optuna.study.file_kind import is_missing
-from aoe_optuna.study.objective import Evaluator, TuningObjective
-from aoe_optuna.study.runner import Budget, RunResult, StudyProgress, run_study
-from aoe_optuna.study.storage import open_storage, use_wal
+from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress, run_study
+from aoe_optuna.study.run.objective import Evaluator, TuningObjective
+from aoe_optuna.study.storage.file_kind import is_missing
+from aoe_optuna.study.storage.opening import open_storage, use_wal
 
 SEED_RANGE = 2**31  # a seed drawn for a study given none, so that its run can be repeated
 
@@ -182,7 +182,7 @@ class StudySession:
             extra = {} if max_idle is None else {"max_idle": max_idle}
             return run_study(self.study, self.objective(), budget, on_update,
                              stale_after_s=stale_after_s, **extra)
-        from aoe_optuna.study.workers import WorkerPlan, run_workers
+        from aoe_optuna.study.run.worker_pool import WorkerPlan, run_workers
 
         plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
                           budget, stale_after_s, max_idle)

@@ -1,6 +1,6 @@
 """A worker process of a study: ``python -m aoe_optuna.study.worker``.
 
-Started by :func:`aoe_optuna.study.workers.run_workers` with the study's name,
+Started by :func:`aoe_optuna.study.run.worker_pool.run_workers` with the study's name,
 its sampler and budget on the command line and the storage URL in the
 environment (``AOE_WORKER_STORAGE``). It opens the study like every other run
 (:class:`aoe_optuna.study.session.StudySession`) and measures until the study's
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.run.loop import Budget
     from aoe_optuna.study.session import SamplerRequest
 
 EXIT_DONE, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 2, 130
@@ -65,10 +65,14 @@ def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: s
 
     from aoe_optuna.spec.format import SpecError
     from aoe_optuna.study.create import StudyError
-    from aoe_optuna.study.runner import Budget
+    from aoe_optuna.study.run.loop import Budget
+    from aoe_optuna.study.run.worker_pool import STORAGE_ENV
     from aoe_optuna.study.session import SamplerRequest, SessionError
-    from aoe_optuna.study.storage import StorageError, describe_storage_error, storage_failure
-    from aoe_optuna.study.workers import STORAGE_ENV
+    from aoe_optuna.study.storage.opening import (
+        StorageError,
+        describe_storage_error,
+        storage_failure,
+    )
 
     warnings.filterwarnings("ignore", category=ExperimentalWarning)
     p = argparse.ArgumentParser(prog=prog,

@@ -23,7 +23,7 @@ from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.workload.architecture import Architecture
 from aoe_optuna.workload.forward import AttentionShape, forward_workload
 from aoe_optuna.workload.gemm import Gemm, Workload
-from aoe_optuna.workload.layer_ops import LayerOpCall
+from aoe_optuna.workload.step_operators import LayerOpCall
 
 
 def bucket_label(batch: int, seq_len: int, batches: int, seq_lens: int) -> str:

@@ -28,8 +28,8 @@ from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.architecture import Architecture, Experts, LatentAttention
 from aoe_optuna.workload.gemm import Gemm, Workload
-from aoe_optuna.workload.layer_ops import LayerOpCall
 from aoe_optuna.workload.moe_gating import step_gating
+from aoe_optuna.workload.step_operators import LayerOpCall
 from aoe_optuna.workload.vector_ops import step_vector_ops
 
 PHASES = ("decode", "prefill")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.workload.layer_ops import LayerOpCall
+from aoe_optuna.workload.step_operators import LayerOpCall
 
 MAX_DIM = 1 << 24  # a GEMM dimension past this is a typo, not a workload
 # (M, K, N, dtype), and the batch after them when there is more than one matrix: a

@@ -14,7 +14,7 @@ from kt_fixture import write_cache
 from aoe_optuna.bench import kernel_tuner_side as kts
 from aoe_optuna.bench import metrics
 from aoe_optuna.bench.command import main, parse_sampler
-from aoe_optuna.bench.runner import Case
+from aoe_optuna.bench.seed_run import Case
 from aoe_optuna.cli.main import main as aoe_tune
 
 INF = float("inf")
@@ -162,7 +162,7 @@ def test_incumbent_is_chosen_by_measurement_and_scored_by_truth():
 
 
 def test_each_run_seed_draws_its_own_measurement_noise():
-    from aoe_optuna.bench.runner import _evaluator_for_seed, build_case
+    from aoe_optuna.bench.seed_run import _evaluator_for_seed, build_case
 
     built = build_case(Case.from_path("studies/qwen25_7b_decode_910b2.json"))
     config = built.spec.space.full_config(built.spec.baseline)

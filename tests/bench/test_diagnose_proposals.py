@@ -9,7 +9,7 @@ from kt_fixture import write_cache
 
 from aoe_optuna.bench.command import exhaustive_for
 from aoe_optuna.bench.diagnose import proposal_quality
-from aoe_optuna.bench.runner import Case
+from aoe_optuna.bench.seed_run import Case
 from aoe_optuna.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]

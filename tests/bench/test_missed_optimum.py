@@ -8,7 +8,7 @@ import pytest
 from kt_fixture import write_cache
 
 from aoe_optuna.bench import missed_optimum
-from aoe_optuna.bench.runner import RunResult
+from aoe_optuna.bench.seed_run import RunResult
 from aoe_optuna.cli.main import main
 from aoe_optuna.samplers.neighbourhood import steps_away
 

@@ -9,7 +9,7 @@ import pytest
 from kt_fixture import write_cache
 
 from aoe_optuna.bench import noise_floor
-from aoe_optuna.bench.runner import RunResult
+from aoe_optuna.bench.seed_run import RunResult
 from aoe_optuna.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 
 from aoe_optuna.cli.main import main
 from aoe_optuna.spec.stored import SAMPLER_ATTR, SPEC_ATTR
-from aoe_optuna.study.objective import count_measured
+from aoe_optuna.study.run.objective import count_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from aoe_optuna.cli.main import main
-from aoe_optuna.study.pg_server import postgres_server, server_bin
 from tests.cli.test_help_examples import HELPS, _examples
+from tests.support.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

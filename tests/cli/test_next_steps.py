@@ -13,7 +13,7 @@ import pytest
 from shipped_specs import spec_param
 
 from aoe_optuna.cli.main import main
-from aoe_optuna.study.text_fit import join_command
+from aoe_optuna.study.report.text_fit import join_command
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted([*ROOT.glob("studies/*.json"), *ROOT.glob("studies/*.toml")])
@@ -90,7 +90,7 @@ def test_the_dashboard_note_repeats_the_export(tmp_path: Path,
 ])
 def test_storage_urls_are_made_absolute(url: str, absolute: str, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from aoe_optuna.study.report import absolute_storage_url
+    from aoe_optuna.study.report.summary import absolute_storage_url
 
     monkeypatch.chdir(tmp_path)
     assert absolute_storage_url(url) == absolute.format(cwd=tmp_path)

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from aoe_optuna.cli.main import main
-from aoe_optuna.study.pg_server import postgres_server, server_bin
+from tests.support.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")

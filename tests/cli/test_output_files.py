@@ -21,7 +21,7 @@ import pytest
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.spec.format import read_document
-from aoe_optuna.study.objective import is_measured
+from aoe_optuna.study.run.objective import is_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")

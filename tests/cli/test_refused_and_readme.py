@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aoe_optuna.cli.main import main
-from aoe_optuna.study.redact import redact_url
+from aoe_optuna.study.storage.redact import redact_url
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -46,10 +46,10 @@ def test_redaction_parses_the_url(url: str, shown: str) -> None:
 
 
 def test_the_knowledge_base_redacts_with_the_same_helper() -> None:
-    from aoe_optuna.export import kb
+    from aoe_optuna.export import kb_entry
 
-    assert not hasattr(kb, "redact_storage")
-    assert kb.redact_url is redact_url
+    assert not hasattr(kb_entry, "redact_storage")
+    assert kb_entry.redact_url is redact_url
 
 
 README_COMMANDS = [  # the README's commands, in its order (storage: sqlite:///aoe.db)

@@ -20,8 +20,8 @@ import pytest
 
 from aoe_optuna.backends.npu.gemm_kernel import kernel_source_path
 from aoe_optuna.cli.main import main
-from aoe_optuna.study.objective import TuningObjective, is_measured
-from aoe_optuna.study.pg_server import postgres_server, server_bin
+from aoe_optuna.study.run.objective import TuningObjective, is_measured
+from tests.support.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")

@@ -22,7 +22,7 @@ AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 EXPORT_ROUNDS = """
 import sys, time
 from pathlib import Path
-import aoe_optuna.export.from_study, aoe_optuna.study.create, aoe_optuna.study.storage
+import aoe_optuna.export.from_study, aoe_optuna.study.create, aoe_optuna.study.storage.opening
 from aoe_optuna.cli.main import main
 folder, rounds, argv = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 print("ready", flush=True)

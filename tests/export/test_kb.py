@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.export import kb as kbmod
-from aoe_optuna.export.kb import (
-    KBError,
-    KnowledgeBase,
-    c_header,
-    lookup,
-    make_entry,
-    write_c_header,
-)
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_c_header import C_FIELDS, c_header, write_c_header
+from aoe_optuna.export.kb_entry import KBError, make_entry, validate_entry
+from aoe_optuna.export.kb_lookup import lookup
+from aoe_optuna.space.params import KNOWN_PARAMS, LAYOUTS, to_code
 
 SOC = "Ascend910B3"
 CC = shutil.which("gcc")
@@ -277,19 +273,19 @@ int main(int argc, char **argv) {
 
 def python_answer(kb: KnowledgeBase, dtype: str, m: int, k: int, n: int, layout: int) -> str:
     found = lookup(kb, SOC, "gemm", dtype, m, k, n,
-                   layout=None if layout < 0 else kbmod.LAYOUTS[layout])
+                   layout=None if layout < 0 else LAYOUTS[layout])
     if found is None:
         return "none"
     e = found.entry
-    cfg = {name: kbmod.KNOWN_PARAMS[name].default for name in kbmod.C_FIELDS} | e["config"]
-    fields = [kbmod.to_code(name, cfg[name]) for name in kbmod.C_FIELDS]
-    return " ".join(map(str, [e["M"], e["K"], e["N"], kbmod.LAYOUTS.index(e["layout"]),
+    cfg = {name: KNOWN_PARAMS[name].default for name in C_FIELDS} | e["config"]
+    fields = [to_code(name, cfg[name]) for name in C_FIELDS]
+    return " ".join(map(str, [e["M"], e["K"], e["N"], LAYOUTS.index(e["layout"]),
                               int(found.exact), f"{found.distance:.12f}", *fields]))
 
 
 def compile_driver(tmp_path: Path, kb: KnowledgeBase) -> Path:
     write_c_header(kb, tmp_path / "aoe_kb.h")
-    fields = " ".join(f'printf(" %d", e->{name});' for name in kbmod.C_FIELDS)
+    fields = " ".join(f'printf(" %d", e->{name});' for name in C_FIELDS)
     (tmp_path / "driver.c").write_text(DRIVER.replace("PRINT_FIELDS", fields))
     exe = tmp_path / "driver"
     subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic", "-Werror",
@@ -363,7 +359,7 @@ def test_c_header_holds_defaults_for_untuned_parameters():
                         "s", None))
     text = c_header(kb)
     # m, k, n, layout, then tile_m=16 and the defaults of the other C fields
-    defaults = [kbmod.to_code(n, kbmod.KNOWN_PARAMS[n].default) for n in kbmod.C_FIELDS[1:]]
+    defaults = [to_code(n, KNOWN_PARAMS[n].default) for n in C_FIELDS[1:]]
     row = ", ".join(map(str, [1, 64, 64, 0, 16, *defaults]))
     assert "    {" + row + ", 1.0, " in text
 
@@ -386,7 +382,7 @@ def test_c_header_carries_the_catlass_arguments():
     assert "    int32_t split_k;" in text and "    int32_t layout_b;" in text
     row = next(line for line in text.splitlines() if line.startswith("    {1, 4096, 4096, 0, "))
     values = [v.strip() for v in row.strip(" {},").split(",")]
-    fields = dict(zip(kbmod.C_FIELDS, values[4:], strict=False))
+    fields = dict(zip(C_FIELDS, values[4:], strict=False))
     assert fields["split_k"] == "4" and fields["layout_b"] == "2"
     assert fields["swizzle_direction"] == "1" and fields["swizzle_offset"] == "3"
 
@@ -396,9 +392,9 @@ def test_an_operator_entry_keeps_its_latency_and_interval_and_rejects_bad_ones()
                    "run/qkv_proj/16x4608x3584", None, objective="TFLOPS", latency_us=150.0,
                    latency_interval_us=(148.0, 152.5))
     assert (e["latency_us"], e["latency_interval_us"]) == (150.0, [148.0, 152.5])
-    assert kbmod.validate_entry(json.loads(json.dumps(e))) == e
+    assert validate_entry(json.loads(json.dumps(e))) == e
     for bad in ([152.0, 148.0], [0, 1.0], [1.0], "1-2"):
         with pytest.raises(KBError, match="latency_interval_us: expected"):
-            kbmod.validate_entry({**e, "latency_interval_us": bad})
+            validate_entry({**e, "latency_interval_us": bad})
     with pytest.raises(KBError, match="latency_us: expected a positive number"):
-        kbmod.validate_entry({**e, "latency_us": -1.0})
+        validate_entry({**e, "latency_us": -1.0})

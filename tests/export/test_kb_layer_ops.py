@@ -7,16 +7,10 @@ import json
 
 import pytest
 
-from aoe_optuna.export.kb import (
-    KBError,
-    KnowledgeBase,
-    c_header,
-    lookup,
-    lookup_layer_op,
-    make_entry,
-    make_layer_entry,
-    validate_entry,
-)
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_c_header import c_header
+from aoe_optuna.export.kb_entry import KBError, make_entry, make_layer_entry, validate_entry
+from aoe_optuna.export.kb_lookup import lookup, lookup_layer_op
 
 SOC = "Ascend910B2"
 ATTENTION = {"batch": 1, "q_heads": 28, "kv_heads": 4, "head_dim": 128, "context": 1024,

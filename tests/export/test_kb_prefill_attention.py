@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.export.kb import (
-    KBError,
-    KnowledgeBase,
-    lookup_layer_op,
-    make_layer_entry,
-    validate_entry,
-)
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_entry import KBError, make_layer_entry, validate_entry
+from aoe_optuna.export.kb_lookup import lookup_layer_op
 
 SOC = "Ascend910B2"
 PREFILL = {"batch": 1, "q_heads": 28, "kv_heads": 4, "head_dim": 128, "seq_len": 4096,

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.export.kb import KBError, KnowledgeBase, make_entry
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_entry import KBError, make_entry
 from aoe_optuna.export.kb_store import lock_path, update_knowledge_base
 
 # One writer: waits for the start file, then adds its entries one update at a time.
 WRITER = """
 import sys, time
 from pathlib import Path
-from aoe_optuna.export.kb import make_entry
+from aoe_optuna.export.kb_entry import make_entry
 from aoe_optuna.export.kb_store import update_knowledge_base
 kb, start, who, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 entries = [make_entry("Ascend910B2", "GemmKernel", "fp16", 16 * (who + 1), 16 * (i + 1), 64,

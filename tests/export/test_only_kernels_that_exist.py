@@ -24,12 +24,12 @@ from aoe_optuna.backends.npu.catlass_build import compile_option_reason, render_
 from aoe_optuna.backends.npu.render import render_project, tuned_kernel
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.catlass_header import write_catlass_header
-from aoe_optuna.export.kb import make_entry
+from aoe_optuna.export.kb_entry import make_entry
 from aoe_optuna.export.kernel_source import ExportError
 from aoe_optuna.export.npu_kernel import write_npu_kernel
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
-from aoe_optuna.operators.report import write_layer_kernel
+from aoe_optuna.operators.outcome import write_layer_kernel
 from aoe_optuna.space.kernel_rule import KernelRule
 from aoe_optuna.space.params import default_config
 from aoe_optuna.space.search_space import SearchSpace

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import aoe_optuna.operators as operators_pkg
-from aoe_optuna.export.kb import make_layer_entry
+from aoe_optuna.export.kb_entry import make_layer_entry
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.kinds.registry import (
     GEMM,

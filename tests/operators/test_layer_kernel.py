@@ -12,7 +12,7 @@ import pytest
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
-from aoe_optuna.operators.report import write_layer_kernel
+from aoe_optuna.operators.outcome import write_layer_kernel
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention

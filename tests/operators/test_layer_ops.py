@@ -17,7 +17,8 @@ import pytest
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config
 from aoe_optuna.cli.main import main
-from aoe_optuna.export.kb import KnowledgeBase, lookup_layer_op
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_lookup import lookup_layer_op
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
 from aoe_optuna.operators.scheduler import ShapeHistory, make_scheduler
@@ -31,8 +32,8 @@ from aoe_optuna.space.decode_attention import (
     violations,
 )
 from aoe_optuna.spec.loader import load_spec, spec_from_dict
-from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import is_measured
+from aoe_optuna.study.storage.opening import open_storage
 
 SPEC = {
     "op_name": "Gemm",

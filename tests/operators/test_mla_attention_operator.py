@@ -14,7 +14,8 @@ import pytest
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.simulator.mla_attention import default_cost, floor_s
 from aoe_optuna.cli.main import main
-from aoe_optuna.export.kb import KnowledgeBase, lookup_layer_op
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_lookup import lookup_layer_op
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.space.mla_attention import (
@@ -31,8 +32,8 @@ from aoe_optuna.space.mla_attention_space import (
     tiling_of,
 )
 from aoe_optuna.space.prefill_attention import PrefillAttention
-from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import is_measured
+from aoe_optuna.study.storage.opening import open_storage
 
 from ..workload.conftest import MODELS_DIR
 

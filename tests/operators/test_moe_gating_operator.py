@@ -14,15 +14,17 @@ import pytest
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.simulator.moe_gating import default_gating_cost, floor_s
 from aoe_optuna.cli.main import main
-from aoe_optuna.export.kb import KBError, KnowledgeBase, lookup_layer_op, make_layer_entry
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_entry import KBError, make_layer_entry
+from aoe_optuna.export.kb_lookup import lookup_layer_op
 from aoe_optuna.export.kernel_source import ExportError
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.kinds import moe_gating
 from aoe_optuna.operators.kinds.registry import kind_of, kind_of_op, kind_of_plan
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
 from aoe_optuna.spec.loader import load_spec
-from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import is_measured
+from aoe_optuna.study.storage.opening import open_storage
 from aoe_optuna.workload.moe_gating import MoeGating, cann_tiling
 
 from ..workload.conftest import MODELS_DIR

@@ -11,7 +11,7 @@ import pytest
 
 from aoe_optuna.cli.main import main
 from aoe_optuna.cli.operators import NOT_EXPORTED
-from aoe_optuna.study.objective import is_measured
+from aoe_optuna.study.run.objective import is_measured
 
 SPACE = {"tile_m": [16, 64], "tile_n": [128, 256], "tile_k": [64], "l1_k": [256],
          "preload": [0, 1], "split_k": [1, 2, 4]}

@@ -18,7 +18,8 @@ from aoe_optuna.backends.simulator.prefill_attention import (
     prefill_attention_cost,
 )
 from aoe_optuna.cli.main import main
-from aoe_optuna.export.kb import KnowledgeBase, lookup_layer_op
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_lookup import lookup_layer_op
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.space.prefill_attention import (
@@ -34,8 +35,8 @@ from aoe_optuna.space.prefill_attention_space import (
     prefill_attention_space,
     tiling_of,
 )
-from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import is_measured
+from aoe_optuna.study.storage.opening import open_storage
 
 PROFILE = load_profile("Ascend910B2")
 SPEC = {

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from aoe_optuna.export.kb import describe_key, entry_key, make_entry
-from aoe_optuna.operators.report import export_kernels, kb_entries, print_result, rows
+from aoe_optuna.export.kb_entry import describe_key, entry_key, make_entry
+from aoe_optuna.operators.outcome import export_kernels, kb_entries, print_result, rows
 from aoe_optuna.operators.shapes import OperatorShape, operator_shapes
 from aoe_optuna.operators.state import ShapeResult
 from aoe_optuna.operators.tuner import OperatorResult

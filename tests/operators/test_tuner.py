@@ -19,8 +19,8 @@ from aoe_optuna.operators.state import best_curve, trial_latency
 from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import load_spec
-from aoe_optuna.study.objective import is_measured
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import is_measured
+from aoe_optuna.study.storage.opening import open_storage
 
 SPEC = {
     "op_name": "Gemm",

@@ -24,10 +24,10 @@ from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import layer_operators
 from aoe_optuna.operators.units import LayerUnit
 from aoe_optuna.spec.loader import spec_from_dict
-from aoe_optuna.study.objective import count_measured, is_measured
-from aoe_optuna.study.runner import Budget
+from aoe_optuna.study.run.loop import Budget
+from aoe_optuna.study.run.objective import count_measured, is_measured
 from aoe_optuna.study.session import SamplerRequest
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.storage.opening import open_storage
 from tests.operators.test_tuner import SPEC as GEMM_SPEC  # the same small decode study
 from tests.study.stopped import wait_stopped
 
@@ -166,8 +166,8 @@ def test_a_paused_workers_attention_result_is_kept_and_it_stops_cleanly(
     tuner's own chunk on that study completes the trial with that result once the
     heartbeat's grace is past, and the continued worker says so and exits 0."""
     from aoe_optuna.operators.units import LAYER_WORKER
-    from aoe_optuna.study import storage as storage_module
-    from aoe_optuna.study.workers import WorkerPlan, worker_env
+    from aoe_optuna.study.run.worker_pool import WorkerPlan, worker_env
+    from aoe_optuna.study.storage import opening as storage_module
 
     monkeypatch.setattr(storage_module, "HEARTBEAT_INTERVAL_S", 1)
     monkeypatch.setattr(storage_module, "GRACE_PERIOD_S", 4)

@@ -43,13 +43,13 @@ from aoe_optuna.samplers.registry import (
 )
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.loader import StudySpec, load_spec
-from aoe_optuna.study.objective import (
+from aoe_optuna.study.run.objective import (
     MeasurementFailed,
     TuningObjective,
     is_measured,
     suggest_config,
 )
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.storage.opening import open_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

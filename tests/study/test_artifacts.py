@@ -8,7 +8,7 @@ from pathlib import Path
 import optuna
 from optuna.artifacts import FileSystemArtifactStore, download_artifact, get_all_artifact_meta
 
-from aoe_optuna.study.artifacts import artifact_dir, upload_files, upload_spec
+from aoe_optuna.study.storage.artifacts import artifact_dir, upload_files, upload_spec
 
 
 def test_store_sits_next_to_a_sqlite_file_and_nowhere_else(tmp_path: Path) -> None:

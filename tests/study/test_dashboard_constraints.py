@@ -17,7 +17,7 @@ from optuna.study._constrained_optimization import _CONSTRAINTS_KEY
 from optuna_dashboard._serializer import serialize_frozen_trial
 
 from aoe_optuna.spec.loader import load_spec
-from aoe_optuna.study.objective import record_constraints
+from aoe_optuna.study.run.objective import record_constraints
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"

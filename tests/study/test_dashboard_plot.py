@@ -11,7 +11,7 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState, create_trial
 
 from aoe_optuna.attrs import ATTR_FAILURE_KIND, ATTR_INFEASIBLE, ATTR_MEASURED, ATTR_REPEAT_OF
-from aoe_optuna.study.dashboard_plot import (
+from aoe_optuna.study.report.dashboard_plot import (
     GRAPH_ID,
     convergence,
     convergence_figure,

@@ -22,7 +22,7 @@ from optuna.trial import TrialState
 
 from aoe_optuna.attrs import ATTR_FAILURE, ATTR_FAILURE_KIND, ATTR_MEASURED
 from aoe_optuna.cli.main import main
-from aoe_optuna.study.objective import count_measured, is_measured
+from aoe_optuna.study.run.objective import count_measured, is_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_SPEC = ROOT / "studies" / "cpu_gemm.json"
@@ -74,7 +74,7 @@ def test_failed_build_keeps_the_compiler_output_on_its_trial(tmp_path: Path) -> 
 def test_no_log_artifact_without_a_file_store(tmp_path: Path) -> None:
     """An in-memory study (benchmarks) has no store: the failure is kept, no log written."""
     from aoe_optuna.spec.loader import load_spec
-    from aoe_optuna.study.objective import MeasurementFailed, TuningObjective
+    from aoe_optuna.study.run.objective import MeasurementFailed, TuningObjective
 
     spec = load_spec(str(_spec_with_compiler(tmp_path, "g++")))
     study = optuna.create_study(direction="maximize",

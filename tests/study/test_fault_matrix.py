@@ -1,7 +1,7 @@
 """A kill at every write of a trial's life, on every storage, then resume: nothing lost.
 
 The way SQLite tests itself: ``aoe-tune`` (a real process, real storage)
-sends itself SIGKILL at one named fault point (aoe_optuna/study/faults.py);
+sends itself SIGKILL at one named fault point (aoe_optuna/study/trials/fault_points.py);
 the same command is run again, killed at the next point, and so on; a last
 run finishes the study. Then the study must hold exactly the requested
 measurements, no config measured twice, no trial left RUNNING, and every
@@ -22,10 +22,10 @@ import optuna
 import pytest
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.study.objective import count_measured, is_measured
-from aoe_optuna.study.pg_server import postgres_server, server_bin
-from aoe_optuna.study.recovery import MAX_RETRY, holds_result
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import count_measured, is_measured
+from aoe_optuna.study.storage.opening import open_storage
+from aoe_optuna.study.trials.recovery import MAX_RETRY, holds_result
+from tests.support.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"  # simulator: measurements are instant

@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from aoe_optuna.study.objective import count_measured, is_measured
+from aoe_optuna.study.run.objective import count_measured, is_measured
 
 pytest.importorskip("grpc", reason="grpcio not installed (pip install grpcio protobuf)")
 
@@ -31,7 +31,7 @@ def test_two_workers_through_the_proxy_hold_the_exact_budget(tmp_path: Path) -> 
     url = f"sqlite:///{tmp_path / 'behind-proxy.db'}"
     port = _free_port()
     proxy = subprocess.Popen(
-        [sys.executable, "-m", "aoe_optuna.study.grpc_proxy", url, str(port)],
+        [sys.executable, "-m", "aoe_optuna.study.storage.grpc_proxy", url, str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc = subprocess.run(
@@ -65,7 +65,7 @@ def test_an_unreachable_proxy_is_one_line(tmp_path: Path) -> None:
 
 def test_the_proxy_refuses_a_bad_storage_in_one_line() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "aoe_optuna.study.grpc_proxy", "nosuch://x", "13999"],
+        [sys.executable, "-m", "aoe_optuna.study.storage.grpc_proxy", "nosuch://x", "13999"],
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     err = proc.stderr.strip()

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.study.journal_lock import OwnedSymlinkLock
+from aoe_optuna.study.storage.journal_lock import OwnedSymlinkLock
 
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 SPEC = Path(__file__).resolve().parents[2] / "studies" / "qwen25_7b_decode_910b2.json"
 HOLDER = """
 import sys, time
-from aoe_optuna.study.journal_lock import OwnedSymlinkLock
+from aoe_optuna.study.storage.journal_lock import OwnedSymlinkLock
 OwnedSymlinkLock(sys.argv[1]).acquire()
 print("held", flush=True)
 time.sleep(600)
@@ -105,7 +105,7 @@ def test_waiting_on_an_unknown_holder_is_said_within_a_second(tmp_path: Path) ->
 # ------------------------------------------------- locks nobody will release: grace, no spin
 WAITER = """
 import sys, time
-from aoe_optuna.study.journal_lock import OwnedSymlinkLock
+from aoe_optuna.study.storage.journal_lock import OwnedSymlinkLock
 lock = OwnedSymlinkLock(sys.argv[1], grace_period=3)
 wall, cpu = time.monotonic(), time.process_time()
 lock.acquire()
@@ -221,7 +221,7 @@ def test_a_run_meeting_a_dangling_lock_with_a_corrupt_note_goes_on_after_the_gra
 
 def test_a_folder_in_the_locks_place_is_one_line_at_once(tmp_path: Path) -> None:
     """No process can take or break a folder: Optuna's own wait spins on it forever."""
-    from aoe_optuna.study.journal_lock import JournalLockError
+    from aoe_optuna.study.storage.journal_lock import JournalLockError
 
     journal = tmp_path / "j.log"
     journal.touch()

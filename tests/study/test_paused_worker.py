@@ -1,7 +1,7 @@
 """A worker paused past the heartbeat's grace, then continued, loses nothing.
 
 Real ``aoe-tune`` processes on real storages; the worker stops itself with
-SIGSTOP at a named fault point (aoe_optuna/study/faults.py), so the pause
+SIGSTOP at a named fault point (aoe_optuna/study/trials/fault_points.py), so the pause
 lands on the same write every run, and the test continues it with SIGCONT.
 ``AOE_HEARTBEAT_S=1`` makes Optuna's heartbeat grace 4 s instead of 20 s.
 """
@@ -20,9 +20,9 @@ import pytest
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import ATTR_LATE_RESULT_OF, RETRY_HISTORY_KEY
-from aoe_optuna.study import storage as storage_module
-from aoe_optuna.study.objective import count_measured, is_measured
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.run.objective import count_measured, is_measured
+from aoe_optuna.study.storage import opening as storage_module
+from aoe_optuna.study.storage.opening import open_storage
 from tests.study.stopped import wait_stopped
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.study.text_fit import join_command
+from aoe_optuna.study.report.text_fit import join_command
 
 pyte = pytest.importorskip("pyte", reason="pyte (the dev extra) renders the terminal")
 

@@ -19,9 +19,9 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from aoe_optuna.spec.loader import load_spec
-from aoe_optuna.study.objective import TuningObjective, count_measured, is_measured
-from aoe_optuna.study.recovery import MAX_RETRY
-from aoe_optuna.study.runner import MAX_SAME_INFEASIBLE, Budget, run_study
+from aoe_optuna.study.run.loop import MAX_SAME_INFEASIBLE, Budget, run_study
+from aoe_optuna.study.run.objective import TuningObjective, count_measured, is_measured
+from aoe_optuna.study.trials.recovery import MAX_RETRY
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aoe_optuna.study.redact import redact_text, redact_url
+from aoe_optuna.study.storage.redact import redact_text, redact_url
 
 
 @pytest.mark.parametrize("url,shown", [

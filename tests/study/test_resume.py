@@ -1,7 +1,7 @@
 """Killed and interrupted runs lose nothing: real processes, real signals, real storage.
 
 The CPU backend builds and times a real kernel; the signal lands at a named
-fault point (aoe_optuna/study/faults.py), so it hits the same step every run.
+fault point (aoe_optuna/study/trials/fault_points.py), so it hits the same step every run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from aoe_optuna.study.objective import count_measured
+from aoe_optuna.study.run.objective import count_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_SPEC = ROOT / "studies" / "cpu_gemm.json"

@@ -1,7 +1,7 @@
 """Two trials with the same config that check each other in the worst order: measured once.
 
 Real ``aoe-tune`` processes on a real SQLite file. A worker stops itself with
-SIGSTOP at a named fault point (aoe_optuna/study/faults.py) and the test
+SIGSTOP at a named fault point (aoe_optuna/study/trials/fault_points.py) and the test
 continues it with SIGCONT, so the interleaving is the same on every run
 instead of one that heavy load produces now and then. ``--sampler random``
 claims nothing (aoe_optuna/samplers/claims.py): only the objective's own
@@ -24,7 +24,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import ATTR_HELD_BY
 from aoe_optuna.spec.loader import load_spec
-from aoe_optuna.study.objective import TuningObjective, is_measured
+from aoe_optuna.study.run.objective import TuningObjective, is_measured
 from tests.study.stopped import wait_stopped
 
 ROOT = Path(__file__).resolve().parents[2]

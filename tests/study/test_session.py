@@ -9,10 +9,10 @@ import pytest
 
 from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SAMPLER_ATTR
-from aoe_optuna.study.objective import count_measured
-from aoe_optuna.study.runner import Budget
+from aoe_optuna.study.run.loop import Budget
+from aoe_optuna.study.run.objective import count_measured
+from aoe_optuna.study.run.worker_pool import WorkerPlan
 from aoe_optuna.study.session import SamplerChoice, SamplerRequest, SessionError, StudySession
-from aoe_optuna.study.workers import WorkerPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = ROOT / "studies" / "qwen25_7b_decode_910b2.json"

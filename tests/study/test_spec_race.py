@@ -25,12 +25,12 @@ import pytest
 from aoe_optuna.attrs import SPEC_ATTR, WORKER_ATTR
 from aoe_optuna.spec.loader import StudySpec, load_spec, spec_from_dict
 from aoe_optuna.study.create import StudyError
-from aoe_optuna.study.objective import count_measured
-from aoe_optuna.study.pg_server import postgres_server, server_bin
+from aoe_optuna.study.run.objective import count_measured
 from aoe_optuna.study.session import SamplerRequest, StudySession
-from aoe_optuna.study.storage import open_storage
-from aoe_optuna.study.write_once import WRITE_ONCE_KEYS
+from aoe_optuna.study.storage.opening import open_storage
+from aoe_optuna.study.storage.write_once import WRITE_ONCE_KEYS
 from tests.study.stopped import wait_stopped
+from tests.support.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"  # simulator: measurements are instant
@@ -70,7 +70,7 @@ def _storage(kind: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         proxy = subprocess.Popen(
-            [sys.executable, "-m", "aoe_optuna.study.grpc_proxy", behind, str(port)],
+            [sys.executable, "-m", "aoe_optuna.study.storage.grpc_proxy", behind, str(port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             yield f"grpc://127.0.0.1:{port}", behind

@@ -10,7 +10,7 @@ import pytest
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
-from aoe_optuna.study.storage import open_storage
+from aoe_optuna.study.storage.opening import open_storage
 
 N_TRIALS = 200
 N_WORKERS = 4

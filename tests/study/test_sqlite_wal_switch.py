@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.study.storage import _switch_to_wal
+from aoe_optuna.study.storage.opening import _switch_to_wal
 
 
 def _writer_holding_the_file(path: Path) -> sqlite3.Connection:
@@ -65,7 +65,7 @@ def test_a_file_already_in_wal_mode_needs_no_lock(tmp_path: Path) -> None:
 
 def test_an_immediate_refusal_is_not_described_as_a_long_wait(tmp_path: Path) -> None:
     """The one line for a "locked" error is true of SQLite's immediate refusals too."""
-    from aoe_optuna.study.storage import describe_storage_error
+    from aoe_optuna.study.storage.opening import describe_storage_error
 
     path = tmp_path / "new.db"
     writer = _writer_holding_the_file(path)

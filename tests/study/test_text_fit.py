@@ -11,10 +11,10 @@ import pytest
 from optuna.trial import TrialState
 from rich.console import Console
 
-from aoe_optuna.study.progress import bar_line, clock, count_text, detail_items, eta_s
-from aoe_optuna.study.report import Summary, print_summary
-from aoe_optuna.study.runner import Budget, StudyProgress
-from aoe_optuna.study.text_fit import join_command, rate_text, wrap_command, wrap_items
+from aoe_optuna.study.report.progress import bar_line, clock, count_text, detail_items, eta_s
+from aoe_optuna.study.report.summary import Summary, print_summary
+from aoe_optuna.study.report.text_fit import join_command, rate_text, wrap_command, wrap_items
+from aoe_optuna.study.run.loop import Budget, StudyProgress
 
 LONG_NAME = "GemmKernel-Ascend910B2-gemm512x512x512-compile-quant-cpu"
 

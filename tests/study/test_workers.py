@@ -14,8 +14,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from aoe_optuna.study.objective import count_measured, is_measured
-from aoe_optuna.study.pg_server import postgres_server, server_bin
+from aoe_optuna.study.run.objective import count_measured, is_measured
+from tests.support.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -61,7 +61,7 @@ def test_journal_storage_with_workers(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_devices_pin_one_device_per_worker(tmp_path: Path) -> None:
-    from aoe_optuna.study.workers import worker_env
+    from aoe_optuna.study.run.worker_pool import worker_env
 
     assert worker_env(1, ["4", "5"])["ASCEND_RT_VISIBLE_DEVICES"] == "5"
     url = f"sqlite:///{tmp_path / 'aoe.db'}"

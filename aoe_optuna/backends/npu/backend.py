@@ -213,7 +213,7 @@ class NpuBackend(BackendBase):
                 return failed
             failed = measurement_from_build_output(run.stdout + "\n" + run.stderr,
                                                    built.seconds)
-            # the whole log, for the failed trial's artifact (study.objective uploads it)
+            # the whole log, for the failed trial's artifact (study.run.objective uploads it)
             return dataclasses.replace(failed, extra={**failed.extra,
                                                       FAILURE_LOG: run_log(run)})
         assert built.artifact is not None

@@ -31,13 +31,15 @@ from aoe_optuna.backends.simulator import (
     cube,
     gemv,
     layout,
-    measure,
     overhead,
     pipeline,
     schedule,
     traffic,
     transfer,
     vector_passes,
+)
+from aoe_optuna.backends.simulator import (
+    measurement_effects as measure,
 )
 from aoe_optuna.backends.simulator.geometry import Geometry, block_geometry
 from aoe_optuna.hardware.capacity import element_bytes, hardware_rules, l1_stages, l1_tile_k

@@ -17,7 +17,7 @@ from functools import cache
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import measured
+from aoe_optuna.hardware import measured_core as measured
 
 FRACTAL = 16  # rows of A / columns of B per cube fractal (all dtypes)
 

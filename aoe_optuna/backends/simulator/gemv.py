@@ -15,7 +15,8 @@ still counts, one that does not costs the GEMV's time.
 
 Tiny M (decode, M = 1) keeps the cube: its blocks run along N, every core
 streams its own weight columns at full HBM bandwidth, and a published cube
-timing of 1 x 768 x 5120 (published.py) is what the simulator is calibrated on.
+timing of 1 x 768 x 5120 (calibration/published_gemm.py) is what the simulator is
+calibrated on.
 
 The model (AIV GEMV): the bytes of A, B and C cross HBM once; each output is one
 core's dot product, so ``min(vector cores, M x N)`` cores stream their share at

@@ -21,7 +21,7 @@ from functools import cache
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import measured
+from aoe_optuna.hardware import measured_core as measured
 
 FRACTAL_BYTES = 512
 

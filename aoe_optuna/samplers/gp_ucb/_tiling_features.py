@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aoe_optuna.samplers.constrained import is_gemm_tiling
+from aoe_optuna.samplers.base import is_gemm_tiling
 from aoe_optuna.space.params import TILE_NAMES
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.gemm import Gemm

@@ -20,8 +20,8 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import GP_HYPER_ATTR, GP_LOCAL_ATTR
+from aoe_optuna.samplers.base import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
-from aoe_optuna.samplers.constrained import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.gp_ucb._acquisition import DEFAULT_BETA, beta_at, by_feasibility, ucb
 from aoe_optuna.samplers.gp_ucb._candidates import Candidates, CandidateSource
 from aoe_optuna.samplers.gp_ucb._design import farthest_point

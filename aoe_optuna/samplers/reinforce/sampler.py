@@ -32,8 +32,8 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.samplers.base import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.claims import FinishedClaims, claim_first_free, claimed_params
-from aoe_optuna.samplers.constrained import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.neighbourhood import BallCache
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
 from aoe_optuna.samplers.reinforce._explore import model_draw

@@ -14,7 +14,7 @@ from kt_fixture import TABLE, shared_spaces, write_cache
 from aoe_optuna.backends.replay.backend import ReplayBackend, replay_space
 from aoe_optuna.backends.replay.kt_cache import read_cache
 from aoe_optuna.spec.loader import SpecError, load_spec
-from aoe_optuna.study.objective import Evaluator, MeasurementFailed, TuningObjective
+from aoe_optuna.study.run.objective import Evaluator, MeasurementFailed, TuningObjective
 
 GEMM = shared_spaces() / "gemm_RTX_2080_Ti.json.gz"
 GEMM_RULES = [

@@ -5,13 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.simulator import calibration, schedule, transfer, vector_passes
+from aoe_optuna.backends.simulator import schedule, transfer, vector_passes
 from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.backends.simulator.published import (
-    PUBLISHED,
-    RANKING_PAIRS,
-    catlass_multicore_split,
-)
+from aoe_optuna.calibration import residuals as calibration
+from aoe_optuna.calibration.published_gemm import PUBLISHED, RANKING_PAIRS, catlass_multicore_split
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config, to_code
 from aoe_optuna.workload.gemm import Gemm

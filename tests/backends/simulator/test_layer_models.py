@@ -14,13 +14,13 @@ import aoe_optuna
 from aoe_optuna.backends.simulator import decode_attention, mla_attention, prefill_attention
 from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS, layer_charge
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
-from aoe_optuna.export.kb import LAYER_KINDS, PROBLEM_FIELDS
+from aoe_optuna.export.kb_entry import LAYER_KINDS, PROBLEM_FIELDS
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.spec.workload import part_charge
-from aoe_optuna.workload.layer_ops import LayerOpCall
+from aoe_optuna.workload.step_operators import LayerOpCall
 from aoe_optuna.workload.vector_ops import VectorOp
 
 PROFILE = load_profile("Ascend910B2")
@@ -30,7 +30,7 @@ PREFILL = PrefillAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, seq_le
 NORM = VectorOp("add_rmsnorm", 4, 3584)
 ROOT = Path(aoe_optuna.__file__).parent
 # The modules that once branched on a problem's type or listed the kinds.
-OPEN_MODULES = ("workload/layer_ops.py", "spec/workload.py", "export/kb.py")
+OPEN_MODULES = ("workload/step_operators.py", "spec/workload.py", "export/kb.py")
 
 
 def test_each_problem_says_its_part_kind_and_fields() -> None:

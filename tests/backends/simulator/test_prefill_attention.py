@@ -13,10 +13,7 @@ from aoe_optuna.backends.simulator.prefill_attention import (
     prefill_attention_charge,
     prefill_attention_cost,
 )
-from aoe_optuna.backends.simulator.published_attention import (
-    PUBLISHED_ATTENTION,
-    PUBLISHED_ONE_CORE,
-)
+from aoe_optuna.calibration.published_attention import PUBLISHED_ATTENTION, PUBLISHED_ONE_CORE
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.prefill_attention import (
     PrefillAttention,

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.simulator import cube, geometry, measure, pipeline, traffic, transfer
+from aoe_optuna.backends.simulator import (
+    cube,
+    geometry,
+    pipeline,
+    traffic,
+    transfer,
+)
+from aoe_optuna.backends.simulator import (
+    measurement_effects as measure,
+)
 from aoe_optuna.backends.simulator.backend import AscendSimulator
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import load_profile

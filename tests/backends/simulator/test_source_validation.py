@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import calibration, source_validation, transfer
-from aoe_optuna.backends.simulator.published import PUBLISHED, RANKING_PAIRS, Published
+from aoe_optuna.backends.simulator import transfer
+from aoe_optuna.calibration import (
+    leave_one_source_out as source_validation,
+)
+from aoe_optuna.calibration import (
+    residuals as calibration,
+)
+from aoe_optuna.calibration.published_gemm import PUBLISHED, RANKING_PAIRS, Published
 
 
 def _row(name: str, source: str, published: float, simulated: float,

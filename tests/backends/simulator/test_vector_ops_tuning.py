@@ -11,7 +11,7 @@ import pytest
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, vector_op_cost
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.samplers.gp_ucb.sampler import GPUCBSampler
-from aoe_optuna.study.objective import suggest_config
+from aoe_optuna.study.run.objective import suggest_config
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import vector_space
 

@@ -220,7 +220,7 @@ def test_plain_study_keeps_its_own_distributions() -> None:
 def test_space_comes_from_the_spec_stored_in_the_study() -> None:
     from aoe_optuna.spec.loader import load_spec
     from aoe_optuna.spec.stored import SPEC_ATTR
-    from aoe_optuna.study.objective import suggest_config
+    from aoe_optuna.study.run.objective import suggest_config
 
     spec = load_spec("studies/qwen25_7b_decode_910b2.json")
     study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(seed=0))

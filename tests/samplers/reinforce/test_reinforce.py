@@ -20,7 +20,7 @@ from aoe_optuna.samplers.reinforce.sampler import new_policy
 from aoe_optuna.samplers.torch_threads import one_torch_thread as one_thread
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.study.objective import ATTR_MEASURED, suggest_config
+from aoe_optuna.study.run.objective import ATTR_MEASURED, suggest_config
 from tests.samplers.reinforce.test_reinforce_masking import huge_space, small_space
 
 SMALL_BATCH = LearnerSettings(batch_size=4)  # updates every 4 measurements: short tests learn

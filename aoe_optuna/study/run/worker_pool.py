@@ -4,7 +4,7 @@ The storage is the only channel between workers (as it is between hosts):
 each worker is a ``python -m aoe_optuna.study.worker`` process that opens the
 study by name (:class:`aoe_optuna.study.session.StudySession`), builds its own
 sampler (seed + worker index) and measures until the study's budget is spent;
-:class:`aoe_optuna.study.runner.BudgetGuard` keeps the count exact. This process
+:class:`aoe_optuna.study.run.loop.BudgetGuard` keeps the count exact. This process
 only starts them, shows the progress of the whole study, and passes Ctrl-C on.
 The storage URL travels in the environment, not on the command line, where any
 user of the host could read its password.
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import optuna
 
-from aoe_optuna.study.runner import Budget, RunResult, StudyProgress
-from aoe_optuna.study.runner import _Stopper as Stopper
+from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress
+from aoe_optuna.study.run.loop import _Stopper as Stopper
 
 if TYPE_CHECKING:
     from aoe_optuna.study.session import SamplerChoice

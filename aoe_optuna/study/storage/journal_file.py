@@ -16,7 +16,7 @@ Two things a SIGKILL or a full disk could leave behind:
   :class:`JournalWriteError` with one line. Other workers go on appending to
   a file that still parses.
 
-A stale lock is :mod:`aoe_optuna.study.journal_lock`'s business.
+A stale lock is :mod:`aoe_optuna.study.storage.journal_lock`'s business.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 from optuna.exceptions import StorageInternalError
 from optuna.storages.journal import JournalFileBackend
 
-from aoe_optuna.study.journal_lock import OwnedSymlinkLock
+from aoe_optuna.study.storage.journal_lock import OwnedSymlinkLock
 
 TAIL_BYTES = 1 << 20  # more than any one record Optuna writes
 _WRITE_CAUSES = {
@@ -76,7 +76,7 @@ class WholeRecordBackend(JournalFileBackend):
 
     def _to_append(self, logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The records of ``logs`` to write, decided under the lock (a subclass may drop
-        some after reading the file: :mod:`aoe_optuna.study.write_once`)."""
+        some after reading the file: :mod:`aoe_optuna.study.storage.write_once`)."""
         return logs
 
 

@@ -22,8 +22,9 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import spearmanr
 
-from aoe_optuna.backends.simulator import backend, calibration, transfer, vector_passes
-from aoe_optuna.backends.simulator.published import (
+from aoe_optuna.backends.simulator import backend, transfer, vector_passes
+from aoe_optuna.calibration import residuals as calibration
+from aoe_optuna.calibration.published_gemm import (
     CATLASS_GUIDE,
     EX34,
     EX44,
@@ -43,7 +44,7 @@ FITTED: tuple[tuple[ModuleType, str, float, str], ...] = (
     (vector_passes, "HANDOVER_S", 1e6, "us"),
 )
 
-# A short name per source for the tables; the full citation stays in published.py.
+# A short name per source for the tables; the full citation stays in published_gemm.py.
 SOURCE_TAGS: dict[str, str] = {
     CATLASS_GUIDE: "catlass guide", EX34: "catlass ex34", EX44: "catlass ex44",
     EX52: "catlass ex52", TORCH_NPU: "torch_npu",

@@ -13,18 +13,18 @@ Three outcomes per trial, so every sampler gets honest information:
 A result is written attribute by attribute (Optuna's storage API has no
 batch write), ``measured`` last: a trial carries ``measured`` only if its
 whole result reached storage, so a worker killed anywhere in between leaves
-either a kept result or none (see :mod:`aoe_optuna.study.recovery`). A failed
+either a kept result or none (see :mod:`aoe_optuna.study.trials.recovery`). A failed
 measurement's full log (a compiler's whole output) is kept before the result
 attributes, as the trial's artifact ``<kind>.log`` (beside a SQLite storage,
-see :mod:`aoe_optuna.study.artifacts`): a worker killed after it leaves a log
+see :mod:`aoe_optuna.study.storage.artifacts`): a worker killed after it leaves a log
 on a trial whose result is not kept, and the config is measured again.
-Fault points (:mod:`aoe_optuna.study.faults`) mark each write of a trial's
+Fault points (:mod:`aoe_optuna.study.trials.fault_points`) mark each write of a trial's
 life for the crash tests: ``ask``, ``param``, ``constraints``, ``measure``,
 ``log`` (after a failure's log), ``result`` (after each result attribute),
 ``tell`` (just before Optuna's tell; ``told`` after it is in the runner).
 A worker paused past the heartbeat's grace may find its trial ended when it
 writes its result: the result goes to the retry of its config instead
-(:mod:`aoe_optuna.study.late`).
+(:mod:`aoe_optuna.study.trials.ended_elsewhere`).
 """
 
 from __future__ import annotations
@@ -52,10 +52,10 @@ from aoe_optuna.attrs import (
 from aoe_optuna.backends.base import FAILURE_LOG, Backend
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
-from aoe_optuna.study.artifacts import upload_trial_text
-from aoe_optuna.study.faults import fault_point
-from aoe_optuna.study.late import EndedElsewhere, hand_over
-from aoe_optuna.study.recovery import trial_config
+from aoe_optuna.study.storage.artifacts import upload_trial_text
+from aoe_optuna.study.trials.ended_elsewhere import EndedElsewhere, hand_over
+from aoe_optuna.study.trials.fault_points import fault_point
+from aoe_optuna.study.trials.recovery import trial_config
 from aoe_optuna.workload.gemm import Workload
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import ATTR_FAILURE_KIND
-from aoe_optuna.study import dashboard_writers
-from aoe_optuna.study.objective import is_measured
+from aoe_optuna.study.report import dashboard_writers
+from aoe_optuna.study.run.objective import is_measured
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -17,7 +17,7 @@ from functools import cache
 import numpy as np
 
 from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.backends.simulator.published import PUBLISHED, RANKING_PAIRS, Published
+from aoe_optuna.calibration.published_gemm import PUBLISHED, RANKING_PAIRS, Published
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import Param, to_code

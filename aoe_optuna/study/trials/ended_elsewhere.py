@@ -3,7 +3,7 @@
 A worker paused for longer than the heartbeat's grace (SIGSTOP, a frozen VM,
 a host swapping for a minute) looks exactly like a dead one, and another
 worker ends its trial: completed with its result when the whole result had
-reached storage (:class:`aoe_optuna.study.recovery.KeepResultOnStale`),
+reached storage (:class:`aoe_optuna.study.trials.recovery.KeepResultOnStale`),
 otherwise failed and its config enqueued again. When the paused worker
 resumes, its next write or its tell meets a finished trial and Optuna raises.
 Instead, the run says in one line what became of the trial and goes on with
@@ -31,7 +31,7 @@ from aoe_optuna.attrs import (
     RETRY_HISTORY_KEY,
     WORKER_ATTR,
 )
-from aoe_optuna.study.recovery import worker_identity
+from aoe_optuna.study.trials.recovery import worker_identity
 
 
 class EndedElsewhere(Exception):

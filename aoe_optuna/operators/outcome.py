@@ -18,7 +18,8 @@ from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
 from aoe_optuna.export.catlass_header import write_catlass_header
-from aoe_optuna.export.kb import KnowledgeBase, entry_key, make_entry, make_layer_entry
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_entry import entry_key, make_entry, make_layer_entry
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.hardware.profile import SocProfile, load_profile
@@ -29,7 +30,7 @@ from aoe_optuna.operators.tuner import OperatorResult
 from aoe_optuna.operators.units import LAYER_OP_ATTR
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.loader import StudySpec
-from aoe_optuna.study import dashboard_writers
+from aoe_optuna.study.report import dashboard_writers
 from aoe_optuna.workload.step_split import describe_fractions
 
 OBJECTIVE = "TFLOPS"  # a shape's own figure in the knowledge base (higher is better)

@@ -24,7 +24,7 @@ Optuna fails a stale trial before its callback runs, so the storages
 aoe-tune opens keep a stored result first (:class:`KeepResultOnStale`).
 
 A stale trial's worker may only have been paused (SIGSTOP, a swapped-out or
-frozen host) and wake up later; :mod:`aoe_optuna.study.late` says what it does
+frozen host) and wake up later; :mod:`aoe_optuna.study.trials.ended_elsewhere` says what it does
 then.
 """
 

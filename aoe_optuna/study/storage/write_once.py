@@ -9,7 +9,7 @@ description must instead be set once, atomically, and read back: the run whose
 write did not take sees the other spec and is refused before it writes or
 measures anything.
 
-The storages :func:`aoe_optuna.study.storage.open_storage` returns keep the
+The storages :func:`aoe_optuna.study.storage.opening.open_storage` returns keep the
 keys in :data:`WRITE_ONCE_KEYS` this way, so every path through them gets it,
 including workers on other hosts through the gRPC proxy (its server opens its
 storage with ``open_storage``):
@@ -38,10 +38,10 @@ from optuna.storages._rdb import models
 from optuna.storages.journal._storage import JournalOperation
 
 from aoe_optuna.attrs import LAYER_OP_ATTR, PLAN_ATTR, SPEC_ATTR
-from aoe_optuna.study.faults import fault_point
-from aoe_optuna.study.journal_file import WholeRecordBackend
-from aoe_optuna.study.recovery import ResultKeepingRDBStorage
-from aoe_optuna.study.sqlite_pop import SQLiteStorage
+from aoe_optuna.study.storage.journal_file import WholeRecordBackend
+from aoe_optuna.study.storage.sqlite_pop import SQLiteStorage
+from aoe_optuna.study.trials.fault_points import fault_point
+from aoe_optuna.study.trials.recovery import ResultKeepingRDBStorage
 
 # What a study is: its spec, an operator run's shape plan, an attention or vector kernel
 # study's problem. (What follows from them, the spec's source file and roofline, is

@@ -1,6 +1,6 @@
 """Serve one study storage to workers on other hosts through Optuna's gRPC proxy.
 
-``python -m aoe_optuna.study.grpc_proxy STORAGE_URL PORT [--host HOST]``: the
+``python -m aoe_optuna.study.storage.grpc_proxy STORAGE_URL PORT [--host HOST]``: the
 proxy holds the only database connection, and each worker runs
 ``aoe-tune --storage grpc://HOST:PORT ...``. It serves until interrupted.
 """
@@ -11,13 +11,13 @@ import argparse
 import sys
 import warnings
 
-from aoe_optuna.study.storage import StorageError, open_storage
+from aoe_optuna.study.storage.opening import StorageError, open_storage
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m aoe_optuna.study.grpc_proxy", description=__doc__.splitlines()[0],
-        epilog="example: python -m aoe_optuna.study.grpc_proxy "
+        prog="python -m aoe_optuna.study.storage.grpc_proxy", description=__doc__.splitlines()[0],
+        epilog="example: python -m aoe_optuna.study.storage.grpc_proxy "
                "postgresql+psycopg://u@db/aoe 13000 --host 0.0.0.0")
     parser.add_argument("storage", help="the study storage URL (SQLite, Journal, PostgreSQL)")
     parser.add_argument("port", type=int)

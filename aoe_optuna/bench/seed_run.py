@@ -100,7 +100,7 @@ class Built:
 @lru_cache(maxsize=4)
 def build_case(case: Case) -> Built:
     """Space + evaluator of a case (once per process)."""
-    from aoe_optuna.study.objective import Evaluator
+    from aoe_optuna.study.run.objective import Evaluator
 
     if case.kind == "replay":
         from aoe_optuna.backends.replay.backend import (
@@ -127,7 +127,7 @@ def run_task(task: Task) -> RunResult:
     from optuna.trial import TrialState
 
     from aoe_optuna.samplers.registry import make_sampler
-    from aoe_optuna.study.objective import MeasurementFailed, TuningObjective, suggest_config
+    from aoe_optuna.study.run.objective import MeasurementFailed, TuningObjective, suggest_config
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     built = build_case(task.case)

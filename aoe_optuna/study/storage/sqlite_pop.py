@@ -24,7 +24,7 @@ import sqlalchemy
 from optuna.storages._rdb import models
 from optuna.trial import TrialState
 
-from aoe_optuna.study.recovery import ResultKeepingRDBStorage
+from aoe_optuna.study.trials.recovery import ResultKeepingRDBStorage
 
 
 class SQLiteStorage(ResultKeepingRDBStorage):

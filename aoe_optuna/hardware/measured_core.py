@@ -3,7 +3,7 @@
 Every table is a verbatim excerpt of msKPP's profiling data
 (``csrc/prof_data/resource910b.cpp`` of Huawei's MindStudio msKPP, the figures
 that the reference ``ascend-910b.md`` quotes). The fits live next to the
-model parts that use them (:mod:`.cube`, :mod:`.transfer`); this module only
+model parts that use them (the simulator's ``cube`` and ``transfer``); this module only
 holds data, so a new measurement replaces a table and nothing else.
 """
 

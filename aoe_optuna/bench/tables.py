@@ -15,7 +15,7 @@ import numpy as np
 
 from aoe_optuna.bench import metrics
 from aoe_optuna.bench.exhaustive import Exhaustive
-from aoe_optuna.bench.runner import RunResult
+from aoe_optuna.bench.seed_run import RunResult
 
 
 def summarise(runs: Sequence[RunResult], exhaustive: Exhaustive,

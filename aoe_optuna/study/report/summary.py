@@ -14,11 +14,11 @@ from rich.table import Table
 from aoe_optuna.spec.export_target import ExportKind
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR
-from aoe_optuna.study import dashboard_writers
 from aoe_optuna.study.create import baseline_trial, best_trial
-from aoe_optuna.study.dashboard_plot import save_convergence_plot
-from aoe_optuna.study.runner import RunResult
-from aoe_optuna.study.text_fit import rate_text, wrap_command, wrap_items
+from aoe_optuna.study.report import dashboard_writers
+from aoe_optuna.study.report.dashboard_plot import save_convergence_plot
+from aoe_optuna.study.report.text_fit import rate_text, wrap_command, wrap_items
+from aoe_optuna.study.run.loop import RunResult
 
 
 @dataclass
@@ -192,7 +192,7 @@ def summary_markdown(s: Summary) -> str:
 
 def save_dashboard_note(study: optuna.Study, s: Summary) -> None:
     """The summary as the study's dashboard note, and beside it the convergence plot
-    (:mod:`aoe_optuna.study.dashboard_plot`); both skipped without the `dashboard` extra."""
+    (:mod:`aoe_optuna.study.report.dashboard_plot`); both skipped without the `dashboard` extra."""
     save_note = dashboard_writers.save_note()
     if save_note is None:
         return

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.study.faults import fault_point
-from aoe_optuna.study.late import told_too_late, what_became_of
-from aoe_optuna.study.objective import (
+from aoe_optuna.study.run.objective import (
     ATTR_COST,
     ATTR_INFEASIBLE,
     ATTR_REPEAT_OF,
@@ -29,7 +27,9 @@ from aoe_optuna.study.objective import (
     count_measured,
     is_measured,
 )
-from aoe_optuna.study.recovery import WorkerTaggingSampler, held_elsewhere, sweep_dead_trials
+from aoe_optuna.study.trials.ended_elsewhere import told_too_late, what_became_of
+from aoe_optuna.study.trials.fault_points import fault_point
+from aoe_optuna.study.trials.recovery import WorkerTaggingSampler, held_elsewhere, sweep_dead_trials
 
 # A sampler that proposes this many infeasible configs in a row is not
 # going to find a feasible one: stop instead of spinning.
@@ -217,7 +217,7 @@ def run_study(
     """Optimise until the budget is spent; KeyboardInterrupt propagates to the caller.
 
     ``stale_after_s``: end RUNNING trials that nothing watches after this long
-    (see :func:`aoe_optuna.study.recovery.sweep_dead_trials`). ``max_idle``: stop after
+    (see :func:`aoe_optuna.study.trials.recovery.sweep_dead_trials`). ``max_idle``: stop after
     this many proposals in a row that measure nothing (repeats, infeasible, surplus).
     """
     started = time.monotonic()

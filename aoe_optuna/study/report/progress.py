@@ -2,7 +2,7 @@
 elsewhere.
 
 On a terminal every line is laid out for the terminal's width at each redraw
-(:mod:`aoe_optuna.study.text_fit`): the bar shrinks, the counts, the elapsed time
+(:mod:`aoe_optuna.study.report.text_fit`): the bar shrinks, the counts, the elapsed time
 and the ETA stay, and the best config wraps between whole ``key=value`` pairs.
 A table of columns (rich's ``Progress``) gave the best config's long text the
 width and squeezed the bar and the counts out of the line.
@@ -22,9 +22,9 @@ from rich.live import Live
 from rich.text import Text
 
 from aoe_optuna.attrs import ATTR_FAILURE, ATTR_FAILURE_KIND
-from aoe_optuna.study.recovery import owner_text
-from aoe_optuna.study.runner import Budget, StudyProgress
-from aoe_optuna.study.text_fit import rate_text, wrap_items
+from aoe_optuna.study.report.text_fit import rate_text, wrap_items
+from aoe_optuna.study.run.loop import Budget, StudyProgress
+from aoe_optuna.study.trials.recovery import owner_text
 
 PLAIN_EVERY_S = 5.0  # a piped run prints a line at most this often (and at the end)
 MIN_BAR = 10  # narrower than this, the bar is left out and the figures keep the line

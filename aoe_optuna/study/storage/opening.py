@@ -5,7 +5,7 @@
   retried; an enqueued trial started by one worker only (:mod:`.sqlite_pop`).
 * A plain path ending in ``.log``: Optuna's Journal file storage (shared file
   systems; no heartbeats, so stale trials are swept by pid, see
-  :mod:`aoe_optuna.study.recovery`).
+  :mod:`aoe_optuna.study.trials.recovery`).
 * PostgreSQL / MySQL URLs (many hosts): RDB storage with heartbeats.
 * ``grpc://host:port``: Optuna's gRPC storage proxy
   (``optuna.storages.run_grpc_proxy_server`` in front of one of the above),
@@ -31,17 +31,21 @@ import optuna
 from optuna.storages import RDBStorage
 from optuna.storages.journal import JournalStorage
 
-from aoe_optuna.study.file_kind import not_a_regular_file
-from aoe_optuna.study.journal_file import JournalRepairError, JournalWriteError, repair_torn_tail
-from aoe_optuna.study.journal_lock import JournalLockError, OwnedSymlinkLock
-from aoe_optuna.study.recovery import RetryStaleTrial
-from aoe_optuna.study.redact import redact_text, redact_url
-from aoe_optuna.study.sqlite_pop import SQLiteStorage
-from aoe_optuna.study.write_once import (
+from aoe_optuna.study.storage.file_kind import not_a_regular_file
+from aoe_optuna.study.storage.journal_file import (
+    JournalRepairError,
+    JournalWriteError,
+    repair_torn_tail,
+)
+from aoe_optuna.study.storage.journal_lock import JournalLockError, OwnedSymlinkLock
+from aoe_optuna.study.storage.redact import redact_text, redact_url
+from aoe_optuna.study.storage.sqlite_pop import SQLiteStorage
+from aoe_optuna.study.storage.write_once import (
     WriteOnceJournalFileBackend,
     WriteOnceRDBStorage,
     WriteOnceSQLiteStorage,
 )
+from aoe_optuna.study.trials.recovery import RetryStaleTrial
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 # Optuna's heartbeat on RDB storages: a trial silent for the grace period is stale.

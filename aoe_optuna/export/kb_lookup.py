@@ -1,0 +1,115 @@
+"""Finding a config in the knowledge base: a GEMM shape's exact or nearest entry, and
+an attention or vector kernel's exact problem.
+
+A shape that was never tuned gets the entry of the nearest tuned shape of the
+same SoC, op and dtype, nearness being the Euclidean distance between
+(log2 M, log2 K, log2 N): doubling a dimension costs 1 whatever its size. The C
+lookup of :mod:`aoe_optuna.export.kb_c_header` ranks entries the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_entry import (
+    KBError,
+    _is_dim,
+    describe_key,
+    entry_key,
+    is_gemm_entry,
+    problem_text,
+)
+from aoe_optuna.space.params import LAYOUTS
+from aoe_optuna.workload.gemm import MAX_DIM
+
+TIE_SCALE = 1048576.0  # 2**20: squared log2 distances are compared on this grid
+
+
+@dataclass(frozen=True)
+class LookupResult:
+    """The entry chosen for a shape: the exact one, or the nearest one and how near."""
+
+    entry: dict[str, Any]
+    exact: bool
+    distance: float  # Euclidean distance in (log2 M, log2 K, log2 N); 0 when exact
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.entry["config"]
+
+    def describe(self) -> str:
+        key = describe_key(entry_key(self.entry))
+        return f"exact entry {key}" if self.exact else (
+            f"nearest entry {key} (distance {self.distance:.3f} in log2 shape)")
+
+
+def lookup(
+    kb_or_path: KnowledgeBase | str | os.PathLike[str],
+    soc: str,
+    op: str,
+    dtype: str,
+    M: int,  # noqa: N803
+    K: int,  # noqa: N803
+    N: int,  # noqa: N803
+    layout: str | None = None,
+) -> LookupResult | None:
+    """The entry for this shape, or the nearest shape's; None when nothing fits.
+
+    Candidates share ``soc``, ``op``, ``dtype`` (and ``layout`` unless it is None).
+    The nearest minimises the squared distance in (log2 M, log2 K, log2 N), rounded
+    to a 2**-20 grid so that equal distances tie whatever the last bit of log2; ties
+    go to the higher value, then to the smaller (M, K, N, layout). The C lookup of
+    :func:`write_c_header` implements the same order.
+    """
+    kb = kb_or_path if isinstance(kb_or_path, KnowledgeBase) else KnowledgeBase.load(kb_or_path)
+    for dim, v in (("M", M), ("K", K), ("N", N)):
+        if not _is_dim(v):
+            raise KBError(f"lookup: {dim}: expected an integer from 1 to {MAX_DIM}, got {v!r}")
+    if layout is not None and layout not in LAYOUTS:
+        raise KBError(f"lookup: layout: expected one of {list(LAYOUTS)} or None, got {layout!r}")
+    query = (math.log2(M), math.log2(K), math.log2(N))
+    best: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+    for entry in kb.entries():
+        if not is_gemm_entry(entry) or (entry["soc"], entry["op"], entry["dtype"]) != (
+                soc, op, dtype):
+            continue
+        if layout is not None and entry["layout"] != layout:
+            continue
+        d2 = _squared_distance(query, entry)
+        rank = (_tie_bucket(d2), -entry["value"], d2)
+        if best is None or rank < best[0]:  # entries() is sorted: the first of equals wins
+            best = (rank, entry)
+    if best is None:
+        return None
+    entry = best[1]
+    exact = (entry["M"], entry["K"], entry["N"]) == (M, K, N)
+    return LookupResult(entry, exact, 0.0 if exact else math.sqrt(best[0][2]))
+
+
+def lookup_layer_op(kb_or_path: KnowledgeBase | str | os.PathLike[str], soc: str, op: str,
+                    dtype: str, problem: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The attention or vector kernel entry of exactly this problem, or None.
+
+    No nearest match: a tiling of another problem (another context's KV split,
+    another width's tile) is not a safe guess for this one.
+    """
+    kb = kb_or_path if isinstance(kb_or_path, KnowledgeBase) else KnowledgeBase.load(kb_or_path)
+    return kb.get((soc, op, dtype, problem_text(problem)))
+
+
+def _tie_bucket(d2: float) -> float:
+    """Squared distances closer than 2**-20 are a tie (rounding noise of log2 and FMA)."""
+    return math.floor(d2 * TIE_SCALE + 0.5)
+
+
+def _squared_distance(query: tuple[float, float, float], entry: Mapping[str, Any]) -> float:
+    total = 0.0
+    for q, dim in zip(query, ("M", "K", "N"), strict=True):
+        d = q - math.log2(entry[dim])
+        total += d * d
+    return total

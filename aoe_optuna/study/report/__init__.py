@@ -1,0 +1,1 @@
+"""What a study found, told to a person: the summary, live progress, the dashboard."""

@@ -1,0 +1,1 @@
+"""Running trials: the objective, the run loop and its budget, the pool of worker processes."""

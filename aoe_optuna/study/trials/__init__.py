@@ -1,0 +1,1 @@
+"""What a trial holds and how a dead one is recovered."""

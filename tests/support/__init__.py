@@ -1,0 +1,1 @@
+"""Helpers the tests and reliability scripts share: a throwaway PostgreSQL server."""
