@@ -69,16 +69,17 @@ def unit_seconds(pipeline: int, steps: Sequence[Stages]) -> float:
 
 
 def softmax_vector_s(profile: SocProfile, scores: float, outputs: float, dtype_bytes: int,
-                     *, masked: float = 0.0, moved_extra: float = 0.0) -> float:
-    """The two vector cores' seconds for one step: the online softmax of ``scores``
-    (``masked`` of them also masked), the rescale of ``outputs`` running-O elements,
-    and S in / P out (plus ``moved_extra`` bytes) through GM/L2."""
-    lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * VECTOR_CORES_PER_AI_CORE
+                     *, masked: float = 0.0, moved_extra: float = 0.0,
+                     aivs: int = VECTOR_CORES_PER_AI_CORE) -> float:
+    """Seconds of ``aivs`` vector cores (the AI core's two by default; one where the
+    kernel deals a unit to a single vector core) for one step: the online softmax of
+    ``scores`` (``masked`` of them also masked), the rescale of ``outputs`` running-O
+    elements, and S in / P out (plus ``moved_extra`` bytes) through GM/L2."""
+    lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * aivs
     ops = (scores * VECTOR_OPS_PER_SCORE + masked * VECTOR_OPS_PER_MASKED_SCORE
            + outputs * VECTOR_OPS_PER_OUTPUT)
     moved = scores * (ACCUMULATOR_BYTES + dtype_bytes) + moved_extra
-    return (ops / lanes + moved / (GM_UB_BYTES_PER_CYCLE * VECTOR_CORES_PER_AI_CORE)) \
-        / profile.clock_hz
+    return (ops / lanes + moved / (GM_UB_BYTES_PER_CYCLE * aivs)) / profile.clock_hz
 
 
 def flash_cube_s(profile: SocProfile, rows: int, qk_dim: int, v_dim: int, tokens: int,
