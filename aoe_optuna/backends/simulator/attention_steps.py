@@ -111,6 +111,17 @@ def flash_cube_s(profile: SocProfile, rows: int, qk_dim: int, v_dim: int, tokens
     return mmad_s + l0a_s + l0b_s + fixpipe_s
 
 
+def handover_bytes(rows: int, tokens: int, v_dim: int, dtype_bytes: int, steps: int) -> float:
+    """GM bytes a unit's cube and vector cores hand each other: the fp32 scores written
+    by FixPipe and read by the vector cores, P written back and read by the cube, and
+    each step's fp32 PV partial out and in. Every unit of the chip moves them through
+    the same memory system at once, so together they are held to HBM bandwidth: the
+    floor that keeps a kernel with every core busy well under one core's rate times the
+    cores (pto-isa's flash kernel: 68.8 us on one core, 107.8 us on 16, S_kv 8192)."""
+    return (rows * tokens * (2 * ACCUMULATOR_BYTES + 2 * dtype_bytes)
+            + steps * rows * v_dim * 2 * ACCUMULATOR_BYTES)
+
+
 def combine_s(profile: SocProfile, rows: int, kv_split: int, v_dim: int,
               dtype_bytes: int) -> float:
     """Flash-decoding's combine: the vector cores read every split's fp32 partial output

@@ -47,6 +47,7 @@ from aoe_optuna.backends.simulator.attention_steps import (
     best_of,
     cube_peak_flops,
     flash_cube_s,
+    handover_bytes,
     softmax_vector_s,
     tiling_charge,
 )
@@ -254,9 +255,11 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
     unit_s = np.empty(blocks)
     cube_s = np.empty(blocks)
     sums = np.zeros(3)
+    handed = 0.0  # bytes one copy of the units hands between cube and vector through GM
     for i in range(blocks):
         rows = min(t.q_tile, shape.seq_len - i * t.q_tile)
         tokens = visible_tokens(shape, t, i)
+        handed += handover_bytes(rows, tokens, v, b, math.ceil(tokens / t.kv_tile))
         seconds, stages = _unit(steps, t, rows, tokens, shape.causal, band_cut(shape, t, i))
         # Q in once, O out once.
         io = (steps._gm(rows * d * b, d * b, io_miss)
@@ -268,8 +271,10 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
     loads = _core_loads(profile, shape, t, unit_s, cube_s)
     busiest = float(loads.max())
     floor = roofline_s(profile, shape)
+    # the hand-over and the K/V, Q and O reads that miss L2 share the memory system
+    shared_s = (copies * handed + (0.0 if warm else shape.hbm_bytes)) / profile.hbm_bandwidth()
     return PrefillCost(
-        total_s=max(busiest + MIX_HEAD_S, floor), busiest_core_s=busiest,
+        total_s=max(max(busiest, shared_s) + MIX_HEAD_S, floor), busiest_core_s=busiest,
         mean_core_s=float(loads.mean()), stream_s=float(sums[0] * copies),
         cube_s=float(sums[1] * copies), vector_s=float(sums[2] * copies),
         units=blocks * copies, busy_cores=int(np.count_nonzero(loads)), roofline_s=floor,

@@ -162,3 +162,19 @@ def test_a_sliding_window_streams_and_costs_less(profile) -> None:
         prefill_attention_cost(profile, full, t).total_s)
     with pytest.raises(ValueError, match="window"):
         dataclasses.replace(full, causal=False, window=4096)
+
+
+def test_every_core_busy_is_held_to_the_shared_hand_over_floor() -> None:
+    """Each unit hands its scores, P and partials between cube and vector cores through
+    GM; with every unit at once that traffic shares one memory system, so 16 Q blocks on
+    16 AI cores take longer than one block on one (pto-isa's flash kernel: 68.8 and
+    107.8 us at S_kv 8192), where a per-core model would call them equal."""
+    def cost(seq_q: int) -> float:
+        shape = PrefillAttention(batch=1, q_heads=1, kv_heads=1, head_dim=128, seq_len=seq_q,
+                                 causal=False, kv_len=8192)
+        tiling = dataclasses.replace(cann_default_tiling(PROFILE, shape), dealing="cyclic")
+        return prefill_attention_cost(PROFILE, shape, tiling, looped=True).total_s
+
+    one, four, sixteen = cost(128), cost(512), cost(2048)
+    assert four == pytest.approx(one)  # four cores: each core's own chain still decides
+    assert sixteen > 1.3 * one
