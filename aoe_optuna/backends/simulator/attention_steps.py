@@ -57,6 +57,16 @@ class Stages:
     vector: float  # online softmax and rescale of O
 
 
+def core_stream(profile: SocProfile) -> transfer.StreamCosts:
+    """One AI core's GM->L1 streaming costs (transfer.py's fits), never faster than the
+    single-core GM->L1 rate msKPP measured (transfer.gm_to_l1, 283 GB/s on a 910B1):
+    the fitted L2-hit line alone would let one core read L2 at 700 GB/s, which the
+    GEMM fit never asks of a lone core but an attention kernel re-reading its K/V from
+    a warm L2 would."""
+    measured = transfer.gm_to_l1().bytes_per_s / profile.clock_hz
+    return transfer.gm_stream(min(profile.gm_to_l1_bytes_per_cycle, measured), profile.clock_hz)
+
+
 def unit_seconds(pipeline: int, steps: Sequence[Stages]) -> float:
     """One unit's steps, overlapped (pipeline 2: the slowest stage per step, plus the
     first load and the last step's drain) or in turn (pipeline 1)."""

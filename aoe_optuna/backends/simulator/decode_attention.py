@@ -32,6 +32,7 @@ from aoe_optuna.backends.simulator.attention_steps import (
     Stages,
     best_of,
     combine_s,
+    core_stream,
     cube_peak_flops,
     softmax_vector_s,
     tiling_charge,
@@ -84,7 +85,7 @@ def _step(profile: SocProfile, shape: DecodeAttention, t: AttentionTiling,
     else:
         run = d * b
         stride = shape.kv_heads * d * b
-    stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, clock)
+    stream = core_stream(profile)
     stream_s = float(stream.seconds(np.array(kv, dtype=float), np.array(run, dtype=float),
                                     np.array(stride), np.array(1.0)))
     if t.pipeline == 1:

@@ -38,13 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import transfer
 from aoe_optuna.backends.simulator.attention_steps import (
     HBM_LATENCY_S,
     STEP_FLAG_S,
     VECTOR_CORES_PER_AI_CORE,
     Stages,
     best_of,
+    core_stream,
     cube_peak_flops,
     flash_cube_s,
     handover_bytes,
@@ -105,7 +105,7 @@ class _Steps:
                  kv_miss: float, aivs: int = VECTOR_CORES_PER_AI_CORE) -> None:
         self.profile, self.shape, self.t, self.kv_miss = profile, shape, t, kv_miss
         self.aivs = aivs
-        self.stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, profile.clock_hz)
+        self.stream = core_stream(profile)
         self.cache: dict[tuple[int, int, bool], Stages] = {}
 
     def __call__(self, rows: int, tokens: int, diagonal: bool) -> Stages:
