@@ -271,8 +271,10 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
     loads = _core_loads(profile, shape, t, unit_s, cube_s)
     busiest = float(loads.max())
     floor = roofline_s(profile, shape)
-    # the hand-over and the K/V, Q and O reads that miss L2 share the memory system
-    shared_s = (copies * handed + (0.0 if warm else shape.hbm_bytes)) / profile.hbm_bandwidth()
+    # every unit's hand-over goes through L2 at once (a small workspace each, reused
+    # step after step, so it stays there); the K/V, Q and O reads that miss L2 through HBM
+    shared_s = max(copies * handed / (profile.l2_bandwidth_gbs * 1e9),
+                   (0.0 if warm else shape.hbm_bytes) / profile.hbm_bandwidth())
     return PrefillCost(
         total_s=max(max(busiest, shared_s) + MIX_HEAD_S, floor), busiest_core_s=busiest,
         mean_core_s=float(loads.mean()), stream_s=float(sums[0] * copies),
