@@ -12,6 +12,13 @@ into UB) and ``l0_tile`` tokens per MMAD. With ``kv_split > 1`` each unit
 writes a partial output and its log-sum-exp, and a combine pass on the
 vector cores merges them (flash-decoding).
 
+Speculative and multi-token-prediction decode give a sequence ``q_tokens``
+query tokens (2 to 16). CANN's IncreFlashAttention folds them with the group
+(``gqaMtpFlag_`` for Q_S in 2..16, incre_flash_attention_tiling.cpp): the M of
+both MMADs is ``group x q_tokens`` rows (``cubeMSize``), up to 256 rows per
+unit (``gMax_``; more rows split into further units, ``s1SplitSize_``), so the
+KV cache is still streamed once per KV head, not once per query token.
+
 The capacity rules mirror the GEMM space's (hardware/capacity.py): a tiling
 that overflows a buffer would not build on the chip, so it is never costed.
 """
@@ -30,6 +37,8 @@ if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
 
 FRACTAL = 16  # cube rows per fractal: the Q group is padded to it
+MAX_UNIT_ROWS = 256  # IncreFlashAttention's gMax_ for fp16/bf16 KV: query rows per unit
+MAX_Q_TOKENS = 16  # the most query tokens per sequence CANN folds (gqaMtpFlag_)
 ACCUMULATOR_BYTES = 4  # scores and partial outputs are fp32 in L0C/UB
 KV_LAYOUTS = ("BNSD", "BSND")
 BLOCK_TILES = (128, 256, 512, 1024, 2048, 4096, 8192)  # CANN caps sInnerSize at 8192
@@ -52,7 +61,7 @@ class DecodeAttention:
     KB_OP: ClassVar[str] = "decode_attention"
     KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {KB_OP: ProblemFields(
         "attention", ("batch", "q_heads", "kv_heads", "head_dim", "context", "page_tokens",
-                      "kv_layout"), names={"kv_layout": KV_LAYOUTS})}
+                      "kv_layout"), optional=("q_tokens",), names={"kv_layout": KV_LAYOUTS})}
 
     batch: int
     q_heads: int
@@ -62,8 +71,14 @@ class DecodeAttention:
     dtype_bytes: int = 2
     page_tokens: int = 128
     kv_layout: str = "BNSD"
+    q_tokens: int | None = None  # query tokens per sequence (None: one, plain decode)
 
     def __post_init__(self) -> None:
+        if self.q_tokens == 1:  # one spelling per problem
+            object.__setattr__(self, "q_tokens", None)
+        if self.q_tokens is not None and not 2 <= self.q_tokens <= MAX_Q_TOKENS:
+            raise ValueError(f"q_tokens: expected 1 to {MAX_Q_TOKENS} query tokens per "
+                             f"sequence, got {self.q_tokens}")
         if min(self.batch, self.q_heads, self.kv_heads, self.head_dim, self.context,
                self.dtype_bytes, self.page_tokens) < 1:
             raise ValueError(f"decode attention: every size must be at least 1, got {self}")
@@ -79,9 +94,21 @@ class DecodeAttention:
         return self.q_heads // self.kv_heads
 
     @property
+    def tokens(self) -> int:
+        """Query tokens per sequence."""
+        return 1 if self.q_tokens is None else self.q_tokens
+
+    @property
+    def row_blocks(self) -> int:
+        """Units a (sequence, KV head) is cut into by its query rows (group x tokens)."""
+        return math.ceil(self.group * self.tokens / MAX_UNIT_ROWS)
+
+    @property
     def group_rows(self) -> int:
-        """The group padded to whole cube fractals (the M of both MMADs)."""
-        return math.ceil(self.group / FRACTAL) * FRACTAL
+        """One unit's query rows (the group's heads times the query tokens, folded),
+        padded to whole cube fractals: the M of both MMADs."""
+        rows = math.ceil(self.group * self.tokens / self.row_blocks)
+        return math.ceil(rows / FRACTAL) * FRACTAL
 
     @property
     def kv_bytes(self) -> int:
@@ -91,7 +118,7 @@ class DecodeAttention:
     @property
     def flops(self) -> float:
         """QK^T and PV, 2 FLOP per multiply-add, real (unpadded) heads."""
-        return 4.0 * self.batch * self.q_heads * self.head_dim * self.context
+        return 4.0 * self.batch * self.q_heads * self.tokens * self.head_dim * self.context
 
 
 @dataclass(frozen=True)

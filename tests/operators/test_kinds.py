@@ -34,6 +34,7 @@ PROBLEMS = [
     DecodeAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, context=1024),
     DecodeAttention(batch=2, q_heads=8, kv_heads=8, head_dim=64, context=512, page_tokens=64,
                     kv_layout="BSND"),
+    DecodeAttention(batch=4, q_heads=32, kv_heads=8, head_dim=128, context=2048, q_tokens=4),
     MlaDecodeAttention(batch=1, q_heads=16, context=1024, kv_lora_rank=512,
                        qk_rope_head_dim=64),
     PrefillAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, seq_len=1024),

@@ -57,6 +57,16 @@ class Stages:
     vector: float  # online softmax and rescale of O
 
 
+def core_stream(profile: SocProfile) -> transfer.StreamCosts:
+    """One AI core's GM->L1 streaming costs (transfer.py's fits), never faster than the
+    single-core GM->L1 rate msKPP measured (transfer.gm_to_l1, 283 GB/s on a 910B1):
+    the fitted L2-hit line alone would let one core read L2 at 700 GB/s, which the
+    GEMM fit never asks of a lone core but an attention kernel re-reading its K/V from
+    a warm L2 would."""
+    measured = transfer.gm_to_l1().bytes_per_s / profile.clock_hz
+    return transfer.gm_stream(min(profile.gm_to_l1_bytes_per_cycle, measured), profile.clock_hz)
+
+
 def unit_seconds(pipeline: int, steps: Sequence[Stages]) -> float:
     """One unit's steps, overlapped (pipeline 2: the slowest stage per step, plus the
     first load and the last step's drain) or in turn (pipeline 1)."""
@@ -69,16 +79,17 @@ def unit_seconds(pipeline: int, steps: Sequence[Stages]) -> float:
 
 
 def softmax_vector_s(profile: SocProfile, scores: float, outputs: float, dtype_bytes: int,
-                     *, masked: float = 0.0, moved_extra: float = 0.0) -> float:
-    """The two vector cores' seconds for one step: the online softmax of ``scores``
-    (``masked`` of them also masked), the rescale of ``outputs`` running-O elements,
-    and S in / P out (plus ``moved_extra`` bytes) through GM/L2."""
-    lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * VECTOR_CORES_PER_AI_CORE
+                     *, masked: float = 0.0, moved_extra: float = 0.0,
+                     aivs: int = VECTOR_CORES_PER_AI_CORE) -> float:
+    """Seconds of ``aivs`` vector cores (the AI core's two by default; one where the
+    kernel deals a unit to a single vector core) for one step: the online softmax of
+    ``scores`` (``masked`` of them also masked), the rescale of ``outputs`` running-O
+    elements, and S in / P out (plus ``moved_extra`` bytes) through GM/L2."""
+    lanes = VECTOR_BYTES_PER_CYCLE / ACCUMULATOR_BYTES * aivs
     ops = (scores * VECTOR_OPS_PER_SCORE + masked * VECTOR_OPS_PER_MASKED_SCORE
            + outputs * VECTOR_OPS_PER_OUTPUT)
     moved = scores * (ACCUMULATOR_BYTES + dtype_bytes) + moved_extra
-    return (ops / lanes + moved / (GM_UB_BYTES_PER_CYCLE * VECTOR_CORES_PER_AI_CORE)) \
-        / profile.clock_hz
+    return (ops / lanes + moved / (GM_UB_BYTES_PER_CYCLE * aivs)) / profile.clock_hz
 
 
 def flash_cube_s(profile: SocProfile, rows: int, qk_dim: int, v_dim: int, tokens: int,
@@ -108,6 +119,17 @@ def flash_cube_s(profile: SocProfile, rows: int, qk_dim: int, v_dim: int, tokens
     if pipeline == 2:
         return max(mmad_s, l0a_s + l0b_s, fixpipe_s)
     return mmad_s + l0a_s + l0b_s + fixpipe_s
+
+
+def handover_bytes(rows: int, tokens: int, v_dim: int, dtype_bytes: int, steps: int) -> float:
+    """GM bytes a unit's cube and vector cores hand each other: the fp32 scores written
+    by FixPipe and read by the vector cores, P written back and read by the cube, and
+    each step's fp32 PV partial out and in. Every unit of the chip moves them through
+    the same memory system at once, so together they are held to HBM bandwidth: the
+    floor that keeps a kernel with every core busy well under one core's rate times the
+    cores (pto-isa's flash kernel: 68.8 us on one core, 107.8 us on 16, S_kv 8192)."""
+    return (rows * tokens * (2 * ACCUMULATOR_BYTES + 2 * dtype_bytes)
+            + steps * rows * v_dim * 2 * ACCUMULATOR_BYTES)
 
 
 def combine_s(profile: SocProfile, rows: int, kv_split: int, v_dim: int,

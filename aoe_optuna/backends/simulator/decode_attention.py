@@ -1,6 +1,7 @@
 """Decode attention on the AI cores: KV streaming, cube and vector work, occupancy, combine.
 
-A unit (sequence, KV head, KV split) runs on one AI core: its cube core
+A unit (sequence, KV head, KV split) runs on one AI core (speculative decode's
+query tokens fold into the group's rows: space/decode_attention.py): its cube core
 streams K and V from HBM (MTE2), computes S = Q K^T and O += P V, and its two
 vector cores run the online softmax of each ``block_tile`` step (max, exp,
 sum, cast to P, rescale of the running O). With ``pipeline = 2`` the three
@@ -31,6 +32,7 @@ from aoe_optuna.backends.simulator.attention_steps import (
     Stages,
     best_of,
     combine_s,
+    core_stream,
     cube_peak_flops,
     softmax_vector_s,
     tiling_charge,
@@ -83,7 +85,7 @@ def _step(profile: SocProfile, shape: DecodeAttention, t: AttentionTiling,
     else:
         run = d * b
         stride = shape.kv_heads * d * b
-    stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, clock)
+    stream = core_stream(profile)
     stream_s = float(stream.seconds(np.array(kv, dtype=float), np.array(run, dtype=float),
                                     np.array(stride), np.array(1.0)))
     if t.pipeline == 1:
@@ -121,14 +123,14 @@ def decode_attention_cost(profile: SocProfile, shape: DecodeAttention,
         steps.append(_step(profile, shape, t, tail))
     unit_s = unit_seconds(t.pipeline, steps)
 
-    units = shape.batch * shape.kv_heads * t.kv_split
+    units = shape.batch * shape.kv_heads * shape.row_blocks * t.kv_split
     busy = min(units, profile.cube_cores)
     per_core_units = math.ceil(units / profile.cube_cores)
     core_s = per_core_units * unit_s
     chip_s = units * 2 * tokens * d * b / profile.hbm_bandwidth()  # pages read whole
     main_s = max(core_s, chip_s)
 
-    combine = combine_s(profile, shape.batch * shape.q_heads, t.kv_split, d, b)
+    combine = combine_s(profile, shape.batch * shape.q_heads * shape.tokens, t.kv_split, d, b)
     total = max(main_s + combine + MIX_HEAD_S, roofline_s(profile, shape))
     return AttentionCost(
         total_s=total, stream_s=per_core_units * sum(s.stream for s in steps),

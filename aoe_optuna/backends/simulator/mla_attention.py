@@ -28,12 +28,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import transfer
 from aoe_optuna.backends.simulator.attention_steps import (
     HBM_LATENCY_S,
     Stages,
     best_of,
     combine_s,
+    core_stream,
     cube_peak_flops,
     flash_cube_s,
     softmax_vector_s,
@@ -78,7 +78,7 @@ def _step(profile: SocProfile, shape: MlaDecodeAttention, t: MlaTiling, tokens: 
     b, qk, v, page = shape.dtype_bytes, shape.qk_dim, shape.v_dim, shape.page_tokens
     rows = head_rows(t)
     loads = math.ceil(tokens / page)
-    stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, profile.clock_hz)
+    stream = core_stream(profile)
 
     def gm(nbytes: float, run: float, stride: float, miss: float) -> float:
         return float(stream.seconds(np.array(float(nbytes)), np.array(float(run)),
@@ -118,7 +118,7 @@ def mla_attention_cost(profile: SocProfile, shape: MlaDecodeAttention,
     if tail:
         steps.append(_step(profile, shape, t, tail))
     rows = head_rows(t)
-    stream = transfer.gm_stream(profile.gm_to_l1_bytes_per_cycle, profile.clock_hz)
+    stream = core_stream(profile)
     out_bytes = ACCUMULATOR_BYTES if t.kv_split > 1 else b  # a split writes fp32 partials
     q_and_o = float(stream.seconds(np.array([rows * qk * b, rows * v * out_bytes], float),
                                    np.array([qk * b, v * out_bytes], float),

@@ -10,7 +10,11 @@ elementwise kernel's tiles) and walks it tile by tile through UB:
   normalises a second time (the input, or the residual sum the fused kernel
   wrote in its first pass);
 * compute: the kernel's vector instructions per element at 64 fp32 lanes
-  per cycle, plus an issue cost per instruction and tile;
+  per cycle, plus an issue cost per instruction and tile; a norm issues its
+  instructions row by row (ops-nn RmsNorm/AddRmsNorm: ``Compute`` and
+  ``ComputeSingleRow`` loop over the rows of a UB pass), so each row pays
+  them, its reduction tree's levels and a scalar round trip for its rstd,
+  however many rows share a tile;
 * with double buffering copy and compute overlap (the slower one sets the
   pace, the faster one is paid once to fill the pipe); without, they add.
 
@@ -45,6 +49,40 @@ GM_UB_BYTES_PER_CYCLE = 128.0  # msKPP TheoreticalBandwidth(), GM->UB per vector
 VECTOR_BYTES_PER_REPEAT = 256.0  # one vector repeat, one per cycle
 FP32_BYTES = 4.0
 ISSUE_CYCLES_PER_INSTRUCTION = 30.0  # assumed: scalar issue + pipe flag per instruction/tile
+# Assumed: a norm row's rstd leaves the vector pipe (V->S flag), takes the scalar
+# unit's sqrt and divide, and comes back (S->V flag) before the row can be scaled.
+SCALAR_RSTD_CYCLES = 100.0
+REDUCE_REPEAT = 64  # fp32 elements the final WholeReduceSum takes: the tree stops there
+
+# Vector instructions per element of a norm, by dtype, counted in ops-nn's kernels
+# (norm/rms_norm/op_kernel/rms_norm.h, norm/add_rms_norm/op_kernel/add_rms_norm.h):
+# RmsNorm fp32: square, reduce (the halving adds sum to one pass), scale by rstd,
+# scale by gamma; fp16/bf16 adds the cast of x, the cast of gamma (every row) and the
+# cast of y. AddRmsNorm fp32: + the add; fp16: add in fp16, cast, square, scale by
+# 1/n, reduce, scale by rstd, cast, gamma; bf16 casts both inputs, rounds the sum
+# back to bf16 and up again, and casts gamma and y.
+NORM_INSTRUCTIONS: dict[tuple[str, str], int] = {
+    ("rmsnorm", "fp32"): 4, ("rmsnorm", "fp16"): 7, ("rmsnorm", "bf16"): 7,
+    ("add_rmsnorm", "fp32"): 6, ("add_rmsnorm", "fp16"): 8, ("add_rmsnorm", "bf16"): 13,
+}
+
+
+def instructions_per_element(op: VectorOp) -> float:
+    """Vector instructions per element: a norm's from ops-nn's kernels by dtype, the
+    elementwise kernels' from their arithmetic (fp16 in and out; fp32 skips the
+    two casts)."""
+    if (op.kind, op.dtype) in NORM_INSTRUCTIONS:
+        return float(NORM_INSTRUCTIONS[(op.kind, op.dtype)])
+    casts = 2.0 if op.dtype == "fp32" else 0.0
+    return float(op.ops_per_element) - casts
+
+
+def row_overhead_cycles(op: VectorOp) -> float:
+    """A norm row's fixed cost: every instruction issued for it (those per element and
+    one per level of its halving reduction tree) and the scalar round trip of its rstd."""
+    levels = max(0.0, np.ceil(np.log2(max(op.width, 1) / REDUCE_REPEAT)))
+    return ((instructions_per_element(op) + levels) * ISSUE_CYCLES_PER_INSTRUCTION
+            + SCALAR_RSTD_CYCLES)
 
 
 @dataclass(frozen=True)
@@ -86,8 +124,13 @@ def _one_kernel(profile: SocProfile, op: VectorOp, c: Columns) -> dict[str, np.n
     exposed = np.where(db, 1.0, tiles)
     copy_s = moved / rate + exposed * (tensors + rereads) * startup
     lanes = VECTOR_BYTES_PER_REPEAT / FP32_BYTES
-    compute_s = (elements * op.ops_per_element / lanes
-                 + tiles * op.ops_per_element * ISSUE_CYCLES_PER_INSTRUCTION) / clock
+    ops = instructions_per_element(op)
+    if op.is_norm:  # instructions issued row by row, a long row's pieces each
+        pieces = np.ceil(op.width / tile)
+        issue = per_core_units * pieces * row_overhead_cycles(op)
+    else:
+        issue = tiles * ops * ISSUE_CYCLES_PER_INSTRUCTION
+    compute_s = (elements * ops / lanes + issue) / clock
     per_tile_copy, per_tile_compute = copy_s / tiles, compute_s / tiles
     overlapped = (np.maximum(copy_s, compute_s)
                   + np.minimum(per_tile_copy, per_tile_compute))

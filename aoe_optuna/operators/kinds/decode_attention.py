@@ -42,18 +42,24 @@ class DecodeAttentionKind:
         return DecodeAttention.KB_OP
 
     def dims(self, p: DecodeAttention) -> str:
-        """``b1-q28-kv4-d128-s1024``; ``-p<page>`` and the layout when not the defaults."""
+        """``b1-q28-kv4-d128-s1024``; ``-p<page>``, the layout and ``-t<query tokens>``
+        when not the defaults."""
         text = f"b{p.batch}-q{p.q_heads}-kv{p.kv_heads}-d{p.head_dim}-s{p.context}"
         if p.page_tokens != 128:
             text += f"-p{p.page_tokens}"
         if p.kv_layout != "BNSD":
             text += f"-{p.kv_layout}"
+        if p.q_tokens is not None:
+            text += f"-t{p.q_tokens}"
         return text
 
     def problem_doc(self, p: DecodeAttention) -> dict[str, Any]:
-        return {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
-                "head_dim": p.head_dim, "context": p.context,
-                "page_tokens": p.page_tokens, "kv_layout": p.kv_layout}
+        doc = {"batch": p.batch, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
+               "head_dim": p.head_dim, "context": p.context,
+               "page_tokens": p.page_tokens, "kv_layout": p.kv_layout}
+        if p.q_tokens is not None:  # absent for one token: older entries keep their key
+            doc["q_tokens"] = p.q_tokens
+        return doc
 
     def from_doc(self, doc: Mapping[str, Any], label: str, dtype: str) -> DecodeAttention:
         return DecodeAttention(dtype_bytes=DTYPE_BYTES[dtype], **doc)

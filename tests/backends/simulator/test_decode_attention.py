@@ -123,3 +123,28 @@ def test_the_default_fits_a_256_wide_head(profile, group: int) -> None:
     narrow = dataclasses.replace(shape, head_dim=128)
     assert cann_default_tiling(profile, narrow).l1_tile == 512  # unchanged where it fit
     assert default_cost(profile, shape).total_s > 0
+
+
+def test_speculative_query_tokens_fold_into_the_groups_rows() -> None:
+    """CANN's IncreFlashAttention folds 2..16 query tokens per sequence with the group
+    into one unit's M (gqaMtpFlag_, cubeMSize = group x Q_S): the KV cache is streamed
+    once per KV head whatever the tokens, so 16 tokens cost far less than 16 calls."""
+    mtp = dataclasses.replace(QWEN_B1_4K, q_tokens=16)
+    assert mtp.group_rows == 112 and mtp.row_blocks == 1
+    tiling = cann_default_tiling(PROFILE, mtp)  # 112 rows: UB takes smaller, single loads
+    one = decode_attention_cost(PROFILE, QWEN_B1_4K, tiling)
+    folded = decode_attention_cost(PROFILE, mtp, tiling)
+    assert folded.stream_s == pytest.approx(one.stream_s)  # K/V streamed once
+    assert folded.busy_cores == one.busy_cores
+    assert one.total_s < folded.total_s < 4 * default_cost(PROFILE, QWEN_B1_4K).total_s
+    assert mtp.flops == 16 * QWEN_B1_4K.flops
+
+
+def test_rows_past_one_unit_split_into_more_units_and_bad_token_counts_are_refused() -> None:
+    mqa = DecodeAttention(batch=1, q_heads=64, kv_heads=1, head_dim=128, context=4096,
+                          q_tokens=8)
+    assert mqa.row_blocks == 2 and mqa.group_rows == 256  # 512 rows, 256 per unit
+    assert DecodeAttention(batch=1, q_heads=8, kv_heads=8, head_dim=128, context=64,
+                           q_tokens=1).q_tokens is None  # one spelling for one token
+    with pytest.raises(ValueError, match=r"^q_tokens: expected 1 to 16"):
+        DecodeAttention(batch=1, q_heads=8, kv_heads=8, head_dim=128, context=64, q_tokens=17)

@@ -11,6 +11,8 @@ from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
 from aoe_optuna.backends.simulator.vector_ops import (
     best_vector_config,
     default_vector_cost,
+    instructions_per_element,
+    row_overhead_cycles,
     vector_op_cost,
     vector_op_seconds,
 )
@@ -83,3 +85,21 @@ def test_an_infeasible_config_is_never_costed() -> None:
     with pytest.raises(ValueError, match="cores_units"):
         vector_op_cost(PROFILE, dataclasses.replace(op, rows=2),
                        {"tile_len": 1024, "cores": 4, "double_buffer": 1, "fused": 1})
+
+
+def test_norms_pay_their_dtype_casts_and_a_cost_per_row() -> None:
+    """ops-nn's RmsNorm computes in fp32 (fp16/bf16 cast x, gamma and y: 7 instructions
+    per element against fp32's 4) and issues its instructions row by row, with a scalar
+    rstd per row: many short rows cost far more than their bytes, long ones little."""
+    assert instructions_per_element(VectorOp("rmsnorm", 8, 4096, "fp32")) == 4
+    assert instructions_per_element(VectorOp("rmsnorm", 8, 4096, "bf16")) == 7
+    assert instructions_per_element(VectorOp("add_rmsnorm", 8, 4096, "bf16")) == 13
+    assert instructions_per_element(VectorOp("swiglu", 8, 4096, "fp32")) == 7
+    assert row_overhead_cycles(VectorOp("rmsnorm", 1, 4096, "fp16")) > \
+        row_overhead_cycles(VectorOp("rmsnorm", 1, 128, "fp16"))  # a deeper reduction tree
+    qk_norm = VectorOp("rmsnorm", 114688, 128, "bf16")  # QK-norm rows: same bytes
+    hidden = VectorOp("rmsnorm", 4096, 3584, "bf16")
+    short = default_vector_cost(PROFILE, qk_norm)[1]
+    long = default_vector_cost(PROFILE, hidden)[1]
+    assert short.compute_s > 5 * short.copy_s  # bound by the rows, not the bytes
+    assert long.compute_s < 1.5 * long.copy_s
