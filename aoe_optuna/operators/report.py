@@ -19,11 +19,13 @@ from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb import KnowledgeBase, entry_key, make_entry, make_layer_entry
+from aoe_optuna.export.kb_band import band_field
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.operators.layer_ops import LayerOperator
+from aoe_optuna.operators.shape_bands import result_band, shape_band
 from aoe_optuna.operators.state import best_measured, trial_latency
 from aoe_optuna.operators.tuner import OperatorResult
 from aoe_optuna.operators.units import LAYER_OP_ATTR
@@ -57,6 +59,7 @@ def rows(result: OperatorResult) -> list[list[str]]:
             _us(r.latency_s), _relative_half_width(r.interval_s),
             "-" if math.isnan(r.tflops) else f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}",
             _us(r.baseline_s), speedup,
+            *([shape_band(r).short()] if result.simulated else []),
         ])
     return out
 
@@ -67,11 +70,16 @@ HEADER = ["op", "MxNxK", "runs", "measured", "latency\nus", "95%", "TFLOPS",
           "roofline", "baseline\nus", "speedup"]  # two-line headers: no wider than their values
 
 
+BAND_HEADER = "band\nmed/high"  # a simulated run's held-out error of each operator's model
+
+
 def headers(result: OperatorResult) -> list[str]:
-    """HEADER; its shape column is "shape" where attention or vector kernels share it."""
+    """HEADER; its shape column is "shape" where attention or vector kernels share it; a
+    simulated run's band column last."""
+    out = HEADER + ([BAND_HEADER] if result.simulated else [])
     if all(r.shape.operator_kind is GEMM for r in result.shapes):
-        return HEADER
-    return ["shape" if h == "MxNxK" else h for h in HEADER]
+        return out
+    return ["shape" if h == "MxNxK" else h for h in out]
 
 
 def print_result(result: OperatorResult, console: Console | None = None) -> None:
@@ -108,6 +116,8 @@ def end_to_end_lines(result: OperatorResult) -> list[str]:
         ratio = result.tokens_per_s / result.baseline_tokens_per_s
         out.append(f"baseline config on every shape: {result.baseline_tokens_per_s:.2f} "
                    f"tokens/s; per-shape winners {ratio:.3f}x")
+    if result.simulated and result.split:
+        out.append(f"simulated: tokens/s band {result_band(result).text()}")
     return out
 
 
@@ -116,7 +126,8 @@ def note_markdown(result: OperatorResult) -> str:
              f"{len(result.shapes)} operators, one study each (`{result.parent}/<op>/<dims>`); "
              f"{result.used} measurements, re-timing included.", "",
              "| " + " | ".join(h.replace("\n", " ") for h in headers(result)) + " |",
-             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADER))) + "|"]
+             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(headers(result))))
+             + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows(result)]
     lines += ["", *end_to_end_lines(result)]
     return "\n".join(lines)
@@ -134,13 +145,15 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
     """One entry per tuned operator: a GEMM shape's with its own latency, interval and
     TFLOPS; an attention or vector kernel's with its problem and calls per second."""
     out = []
+    simulated = spec.backend.get("name") == "simulator"
     for r in result.shapes:
         if r.params is None:
             continue
+        band = band_field(shape_band(r)) if simulated else None
         if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
             out.append(layer_entry(spec.profile.soc, r.shape, r.params, r.latency_s, gain,
-                                   r.study_name, storage_url))
+                                   r.study_name, storage_url, band))
             continue
         full = spec.space.full_config(r.params)
         gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
@@ -151,17 +164,19 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
             str(full.get("layout", "row_major")), r.params, round(r.tflops, 4), gain,
             r.study_name, storage_url, objective=OBJECTIVE,
             latency_us=round(r.latency_s * 1e6, 4),
-            latency_interval_us=(round(lo * 1e6, 4), round(hi * 1e6, 4)),
+            latency_interval_us=(round(lo * 1e6, 4), round(hi * 1e6, 4)), band=band,
         ))
     return out
 
 
 def layer_entry(soc: str, op: LayerOperator, params: dict, latency_s: float,
-                gain: float | None, study: str, storage_url: str) -> dict:
-    """An attention or vector kernel's knowledge base entry."""
+                gain: float | None, study: str, storage_url: str,
+                band: dict | None = None) -> dict:
+    """An attention or vector kernel's knowledge base entry (``band``: a simulated
+    time's held-out error)."""
     return make_layer_entry(soc, op.operator_kind.part, op.op_name, op.dtype, op.problem_doc(),
                             params, round(1.0 / latency_s, 4), gain, study, storage_url,
-                            latency_us=round(latency_s * 1e6, 4))
+                            latency_us=round(latency_s * 1e6, 4), band=band)
 
 
 def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | None,

@@ -1,0 +1,34 @@
+"""A knowledge base entry's band is optional: old entries load, a broken band is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from aoe_optuna.export.kb import KBError, make_entry, make_layer_entry, validate_entry
+
+BAND = {"kind": "gemm_tiled", "median": 0.147, "high": 0.201, "high_is": "80th percentile"}
+
+
+def _entry(**extra: object) -> dict:
+    return make_entry("Ascend910B2", "gemm", "fp16", 16, 3584, 4608, "row_major",
+                      {"tile_m": 16}, 1.0, None, "s", None, **extra)  # type: ignore[arg-type]
+
+
+def test_an_entry_without_a_band_is_as_before_and_one_with_it_keeps_it() -> None:
+    old = _entry()
+    assert "band" not in old and validate_entry(old) == old
+    assert _entry(band=BAND)["band"] == BAND
+    unchecked = {**BAND, "kind": "rmsnorm", "median": None, "high": None, "high_is": ""}
+    entry = make_layer_entry("Ascend910B2", "vector", "rmsnorm", "fp16",
+                             {"rows": 1, "width": 3584}, {"tile_m": 16}, 10.0, None, "s", None,
+                             band=unchecked)
+    assert entry["band"] == unchecked
+
+
+@pytest.mark.parametrize("band", [
+    {**BAND, "median": -0.1}, {**BAND, "high": None}, {**BAND, "median": float("nan")},
+    {"kind": "gemm_tiled", "median": 0.1}, {**BAND, "kind": ""}, "14%",
+])
+def test_a_broken_band_is_refused_naming_the_field(band: object) -> None:
+    with pytest.raises(KBError, match=r"^entry: band: expected \{kind, median, high, high_is\}"):
+        _entry(band=band)
