@@ -79,3 +79,11 @@ def test_a_stored_fold_is_the_refit_the_script_makes_now() -> None:
     rest = [f for f in PUBLISHED if source_validation.tag(f) != "catlass ex44"]
     assert source_validation.fit(rest).tolist() == pytest.approx(fold["constants"], rel=1e-4,
                                                                    abs=1e-6)
+
+
+def test_the_simulator_doc_holds_the_shipped_table() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "SIMULATOR.md").read_text()
+    assert "\n".join(markdown(shipped_document())) in doc
+    assert "    python scripts/error_bands.py\n" in doc
