@@ -125,10 +125,17 @@ def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError(why)
     report = {"rows": len(rows), "inputs": _inputs(args),
               "date": datetime.now(UTC).isoformat(timespec="seconds"),
-              "command": "aoe-tune calibrate " + shlex.join(argv)}
+              "command": "aoe-tune calibrate " + shlex.join(_redacted(argv))}
     write_atomic(out, calibrated_text(profile, chip.calibration(profile.soc, report)))
     print(f"wrote {out}: name it as the spec's hardware.soc")
     return 0
+
+
+def _redacted(argv: list[str]) -> list[str]:
+    """``argv`` with every storage URL's password hidden (the profile records it)."""
+    from aoe_optuna.study.redact import redact_url
+
+    return [redact_url(a) if "://" in a else a for a in argv]
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:

@@ -242,3 +242,22 @@ def test_a_simulated_study_is_not_a_measurement(tmp_path: Path,
     assert code == 2 and "ran on the simulator backend" in err and not out.exists()
     code, _, err = _calibrate(capsys, "--from-study", url, "nope", "--out", str(out))
     assert code == 2 and "no study 'nope'" in err
+
+
+def test_a_bad_json_row_is_named_by_its_index(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    rows = tmp_path / "rows.json"
+    good = {"op": "gemm", "shape": "128x256x512", "dtype": "fp16", "time_us": 20.0}
+    rows.write_text(json.dumps({"rows": [good, good, {**good, "tiling": {"split_k": "two"}}]}))
+    out = tmp_path / "chip.json"
+    code, _, err = _calibrate(capsys, "--soc", "Ascend910B2", "--timings", str(rows),
+                              "--out", str(out))
+    assert code == 2 and not out.exists() and err.count("\n") == 1
+    assert f"{rows}: row 2, column 'tiling'" in err
+
+
+def test_the_recorded_command_hides_a_storage_password() -> None:
+    from aoe_optuna.cli.calibrate import _redacted
+
+    argv = ["--from-study", "postgresql+psycopg://me:secret@db/aoe", "study"]
+    assert "secret" not in " ".join(_redacted(argv)) and _redacted(argv)[2] == "study"
