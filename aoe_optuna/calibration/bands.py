@@ -55,12 +55,6 @@ class Band:
                 f"({self.figures} held-out figures, {self.sources} "
                 f"source{'s' if self.sources != 1 else ''})")
 
-    def short(self) -> str:
-        """``±14%/26%`` (median/high) for a table column; ``unchecked`` where it is."""
-        if not self.checked:
-            return "unchecked"
-        return f"±{self.median:.0%}/{self.high:.0%}"
-
     def document(self) -> dict[str, Any]:
         return {"kind": self.kind, "figures": self.figures, "sources": self.sources,
                 "median": _rounded(self.median), "high": _rounded(self.high),

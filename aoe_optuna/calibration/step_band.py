@@ -51,10 +51,6 @@ class StepBand:
                     "step) unchecked")
         return out
 
-    def short(self) -> str:
-        out = f"±{self.median:.0%}/{self.high:.0%}"
-        return out + (f" +{_share(self.unchecked_share)} unchecked" if self.unchecked else "")
-
 
 def _share(x: float) -> str:
     return f"{x:.0%}" if x >= 0.1 or x == 0 else f"{x:.1%}"

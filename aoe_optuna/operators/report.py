@@ -17,6 +17,7 @@ from rich.table import Table
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
+from aoe_optuna.calibration.bands import label
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb import KnowledgeBase, entry_key, make_entry, make_layer_entry
 from aoe_optuna.export.kb_band import band_field
@@ -59,7 +60,6 @@ def rows(result: OperatorResult) -> list[list[str]]:
             _us(r.latency_s), _relative_half_width(r.interval_s),
             "-" if math.isnan(r.tflops) else f"{r.tflops:.2f}", f"{r.roofline_fraction:.1%}",
             _us(r.baseline_s), speedup,
-            *([shape_band(r).short()] if result.simulated else []),
         ])
     return out
 
@@ -70,16 +70,11 @@ HEADER = ["op", "MxNxK", "runs", "measured", "latency\nus", "95%", "TFLOPS",
           "roofline", "baseline\nus", "speedup"]  # two-line headers: no wider than their values
 
 
-BAND_HEADER = "band\nmed/high"  # a simulated run's held-out error of each operator's model
-
-
 def headers(result: OperatorResult) -> list[str]:
-    """HEADER; its shape column is "shape" where attention or vector kernels share it; a
-    simulated run's band column last."""
-    out = HEADER + ([BAND_HEADER] if result.simulated else [])
+    """HEADER; its shape column is "shape" where attention or vector kernels share it."""
     if all(r.shape.operator_kind is GEMM for r in result.shapes):
-        return out
-    return ["shape" if h == "MxNxK" else h for h in out]
+        return HEADER
+    return ["shape" if h == "MxNxK" else h for h in HEADER]
 
 
 def print_result(result: OperatorResult, console: Console | None = None) -> None:
@@ -116,8 +111,22 @@ def end_to_end_lines(result: OperatorResult) -> list[str]:
         ratio = result.tokens_per_s / result.baseline_tokens_per_s
         out.append(f"baseline config on every shape: {result.baseline_tokens_per_s:.2f} "
                    f"tokens/s; per-shape winners {ratio:.3f}x")
-    if result.simulated and result.split:
-        out.append(f"simulated: tokens/s band {result_band(result).text()}")
+    if result.simulated:
+        out += band_lines(result)
+    return out
+
+
+def band_lines(result: OperatorResult) -> list[str]:
+    """A simulated run's bands under its table: one line per kind of operator in it (a
+    band belongs to a model, not a row), the unchecked kinds named together, and the
+    band of the tokens/s above."""
+    bands = {b.kind: b for b in (shape_band(r) for r in result.shapes)}
+    out = [f"band, {label(k)}: {b.text()}" for k, b in bands.items() if b.checked]
+    unchecked = [label(k) for k, b in bands.items() if not b.checked]
+    if unchecked:
+        out.append(f"band, unchecked (no held-out figures): {', '.join(unchecked)}")
+    if result.split:
+        out.append(f"band, tokens/s: {result_band(result).text()}")
     return out
 
 
@@ -126,8 +135,7 @@ def note_markdown(result: OperatorResult) -> str:
              f"{len(result.shapes)} operators, one study each (`{result.parent}/<op>/<dims>`); "
              f"{result.used} measurements, re-timing included.", "",
              "| " + " | ".join(h.replace("\n", " ") for h in headers(result)) + " |",
-             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(headers(result))))
-             + "|"]
+             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADER))) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows(result)]
     lines += ["", *end_to_end_lines(result)]
     return "\n".join(lines)

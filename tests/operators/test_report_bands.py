@@ -11,12 +11,21 @@ from rich.console import Console
 from aoe_optuna.calibration.band_kinds import GEMM_TILED
 from aoe_optuna.calibration.bands import shipped_bands
 from aoe_optuna.operators.layer_ops import layer_operators
-from aoe_optuna.operators.report import headers, kb_entries, note_markdown, print_result, rows
-from aoe_optuna.operators.shapes import operator_shapes
+from aoe_optuna.operators.report import (
+    end_to_end_lines,
+    headers,
+    kb_entries,
+    note_markdown,
+    print_result,
+    rows,
+)
+from aoe_optuna.operators.shapes import OperatorShape, operator_shapes
 from aoe_optuna.operators.state import ShapeResult
 from aoe_optuna.operators.tuner import OperatorResult
 from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.workload.step_split import tuned_split
+from tests.operators.test_report_table import SERVING
+from tests.operators.test_report_table import _result as table_result
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYER = ROOT / "studies" / "qwen25_7b_decode_layer_910b2.json"
@@ -33,26 +42,40 @@ def _result(simulated: bool) -> tuple[OperatorResult, object]:
     return OperatorResult("p", out, 100, 80.0, 70.0, 99.0, split, simulated=simulated), spec
 
 
-def test_each_operator_shows_its_kinds_band_and_the_run_its_tokens_band() -> None:
+def test_each_kind_of_operator_shows_its_band_and_the_run_its_tokens_band() -> None:
     result, _ = _result(simulated=True)
     gemm = shipped_bands()[GEMM_TILED]
-    assert headers(result)[-1] == "band\nmed/high"
-    table = rows(result)
-    assert table[0][-1] == gemm.short()
-    assert {r[-1] for r in table[5:]} == {"unchecked"}  # attention and vector kernels
     console = Console(width=100, record=True, color_system=None)
     print_result(result, console)
     text = console.export_text()
     assert max(map(len, text.splitlines())) <= 100
-    assert "simulated: tokens/s band ±" in text and "unchecked" in text
-    note = note_markdown(result)
-    assert "| band med/high |" in note and note.count("---") >= len(headers(result))
+    flat = " ".join(text.split())
+    assert f"band, GEMM, tiling given: {gemm.text()}" in flat
+    unchecked = flat.split("band, unchecked (no held-out figures): ")[1].split(" band,")[0]
+    assert set(unchecked.split(", ")) == {"decode attention", "add rmsnorm", "rmsnorm", "rope",
+                                          "swiglu"}
+    assert "band, tokens/s: ±" in flat and "unchecked" in flat
+    assert "band, tokens/s: ±" in note_markdown(result)
 
 
-def test_a_measured_run_has_no_band_column() -> None:
+def test_a_measured_run_shows_no_band() -> None:
     result, _ = _result(simulated=False)
-    assert "band\nmed/high" not in headers(result)
+    assert "band" not in " ".join(end_to_end_lines(result))
     assert all(len(r) == len(headers(result)) for r in rows(result))
+
+
+def test_the_widest_gemm_table_keeps_its_rows_whole_with_the_bands() -> None:
+    shapes = operator_shapes(load_spec(SERVING).workload)
+    shapes.append(OperatorShape(64, 18944, 152064, "bf16", ("gate_up_proj", "lm_head"), 28))
+    result = dataclasses.replace(table_result(shapes), simulated=True)
+    console = Console(width=100, record=True, color_system=None)
+    print_result(result, console)
+    lines = console.export_text().splitlines()
+    assert max(map(len, lines)) <= 100
+    for row in rows(result):
+        assert any(all(cell in line for cell in row) for line in lines), row
+    assert any(line.startswith("band, GEMM, tiling given: ±") for line in lines)
+    assert not any("tokens/s:" in line for line in lines)  # no split, no tokens/s band
 
 
 def test_the_knowledge_base_entries_of_a_simulated_run_carry_their_band() -> None:
