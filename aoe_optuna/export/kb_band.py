@@ -4,7 +4,8 @@ Optional (entries of measured studies, and knowledge bases written before it,
 have none): ``{"kind": "gemm_tiled", "median": 0.147, "high": 0.201,
 "high_is": "80th percentile"}``, the held-out error of the model that timed
 the entry (:mod:`aoe_optuna.calibration.bands`); ``median`` and ``high``
-null where that kind is unchecked.
+null where that kind is unchecked. A model study's entries, whose value is the
+step's tokens/s, carry the step's band (kind ``tokens/s``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aoe_optuna.calibration.bands import Band
+from aoe_optuna.calibration.step_band import StepBand
 
 MAX_ERROR = 100.0  # a relative error past 10,000% is a broken file, not a band
 
@@ -21,6 +23,14 @@ MAX_ERROR = 100.0  # a relative error past 10,000% is a broken file, not a band
 def band_field(band: Band) -> dict[str, Any]:
     return {"kind": band.kind, "median": band.median, "high": band.high,
             "high_is": band.high_is}
+
+
+def step_band_field(band: StepBand) -> dict[str, Any]:
+    """A model study's entry (its value the step's tokens/s): the step's composed band."""
+    unchecked = (f"; {', '.join(band.unchecked)} ({band.unchecked_share:.1%} of the step) "
+                 "unchecked" if band.unchecked else "")
+    return {"kind": "tokens/s", "median": round(band.median, 4), "high": round(band.high, 4),
+            "high_is": "time-weighted sum of the parts' high marks" + unchecked}
 
 
 def checked_band(value: Any) -> dict[str, Any] | None:

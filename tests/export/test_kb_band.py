@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from aoe_optuna.export.kb import KBError, make_entry, make_layer_entry, validate_entry
@@ -32,3 +35,19 @@ def test_an_entry_without_a_band_is_as_before_and_one_with_it_keeps_it() -> None
 def test_a_broken_band_is_refused_naming_the_field(band: object) -> None:
     with pytest.raises(KBError, match=r"^entry: band: expected \{kind, median, high, high_is\}"):
         _entry(band=band)
+
+
+def test_a_simulator_study_exports_entries_with_the_tokens_band(tmp_path: Path) -> None:
+    from aoe_optuna.calibration.band_kinds import GEMM_TILED
+    from aoe_optuna.calibration.bands import shipped_bands
+    from aoe_optuna.cli.main import main
+
+    kb = tmp_path / "kb.json"
+    spec = Path(__file__).resolve().parents[2] / "studies" / "gemm_4096_910b2.toml"
+    assert main(["--config", str(spec), "--storage", f"sqlite:///{tmp_path / 'a.db'}",
+                 "--n-trials", "3", "--no-progress", "--kb", str(kb)]) == 0
+    entry = json.loads(kb.read_text())["entries"][0]
+    gemm = shipped_bands()[GEMM_TILED]  # one GEMM: the step's band is the GEMM model's
+    assert entry["band"]["kind"] == "tokens/s"
+    assert entry["band"]["median"] == pytest.approx(gemm.median, abs=1e-4)
+    assert entry["band"]["high"] == pytest.approx(gemm.high, abs=1e-4)
