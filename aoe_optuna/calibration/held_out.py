@@ -9,8 +9,12 @@ fold's constants are kept with its rows, so a check can simulate the rows
 again with them in a fraction of the refit's time.
 
 The attention and vector models are validated the same way by their own
-modules; each such validation is one more entry of :data:`VALIDATIONS`.
-Kinds no validation covers have no held-out figures, and their band says so.
+modules; each such validation is one more entry of :data:`VALIDATIONS` (a
+function giving its rows, one :class:`Fold` per source left out) and of
+:data:`FOLD_RECHECKS` (one fold's rows simulated again from its stored
+constants; a model with no fitted constants stores an empty tuple and its
+recheck simply simulates that source's figures). Kinds no validation covers
+have no held-out figures, and their band says so.
 """
 
 from __future__ import annotations
