@@ -62,7 +62,7 @@ class Band:
 
 
 def _high_words(high_is: str) -> str:
-    return "at the " + high_is if high_is[0].isdigit() else f"at most ({high_is})"
+    return "at the " + high_is if high_is[0].isdigit() else "the largest"
 
 
 def _rounded(x: float | None) -> float | None:
