@@ -58,6 +58,7 @@ def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
            f"{1.0 / float(np.median(finite)):,.4g} tokens/s")
     if spec.baseline is not None:
         yield f"  optimum/baseline {best / base:.3f}"
+    yield from _bands(spec, best)
     if any(name in CATLASS_PARAMS for name in space.names):
         yield from _against_catlass(spec, sim, best)
 
@@ -85,6 +86,27 @@ def _against_catlass(spec: StudySpec, sim: object, best: float) -> Iterator[str]
         batch = f" batch {gemm.batch}" if gemm.batch > 1 else ""
         yield (f"    {name:<10} {gemm.M}x{gemm.K}x{gemm.N}{batch}  {seconds * 1e6:,.1f} us  "
                f"{_variant(config)}")
+
+
+def _bands(spec: StudySpec, best: float) -> Iterator[str]:
+    """How far the simulated figures above may be off: the held-out band of the GEMM
+    model, the tokens/s band it implies on this step, and a calibrated chip's own fit."""
+    from aoe_optuna.calibration.band_kinds import GEMM_TILED
+    from aoe_optuna.calibration.bands import shipped_band
+    from aoe_optuna.calibration.workload_band import workload_band
+
+    gemm_s = spec.workload.tokens_per_step / best - spec.workload.fixed_s
+    band = workload_band(spec.workload, spec.profile, gemm_s)
+    yield f"  band             tokens/s {band.text()}"
+    yield (f"  GEMM band        {shipped_band(GEMM_TILED).text()} "
+           "(docs/SIMULATOR.md, error bands)")
+    chip = spec.profile.calibration
+    if chip is not None:
+        loo = chip.report.get("leave_one_out") or {}
+        held = (f"; its leave-one-out median error {loo['median']:.1%} on {loo['rows']} "
+                "kernels" if "median" in loo and "rows" in loo else "")
+        yield (f"  calibrated chip  {spec.profile.path}: GEMM scale {chip.scale('gemm'):.4f}, "
+               f"launch overhead {chip.launch_us:+.2f} us (from {chip.base}){held}")
 
 
 def space_defaults(spec: StudySpec) -> dict:

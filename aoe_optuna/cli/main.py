@@ -39,13 +39,14 @@ examples:
   aoe-tune doctor
 
 other commands: operators (one study per GEMM shape of a model, one shared budget),
-export, describe, doctor, bench (sampler benchmark; its analyses of the
+export, describe, doctor, calibrate (a chip profile fitted to your own kernel timings),
+bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
 pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
-               "doctor")
+               "doctor", "calibrate")
 DEFAULT_STALE_AFTER_S = 3600.0
 
 
@@ -141,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from aoe_optuna.cli.doctor import main as doctor_main
 
             return doctor_main(argv)
+        if command == "calibrate":
+            from aoe_optuna.cli.calibrate import main as calibrate_main
+
+            return calibrate_main(argv)
         return _tune_command(argv)
     except UsageError as exc:
         return _fail(str(exc))

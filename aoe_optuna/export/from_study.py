@@ -67,8 +67,10 @@ def export_best(
         shapes: dict[tuple[int, int, int], str] = {}  # each shape once, its first dtype
         for gemm in spec.workload.gemms:
             shapes.setdefault((gemm.M, gemm.K, gemm.N), gemm.dtype)
+        band = _simulated_band(spec, float(best.value))
         entries = [make_entry(spec.profile.soc, spec.op_name, dtype, m, k, n, layout, config,
-                              float(best.value), info.gain, study.study_name, storage_url)
+                              float(best.value), info.gain, study.study_name, storage_url,
+                              band=band)
                    for (m, k, n), dtype in shapes.items()]
         merged = update_knowledge_base(
             kb_path, lambda kb: [kb.merge(entry).describe() for entry in entries], header)
@@ -76,6 +78,17 @@ def export_best(
             yield f"kb {kb_path}: {line}"
         if header:
             yield f"wrote {header}"
+
+
+def _simulated_band(spec: StudySpec, tokens_per_s: float) -> dict | None:
+    """The tokens/s band of a simulator study's value (None for measurements)."""
+    if spec.backend.get("name") != "simulator" or tokens_per_s <= 0:
+        return None
+    from aoe_optuna.calibration.workload_band import workload_band
+    from aoe_optuna.export.kb_band import step_band_field
+
+    gemm_s = spec.workload.tokens_per_step / tokens_per_s - spec.workload.fixed_s
+    return step_band_field(workload_band(spec.workload, spec.profile, max(gemm_s, 0.0)))
 
 
 def _one_dtype(spec: StudySpec, study_name: str, what: str) -> str:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
+from aoe_optuna.export.kb_band import checked_band
 from aoe_optuna.hardware.profile import DTYPE_BYTES
 from aoe_optuna.space.layer_problem import ProblemFields
 from aoe_optuna.space.params import (
@@ -68,6 +69,7 @@ def make_entry(
     date: str | None = None,
     latency_us: float | None = None,
     latency_interval_us: tuple[float, float] | None = None,
+    band: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A validated entry. ``gain`` is relative (0.25: 25 % over the baseline) or None.
 
@@ -89,6 +91,8 @@ def make_entry(
         entry["latency_us"] = latency_us
     if latency_interval_us is not None:
         entry["latency_interval_us"] = list(latency_interval_us)
+    if band is not None:
+        entry["band"] = band
     return validate_entry(entry)
 
 
@@ -107,6 +111,7 @@ def make_layer_entry(
     objective: str = "calls/s",
     latency_us: float | None = None,
     date: str | None = None,
+    band: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A validated attention or vector kernel entry: ``problem`` as the operator run keys
     it, ``value`` calls per second (higher is better, like every entry's value)."""
@@ -118,6 +123,8 @@ def make_layer_entry(
     }
     if latency_us is not None:
         entry["latency_us"] = latency_us
+    if band is not None:
+        entry["band"] = band
     return validate_entry(entry)
 
 
@@ -215,6 +222,10 @@ def _checked_result(entry: Mapping[str, Any], where: str, out: dict[str, Any]) -
               and all(_is_positive(v) for v in interval) and interval[0] <= interval[1])
         out["latency_interval_us"] = [float(v) for v in _checked(
             where, "latency_interval_us", interval, lambda _: ok, "[low, high] in microseconds")]
+    if entry.get("band") is not None:  # optional: entries written before bands have none
+        out["band"] = _checked(where, "band", entry["band"], lambda v: checked_band(v) is not None,
+                               "{kind, median, high, high_is} with errors from 0 (or null)")
+        out["band"] = checked_band(out["band"])
     return out
 
 

@@ -4,6 +4,8 @@ Profiles are data files (``aoe_optuna/hardware/profiles/<SoC>.json``); a user ad
 chip by writing one more file and passing its path as ``hardware.soc``.
 Each figure is ``{"value": ..., "source": "..."}``; a figure whose sources
 disagree also carries ``"unsettled": "<the alternatives and why this value>"``.
+A profile written by ``aoe-tune calibrate`` adds ``"calibration"``: the scale
+factors fitted to the chip's own timings (:mod:`.chip_calibration`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from aoe_optuna.hardware.chip_calibration import (
+    CalibrationError,
+    ChipCalibration,
+    calibration_from_dict,
+)
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
 
@@ -76,6 +84,8 @@ class SocProfile:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     unsettled: dict[str, str] = field(default_factory=dict, compare=False)
     path: str = field(default="", compare=False)
+    # a chip's own timings folded in (``aoe-tune calibrate``): None for a shipped profile
+    calibration: ChipCalibration | None = None
 
     @property
     def clock_hz(self) -> float:
@@ -164,6 +174,13 @@ def profile_from_dict(data: dict[str, Any], where: str = "<profile>") -> SocProf
         missing = [d for d in DTYPE_BYTES if d not in values[table]]
         if missing:
             raise ProfileError(f"{where}: key 'figures.{table}': missing dtypes {missing}")
+    calibration = None
+    if "calibration" in data:
+        try:
+            calibration = calibration_from_dict(data["calibration"], where)
+        except CalibrationError as exc:
+            raise ProfileError(str(exc)) from None
     return SocProfile(
-        soc=data["soc"], sources=sources, unsettled=unsettled, path=where, **values
+        soc=data["soc"], sources=sources, unsettled=unsettled, path=where,
+        calibration=calibration, **values
     )

@@ -17,14 +17,17 @@ from rich.table import Table
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
+from aoe_optuna.calibration.bands import label
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_band import band_field
 from aoe_optuna.export.kb_entry import entry_key, make_entry, make_layer_entry
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.operators.layer_ops import LayerOperator
+from aoe_optuna.operators.shape_bands import result_band, shape_band
 from aoe_optuna.operators.state import best_measured, trial_latency
 from aoe_optuna.operators.tuner import OperatorResult
 from aoe_optuna.operators.units import LAYER_OP_ATTR
@@ -109,6 +112,22 @@ def end_to_end_lines(result: OperatorResult) -> list[str]:
         ratio = result.tokens_per_s / result.baseline_tokens_per_s
         out.append(f"baseline config on every shape: {result.baseline_tokens_per_s:.2f} "
                    f"tokens/s; per-shape winners {ratio:.3f}x")
+    if result.simulated:
+        out += band_lines(result)
+    return out
+
+
+def band_lines(result: OperatorResult) -> list[str]:
+    """A simulated run's bands under its table: one line per kind of operator in it (a
+    band belongs to a model, not a row), the unchecked kinds named together, and the
+    band of the tokens/s above."""
+    bands = {b.kind: b for b in (shape_band(r) for r in result.shapes)}
+    out = [f"band, {label(k)}: {b.text()}" for k, b in bands.items() if b.checked]
+    unchecked = [label(k) for k, b in bands.items() if not b.checked]
+    if unchecked:
+        out.append(f"band, unchecked (no held-out figures): {', '.join(unchecked)}")
+    if result.split:
+        out.append(f"band, tokens/s: {result_band(result).text()}")
     return out
 
 
@@ -135,13 +154,15 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
     """One entry per tuned operator: a GEMM shape's with its own latency, interval and
     TFLOPS; an attention or vector kernel's with its problem and calls per second."""
     out = []
+    simulated = spec.backend.get("name") == "simulator"
     for r in result.shapes:
         if r.params is None:
             continue
+        band = band_field(shape_band(r)) if simulated else None
         if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
             out.append(layer_entry(spec.profile.soc, r.shape, r.params, r.latency_s, gain,
-                                   r.study_name, storage_url))
+                                   r.study_name, storage_url, band))
             continue
         full = spec.space.full_config(r.params)
         gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
@@ -152,17 +173,19 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
             str(full.get("layout", "row_major")), r.params, round(r.tflops, 4), gain,
             r.study_name, storage_url, objective=OBJECTIVE,
             latency_us=round(r.latency_s * 1e6, 4),
-            latency_interval_us=(round(lo * 1e6, 4), round(hi * 1e6, 4)),
+            latency_interval_us=(round(lo * 1e6, 4), round(hi * 1e6, 4)), band=band,
         ))
     return out
 
 
 def layer_entry(soc: str, op: LayerOperator, params: dict, latency_s: float,
-                gain: float | None, study: str, storage_url: str) -> dict:
-    """An attention or vector kernel's knowledge base entry."""
+                gain: float | None, study: str, storage_url: str,
+                band: dict | None = None) -> dict:
+    """An attention or vector kernel's knowledge base entry (``band``: a simulated
+    time's held-out error)."""
     return make_layer_entry(soc, op.operator_kind.part, op.op_name, op.dtype, op.problem_doc(),
                             params, round(1.0 / latency_s, 4), gain, study, storage_url,
-                            latency_us=round(latency_s * 1e6, 4))
+                            latency_us=round(latency_s * 1e6, 4), band=band)
 
 
 def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | None,

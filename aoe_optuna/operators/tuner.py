@@ -116,6 +116,8 @@ class OperatorResult:
     # GEMMs, attention, vector kernels, communication with the winners' latencies, each
     # with its roofline (empty while an operator has no result)
     split: list[Part] = field(default_factory=list)
+    # the times are the simulator's (their error bands apply), not measurements
+    simulated: bool = False
 
 
 @dataclass
@@ -402,7 +404,8 @@ class OperatorTuner:
             base = wl.tokens_per_s(step_latencies(
                 wl, self.shapes, {r.shape.key: r.baseline_s for r in shapes}))
         return OperatorResult(self.parent_name, shapes, self.used(), tps, base,
-                              self.roofline_tokens_per_s(), split)
+                              self.roofline_tokens_per_s(), split,
+                              simulated=self.spec.backend.get("name") == "simulator")
 
     def roofline_tokens_per_s(self) -> float:
         """Every operator at its roofline, attention and vector kernels included (their

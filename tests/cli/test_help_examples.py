@@ -12,7 +12,7 @@ from aoe_optuna.cli.main import main
 
 HELPS = [[], ["export"], ["describe"], ["bench"], ["bench", "compare"],
          ["bench", "noise-floor"], ["bench", "missed-optimum"], ["bench", "diagnose"],
-         ["pretrain-policy"], ["operators"], ["doctor"]]
+         ["pretrain-policy"], ["operators"], ["doctor"], ["calibrate"]]
 
 
 class _Parsed(BaseException):

@@ -189,11 +189,13 @@ class AscendSimulator(BackendBase):
         return Measurement.success(latency_s, cost, spread=self.noise or None, extra=extra)
 
     def _latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
-        """One launch; a tiny-N GEMM runs on the GEMV kernel where that is faster (gemv.py)."""
+        """One launch; a tiny-N GEMM runs on the GEMV kernel where that is faster (gemv.py).
+        A calibrated profile's GEMM scale and launch overhead apply to either."""
         seconds = self._cube_latency(cols, gemm)
         if gemv.runs_as_gemv(gemm):
-            return np.minimum(seconds, gemv.gemv_seconds(self.profile, gemm))
-        return seconds
+            seconds = np.minimum(seconds, gemv.gemv_seconds(self.profile, gemm))
+        chip = self.profile.calibration
+        return seconds if chip is None else chip.seconds("gemm", seconds)
 
     def _cube_latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
         """The cube kernel. A batched GEMM's blocks are ``batch`` times one matrix's grid,

@@ -41,6 +41,8 @@ class Summary:
     # Summary made by hand: the npu backend's kernel
     export_kind: ExportKind = "kernel"
     folder: Path = field(default_factory=Path.cwd)  # where the run was started
+    # a simulated run's tokens/s error band (aoe_optuna.calibration), None for measurements
+    band: str | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -80,7 +82,19 @@ def summarise(
         stop_reason=result.stop_reason,
         export_kind=export_kind(spec),
         folder=folder if folder is not None else Path.cwd(),
+        band=simulated_band(spec, None if best is None else best.value),
     )
+
+
+def simulated_band(spec: StudySpec, tokens_per_s: float | None) -> str | None:
+    """The held-out error band of a simulated tokens/s (the step's GEMMs at the time it
+    implies); None where the figures are measurements or there is none yet."""
+    if spec.backend.get("name") != "simulator" or not tokens_per_s:
+        return None
+    from aoe_optuna.calibration.workload_band import workload_band
+
+    gemm_s = spec.workload.tokens_per_step / tokens_per_s - spec.workload.fixed_s
+    return workload_band(spec.workload, spec.profile, max(gemm_s, 0.0)).text()
 
 
 def absolute_storage_url(url: str) -> str:
@@ -146,6 +160,8 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
                   "-" if sp is None else f"{sp:.3f}", s.fraction(s.best))
     table.add_row("roofline", _fmt(s.roofline), "", "100%")
     console.print(table)
+    if s.band:
+        say(wrap_items(s.band.split(", "), width, first="simulated figures: tokens/s band "))
     say(wrap_items([f"measurements {s.measured:,}",
                     f"infeasible proposals skipped {s.infeasible:,}",
                     f"repeated proposals served from storage {s.repeats:,}",
@@ -179,6 +195,7 @@ def summary_markdown(s: Summary) -> str:
             "",
             *rows,
             "",
+            *([f"Simulated figures: tokens/s band {s.band}.", ""] if s.band else []),
             f"Best config: {cfg}",
             "",
             f"Measurements {s.measured}, infeasible proposals skipped {s.infeasible}, "

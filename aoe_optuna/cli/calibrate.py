@@ -1,0 +1,185 @@
+"""``aoe-tune calibrate``: a chip profile fitted to the chip's own measured kernels.
+
+Reads measured GEMM timings (plain CSV/JSON rows, an msprof op_summary, or an
+npu study's own measurements), simulates each with the base profile, fits a
+GEMM efficiency scale and a launch overhead (aoe_optuna.calibration.chip_fit),
+prints the in-sample, leave-one-out and shipped-profile errors, and writes the
+base profile with the fitted ``calibration`` section: a file a spec's
+``hardware.soc`` names by its path. A fit whose leave-one-out error is worse
+than the shipped profile's is refused. Every refusal and bad input is one line
+on stderr, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from aoe_optuna.cli.common import UsageError
+
+EXAMPLES = """\
+examples:
+  # torch_npu's published square GEMMs (library kernels: no tiling) as your own timings
+  aoe-tune calibrate --soc Ascend910B2 --timings studies/timings/torch_npu_910b2.csv \\
+      --out my910b2.json
+  # several files fit together; rows with a tiling are simulated with it
+  aoe-tune calibrate --soc Ascend910B2 --timings studies/timings/torch_npu_910b2.csv \\
+      --timings studies/timings/catlass_guide_910b2.csv --out my910b2.json
+
+Rows: op (gemm), shape MxNxK, dtype, tiling (name=value;... or empty), time_us, as
+CSV with a header or a JSON list (studies/timings/catlass_ex52_910b3.json; refused
+as it stands, since the shipped constants were fitted to those very kernels). The
+written file is a profile: put its path in a spec's hardware.soc. An npu study's
+own measurements: --from-study STORAGE_URL STUDY_NAME (the SoC is the study's); an
+msprof profile of a model run: --msprof op_summary_*.csv.
+"""
+OUT_DEFAULT = "calibrated_profile.json"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="aoe-tune calibrate",
+                description="Fit a chip profile (a GEMM efficiency scale and a launch overhead "
+                "on the simulator's model) to measured kernel timings; print its in-sample "
+                "and leave-one-out error; refuse one that predicts held-out kernels worse "
+                "than the shipped profile.",
+                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--soc", default=None, help="the base profile: a shipped SoC such as "
+                   "Ascend910B2, or a profile file (default with --from-study: the study's)")
+    p.add_argument("--timings", action="append", default=[], metavar="FILE",
+                   help="CSV or JSON rows of op, shape (MxNxK), dtype, tiling (optional), "
+                   "time_us; repeat for more files")
+    p.add_argument("--msprof", action="append", default=[], metavar="CSV",
+                   help="an msprof op_summary CSV: its MatMul shapes, mean durations")
+    p.add_argument("--from-study", nargs=2, metavar=("STORAGE", "NAME"), default=None,
+                   help="an npu study's own measured GEMMs")
+    p.add_argument("--out", default=OUT_DEFAULT,
+                   help=f"the calibrated profile to write (default {OUT_DEFAULT})")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    from aoe_optuna.cli.common import user_errors
+    from aoe_optuna.workload.files import WorkloadFileError
+
+    errors = (*user_errors(), WorkloadFileError, ValueError)
+    try:
+        args = parser().parse_args(list(argv))
+        return _calibrate(args, list(argv))
+    except errors as exc:
+        print(f"aoe-tune calibrate: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
+    from aoe_optuna.atomic_write import write_atomic
+    from aoe_optuna.calibration.calibrated_profile import calibrated_text
+    from aoe_optuna.calibration.chip_fit import fit_chip, model_us, refusal
+    from aoe_optuna.calibration.timings import read_msprof_timings, read_timings
+    from aoe_optuna.hardware.profile import load_profile
+
+    if not (args.timings or args.msprof or args.from_study):
+        raise UsageError("expected --timings, --msprof or --from-study (see aoe-tune "
+                         "calibrate --help)")
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out: {out}: expected a file in an existing folder")
+    rows: list[Any] = []
+    soc = args.soc
+    if args.from_study:
+        study_soc, found = _study_rows(*args.from_study)
+        soc = soc or study_soc
+        rows += found
+    if soc is None:
+        raise UsageError("--soc: expected the base profile (a SoC such as Ascend910B2, or a "
+                         "profile file)")
+    profile = load_profile(soc)
+    if profile.calibration is not None:
+        raise UsageError(f"--soc: {soc} is a calibrated profile already; calibrate from its "
+                         f"base, {profile.calibration.base}")
+    for path in args.timings:
+        rows += read_timings(path)
+    for path in args.msprof:
+        rows += read_msprof_timings(path)
+    import numpy as np
+
+    model = model_us(rows, profile)
+    measured = np.array([r.time_us for r in rows])
+    chip = fit_chip(model, measured)
+    print(f"{len(rows)} measured GEMMs on {profile.soc}; fitted GEMM scale {chip.scale:.4f}, "
+          f"launch overhead {chip.launch_us:+.2f} us")
+    print(f"  in sample       {chip.in_sample.text()}")
+    print(f"  leave-one-out   {chip.leave_one_out.text()}")
+    print(f"  shipped profile {chip.shipped.text()}")
+    why = refusal(chip)
+    if why is not None:
+        raise UsageError(why)
+    report = {"rows": len(rows), "inputs": _inputs(args),
+              "date": datetime.now(UTC).isoformat(timespec="seconds"),
+              "command": "aoe-tune calibrate " + shlex.join(_redacted(argv))}
+    write_atomic(out, calibrated_text(profile, chip.calibration(profile.soc, report)))
+    print(f"wrote {out}: name it as the spec's hardware.soc")
+    return 0
+
+
+def _redacted(argv: list[str]) -> list[str]:
+    """``argv`` with every storage URL's password hidden (the profile records it)."""
+    from aoe_optuna.study.storage.redact import redact_url
+
+    return [redact_url(a) if "://" in a else a for a in argv]
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    found = [*args.timings, *args.msprof]
+    if args.from_study:
+        from aoe_optuna.study.storage.redact import redact_url
+
+        found.append(f"{redact_url(args.from_study[0])} {args.from_study[1]}")
+    return found
+
+
+def _study_rows(url: str, name: str) -> tuple[str, list[Any]]:
+    """(the study's SoC, one row per measured config and GEMM) of an npu study."""
+    import optuna
+
+    from aoe_optuna.attrs import ATTR_LATENCY_US
+    from aoe_optuna.calibration.timings import TimedKernel
+    from aoe_optuna.spec.stored import stored_spec
+    from aoe_optuna.study.run.objective import is_measured
+    from aoe_optuna.study.storage.opening import open_storage
+    from aoe_optuna.study.storage.redact import redact_url
+
+    storage = open_storage(url)
+    if name not in optuna.get_all_study_names(storage):
+        raise UsageError(f"--from-study: no study {name!r} in {redact_url(url)}")
+    study = optuna.load_study(study_name=name, storage=storage,
+                              sampler=optuna.samplers.RandomSampler())
+    spec = stored_spec(study)
+    if spec is None:
+        raise UsageError(f"--from-study: study {name!r} was not made by aoe-tune (no spec)")
+    backend = spec.backend.get("name")
+    if backend != "npu":
+        raise UsageError(f"--from-study: study {name!r} ran on the {backend} backend: expected "
+                         "an npu study (measured on the chip, not modelled)")
+    gemms = {g.name: g for g in spec.workload.gemms}
+    rows = []
+    for trial in study.get_trials(deepcopy=False):
+        if not is_measured(trial):
+            continue
+        tiling = spec.space.full_config(trial.params)
+        for gemm_name, us in (trial.user_attrs.get(ATTR_LATENCY_US) or {}).items():
+            if gemm_name in gemms and isinstance(us, (int, float)) and us > 0:
+                rows.append(TimedKernel(f"study {name}: trial {trial.number} {gemm_name}",
+                                        gemms[gemm_name], dict(tiling), float(us)))
+    if not rows:
+        raise UsageError(f"--from-study: study {name!r} holds no measured GEMM time")
+    return str(spec.hardware_doc.get("soc") if spec.hardware_doc else spec.profile.soc), rows
