@@ -156,6 +156,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
+    from aoe_optuna.spec.backend import make_backend
     from aoe_optuna.spec.stored import stored_spec
     from aoe_optuna.study.file_kind import is_missing
     from aoe_optuna.study.redact import redact_url
@@ -194,6 +195,9 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         return 0
     if spec is not None and args.sampler is not None:
         _check_sampler(args, spec)
+    # made before the storage is opened: a backend that cannot start (no toolkit, no
+    # catlass checkout) is refused in one line with nothing written
+    backend = make_backend(spec) if spec is not None else None
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_storage(args.storage)
     shown_storage = redact_url(args.storage)
@@ -224,7 +228,8 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     donors = []
     if kb is not None and options.warm_start:
         donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
-    tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say)
+    tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say,
+                          backend=backend)
     for line in tuner.untimed:  # kinds the npu backend cannot time: the rest are tuned
         print(f"aoe-tune operators: {line}", file=sys.stderr)
     layer = f" + {len(tuner.layer_ops)} attention/vector" if tuner.layer_ops else ""

@@ -10,7 +10,6 @@ the run leaves it out and tunes the rest (:func:`aoe_optuna.operators.npu_layer.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from aoe_optuna.backends.npu.commands import ARTIFACT, TimingArgs
@@ -50,7 +49,7 @@ def dry_plan(spec: StudySpec, parent: str) -> list[str]:
         timed += 1
         argv = program.argv(Path("<tree>") / ARTIFACT, TimingArgs(), 0)
         lines.append(f"study {op.study_name(parent)}: {op.op_name}, timed on the npu backend "
-                     f"by {program.what}: {shlex.join(argv)}")
+                     f"by {program.what}: {' '.join(argv)}")
     lines.append(f"# {timed} of {len(ops)} attention/vector/gating kernels timed on the "
                  "npu backend; `aoe-tune doctor --dry-run --config SPEC` writes their build "
                  "trees and prints every command")
