@@ -9,7 +9,9 @@ something is missing.
 With ``--dry-run --config SPEC`` it renders one candidate of the spec (its
 baseline, else the defaults) for the workload's first GEMM, writes the build
 tree under ``--out`` and prints every command the backend would run, with its
-environment, without running any. Bad input: one line, exit 2.
+environment, without running any; for each kind of attention, vector and gating
+kernel the spec tunes, the same for its first problem at CANN's default tiling,
+under ``--out/<op>``. Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ examples:
   aoe-tune doctor --mode sim --cann /usr/local/Ascend/cann --catlass ~/catlass
   # the build tree and every command one measurement of a spec would run, run nothing
   aoe-tune doctor --dry-run --config studies/gemm_npu_910b2.toml --out /tmp/aoe-dry-run
+  # the same for every operator of a Qwen2.5-7B decode layer on the chip
+  aoe-tune doctor --dry-run --config studies/qwen25_7b_decode_layer_npu_910b2.json
 """
 DEFAULT_OUT = "aoe-npu-dry-run"
 MODES = ("npu", "sim", "cpu")
