@@ -237,7 +237,7 @@ def catlass_program(files: dict[str, str], args: HasArch, target_spec: CatlassTa
         why = toolkit_reason(target.toolkit, home)
         if why is not None:
             raise ProgramUnavailable(why)
-    toolchain = f"catlass|{home}|{target.catlass_revision}"
+    toolchain = f"catlass|{home.resolve()}|{target.catlass_revision}"
     return KernelProgram(files, catlass_build_commands(home, args, target.run_mode),
                          f"bin/{target_spec.executable}", problem_args, toolchain, what,
                          CATLASS_RUN_MODES, tuple(notes))
