@@ -183,3 +183,16 @@ def test_a_wrong_result_and_a_failed_build_keep_their_kinds(tmp_path) -> None:
     cpu = NpuBackend(backend.toolkit, PROFILE, run_mode="cpu", cache=backend.cache)
     refused = cpu.measure_program(_script_program(tmp_path, "ok", builds))
     assert refused.failure_kind == "unsupported" and "run_mode=cpu" in refused.reason
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_each_host_program_takes_what_the_backend_passes_and_times_as_the_gemm(
+        name: str) -> None:
+    """The command line the backend builds and the argument count the C++ program checks
+    are one contract; the program times with aoe_bench_common.h's rules (timing.py's)."""
+    problem, exe, args = OPS[name]
+    program = _program(_op(problem), NpuTarget(TOOLKIT, "npu", CATLASS))
+    source = next(text for file, text in program.files.items() if file.endswith("bench.cpp"))
+    (count,) = re.findall(r"if \(argc != (\d+)\)", source)
+    assert int(count) == 1 + len(args) + len(timing_arguments(TimingArgs(), 0)), exe
+    assert "TimeSamples(" in source and "AOE_RESULT" in source
