@@ -9,7 +9,9 @@ something is missing.
 With ``--dry-run --config SPEC`` it renders one candidate of the spec (its
 baseline, else the defaults) for the workload's first GEMM, writes the build
 tree under ``--out`` and prints every command the backend would run, with its
-environment, without running any. Bad input: one line, exit 2.
+environment, without running any; for each kind of attention, vector and gating
+kernel the spec tunes, the same for its first problem at CANN's default tiling,
+under ``--out/<op>``. Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ examples:
   aoe-tune doctor --mode sim --cann /usr/local/Ascend/cann --catlass ~/catlass
   # the build tree and every command one measurement of a spec would run, run nothing
   aoe-tune doctor --dry-run --config studies/gemm_npu_910b2.toml --out /tmp/aoe-dry-run
+  # the same for every operator of a Qwen2.5-7B decode layer on the chip
+  aoe-tune doctor --dry-run --config studies/qwen25_7b_decode_layer_npu_910b2.json
 """
 DEFAULT_OUT = "aoe-npu-dry-run"
 MODES = ("npu", "sim", "cpu")
@@ -154,26 +158,42 @@ def _dry_run(args: argparse.Namespace) -> int:
         raise _UsageError(f"{args.config}: {exc}") from None
     for line in plan.lines:
         print(line)
-    attention = _dry_run_attention(args, options, spec)
-    return 0 if plan.ok and attention else 1
+    layer = _dry_run_layer(args, options, spec)
+    return 0 if plan.ok and layer else 1
 
 
-def _dry_run_attention(args: argparse.Namespace, options: dict[str, Any], spec: Any) -> bool:
-    """The catlass flash-attention build tree of the spec's first attention problem, at
-    CANN's default tiling, under <out>/attention; True when there is none to render."""
-    from aoe_optuna.backends.npu.dry_run import dry_run_attention
+def _dry_run_layer(args: argparse.Namespace, options: dict[str, Any], spec: Any) -> bool:
+    """Per kind of the spec's tuned attention, vector and gating kernels (its first
+    problem of each), the build tree of the kind's program at CANN's default tiling under
+    <out>/<op> and every command one measurement runs; a kind the backend cannot time is
+    one line saying why (the run tunes the rest). True when there is nothing to refuse."""
+    from aoe_optuna.backends.npu.dry_run import dry_run_program, dry_target
+    from aoe_optuna.backends.npu.kernel_program import ProgramUnavailable
     from aoe_optuna.operators.layer_ops import layer_operators
 
-    ops = [op for op in layer_operators(spec.workload) if op.kind == "attention"]
-    if not ops:
+    firsts: dict[str, Any] = {}
+    for op in layer_operators(spec.workload):
+        firsts.setdefault(op.op_name, op)
+    if not firsts:
         return True
-    op = ops[0]
     try:
-        plan = dry_run_attention(options, spec.profile, op.problem,
-                                 op.default_config(spec.profile), op.dtype,
-                                 Path(args.out) / "attention")
+        target, notes = dry_target(options)
     except ValueError as exc:
         raise _UsageError(f"{args.config}: {exc}") from None
-    for line in plan.lines:
+    for line in notes:
         print(line)
-    return plan.ok
+    for name, op in firsts.items():
+        config = op.default_config(spec.profile)
+        try:
+            program = op.operator_kind.npu_program(op.problem, op.dtype, config, spec.profile,
+                                                   target)
+        except ProgramUnavailable as exc:
+            print(f"# {name} {op.dims}: not timed on the npu backend: {exc}")
+            continue
+        title = (f"{name} {op.dims}: config "
+                 + " ".join(f"{k}={v}" for k, v in sorted(config.items())))
+        plan = dry_run_program(options, spec.profile, program, title, target,
+                               Path(args.out) / name)
+        for line in plan.lines:
+            print(line)
+    return True

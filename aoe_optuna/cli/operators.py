@@ -26,6 +26,8 @@ examples:
   aoe-tune operators --config SPEC --devices 0,1,2,3 --kb aoe_kb.json --export-dir kernels/
   # a worker on another host joins a run on PostgreSQL
   aoe-tune operators --storage postgresql://user@db/aoe --study-name NAME --follow
+  # the studies a run on the chip would make and what times each kernel; runs nothing
+  aoe-tune operators --config studies/qwen25_7b_decode_layer_npu_910b2.json --dry-run
 
 exit status:
   0    done (with --export-dir: every kernel written)
@@ -92,6 +94,9 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    help="fail a RUNNING trial nothing watches once it is this old (a dead "
                    "follower on a journal file) and retry its config (default 3600)")
     p.add_argument("--no-progress", action="store_true", help="no line per chunk")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the study each operator would get and what measures it (on "
+                   "the npu backend: each kernel's program, or why none); write nothing")
     return p
 
 
@@ -151,6 +156,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
     from aoe_optuna.operators.tuner import OperatorTuner
     from aoe_optuna.operators.warm_start import kb_donors
+    from aoe_optuna.spec.backend import make_backend
     from aoe_optuna.spec.stored import stored_spec
     from aoe_optuna.study.report.summary import absolute_storage_url
     from aoe_optuna.study.session import storage_file
@@ -178,8 +184,20 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     _options(args, {})  # the options' own checks, before the storage is touched
     if spec is not None:
         check_backend(spec.backend.get("name", MODELLED_BY), spec.workload)
+    if args.dry_run:
+        from aoe_optuna.operators.dry_plan import dry_plan
+
+        if spec is None:
+            raise UsageError("--dry-run: expected --config SPEC")
+        for line in dry_plan(spec, args.study_name or
+                             f"{spec.default_study_name()}-operators"):
+            print(line)
+        return 0
     if spec is not None and args.sampler is not None:
         _check_sampler(args, spec)
+    # made before the storage is opened: a backend that cannot start (no toolkit, no
+    # catlass checkout) is refused in one line with nothing written
+    backend = make_backend(spec) if spec is not None else None
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_storage(args.storage)
     shown_storage = redact_url(args.storage)
@@ -210,7 +228,10 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     donors = []
     if kb is not None and options.warm_start:
         donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
-    tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say)
+    tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say,
+                          backend=backend)
+    for line in tuner.untimed:  # kinds the npu backend cannot time: the rest are tuned
+        print(f"aoe-tune operators: {line}", file=sys.stderr)
     layer = f" + {len(tuner.layer_ops)} attention/vector" if tuner.layer_ops else ""
     say(f"operator study {parent_name} in {shown_storage}: {len(tuner.gemm_shapes)} GEMM "
         f"shapes{layer}, "

@@ -7,7 +7,8 @@ search space is the problem's tiling space with its rules (an infeasible tiling 
 never measured), its measurement the simulator's model of the kernel, its baseline
 CANN's default tiling, and its weight its calls per step. Each of these is its kind's
 (:mod:`aoe_optuna.operators.kinds`); this module names, weighs and stores operators.
-Only the simulator models these kernels: a run on another backend is refused before
+The simulator models these kernels and the npu backend times them on the chip
+(:mod:`aoe_optuna.operators.npu_layer`); a run on another backend is refused before
 anything is written (:func:`check_backend`).
 """
 
@@ -24,6 +25,7 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.gemm import Workload
 
 MODELLED_BY = "simulator"  # the one backend whose models time these kernels
+TIMED_BY = (MODELLED_BY, "npu")  # the backends that time them
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,9 @@ def layer_operators(workload: Workload) -> list[LayerOperator]:
 
 def check_backend(backend_name: str, workload: Workload) -> None:
     """Refuse a run whose backend cannot time attention or the vector kernels."""
-    if workload.layer_ops and backend_name != MODELLED_BY:
+    if workload.layer_ops and backend_name not in TIMED_BY:
         parts = sorted({call.part for call in workload.layer_ops})
         raise ValueError(
             f"workload: {' and '.join(parts)} 'tuned' needs the {MODELLED_BY} backend (its "
-            f"models time these kernels); backend {backend_name!r} times GEMMs only")
+            f"models time these kernels) or the npu backend (the chip); backend "
+            f"{backend_name!r} times GEMMs only")

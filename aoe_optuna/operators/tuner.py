@@ -36,7 +36,9 @@ from aoe_optuna.attrs import (
     WARM_ATTR,
 )
 from aoe_optuna.backends.base import Backend
+from aoe_optuna.backends.npu.backend import NpuBackend
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
+from aoe_optuna.operators.npu_layer import untimed
 from aoe_optuna.operators.retime import (
     ROUNDS,
     Candidate,
@@ -161,6 +163,14 @@ class OperatorTuner:
         self.backend = backend if backend is not None else make_backend(spec)
         self.gemm_shapes = operator_shapes(spec.workload)
         self.layer_ops: list[LayerOperator] = layer_operators(spec.workload)
+        # on the npu backend, a kind it cannot time is left out with one line
+        self.untimed: list[str] = []
+        on_chip = isinstance(self.backend, NpuBackend)
+        if on_chip and self.layer_ops:
+            assert isinstance(self.backend, NpuBackend)
+            skipped = untimed(self.layer_ops, spec.profile, self.backend.target())
+            self.untimed = list(skipped.values())
+            self.layer_ops = [op for i, op in enumerate(self.layer_ops) if i not in skipped]
         self.shapes: list[Operator] = [*self.gemm_shapes, *self.layer_ops]
         # a small budget still reaches every shape: warm-ups take at most half of it
         fair = max(1, options.budget // (2 * len(self.shapes)))
@@ -174,7 +184,9 @@ class OperatorTuner:
         self.units: list[OperatorUnit] = [
             *(GemmUnit(self._shape_session(s, sp), sp, s, self.backend)
               for s, sp in zip(self.gemm_shapes, self.specs, strict=True)),
-            *(LayerUnit.create(storage, storage_url, parent, op, spec.profile, request)
+            *(LayerUnit.create(storage, storage_url, parent, op, spec.profile, request,
+                               backend=self.backend if on_chip else None,
+                               backend_doc=spec.backend, noise=spec.timing_noise)
               for op in self.layer_ops)]
         self.studies = [unit.study for unit in self.units]
         self.noise = [unit.noise for unit in self.units]

@@ -1,6 +1,7 @@
 """An operator's study as the tuner drives it: one interface for a GEMM shape's study
 (a StudySession on the shape's spec and the run's backend) and for an attention or
-vector kernel's study (its own space, measured by the simulator's model). Both run
+vector kernel's study (its own space, measured by the simulator's model, or on the
+npu backend by its kind's program: :mod:`.npu_layer`). Both run
 a chunk in this process or on worker processes, and both can be opened by name by
 a follower (:func:`join_study`).
 
@@ -21,8 +22,11 @@ from optuna.trial import FrozenTrial
 
 from aoe_optuna.attrs import LAYER_OP_ATTR, SPACE_PARAMS_ATTR
 from aoe_optuna.backends.base import Backend
+from aoe_optuna.backends.npu.backend import NpuBackend
+from aoe_optuna.backends.registry import backend_class, backend_options
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
+from aoe_optuna.operators.npu_layer import ProgramEvaluator
 from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.samplers.registry import make_sampler
 from aoe_optuna.space.search_space import SearchSpace
@@ -42,6 +46,7 @@ from aoe_optuna.study.session import SEED_RANGE, SamplerChoice, SamplerRequest, 
 from aoe_optuna.study.storage.write_once import set_once
 
 SOC_KEY = "soc"  # in that plan: the SoC whose profile the model runs on
+BACKEND_KEY = "backend"  # in that plan, off the simulator: the spec's backend section
 LAYER_WORKER = "aoe_optuna.operators.layer_worker"  # the worker module of those studies
 LAYER_METRIC = "calls/s"  # such a study's value: calls of the kernel per second
 
@@ -111,19 +116,26 @@ class ModelEvaluator:
 
 class LayerUnit:
     """An attention or vector kernel's study. Its measurement is the simulator's model,
-    run in the process that holds the unit: the tuner's, each worker process's
+    or with an npu backend its kind's program on the device (:mod:`.npu_layer`), run in
+    the process that holds the unit: the tuner's, each worker process's
     (``python -m aoe_optuna.operators.layer_worker``) or a follower's. The study holds
-    its plan, its SoC and its sampler, so any of them opens it by name (:meth:`join`)."""
+    its plan, its SoC, its backend (off the simulator) and its sampler, so any of them
+    opens it by name (:meth:`join`)."""
 
     followable = True
-    noise = None  # the model is exact: re-timing could not change a winner
 
     def __init__(self, study: optuna.Study, storage_url: str, op: LayerOperator,
-                 profile: SocProfile, sampler: SamplerChoice, worker_index: int = 0) -> None:
+                 profile: SocProfile, sampler: SamplerChoice, worker_index: int = 0,
+                 backend: Backend | None = None, noise: float | None = None) -> None:
         self.study = study
         self.storage_url = storage_url
         self.op = op
         self.profile = profile
+        self.evaluator: ModelEvaluator | ProgramEvaluator = (
+            ModelEvaluator(op, profile) if backend is None
+            else ProgramEvaluator(op, profile, _npu(backend)))
+        # the model is exact: re-timing could not change a winner; a device's timing can
+        self.noise = None if backend is None else noise
         self.space = op.space(profile)
         self.baseline = op.default_config(profile)
         self.sampler_choice = sampler
@@ -133,14 +145,19 @@ class LayerUnit:
 
     @classmethod
     def create(cls, storage: optuna.storages.BaseStorage, storage_url: str, parent: str,
-               op: LayerOperator, profile: SocProfile, sampler: SamplerRequest) -> LayerUnit:
+               op: LayerOperator, profile: SocProfile, sampler: SamplerRequest,
+               backend: Backend | None = None, backend_doc: Mapping[str, Any] | None = None,
+               noise: float | None = None) -> LayerUnit:
         """The tuner's unit: the study created (or loaded when it holds the same problem)
-        with its plan and the sampler it runs with."""
-        study = _layer_study(storage, op.study_name(parent),
-                             {**op.plan_entry(parent), SOC_KEY: profile.soc})
+        with its plan and the sampler it runs with. ``backend`` (with the spec's section
+        ``backend_doc``, which the plan keeps for workers) times it instead of the model."""
+        plan = {**op.plan_entry(parent), SOC_KEY: profile.soc}
+        if backend is not None:
+            plan[BACKEND_KEY] = dict(backend_doc or {"name": backend.name})
+        study = _layer_study(storage, op.study_name(parent), plan)
         choice = _sampler_choice(study, sampler)
         store_sampler(study, choice.name, choice.kwargs, choice.seed)
-        unit = cls(study, storage_url, op, profile, choice)
+        unit = cls(study, storage_url, op, profile, choice, backend=backend, noise=noise)
         # what a dead worker's trial had chosen is told from this (study.trials.recovery)
         study.set_user_attr(SPACE_PARAMS_ATTR, list(unit.space.names))
         return unit
@@ -155,8 +172,13 @@ class LayerUnit:
         if not isinstance(plan, dict):
             raise StudyError(f"study {study_name!r} is not an attention or vector kernel "
                              "study of an operator run")
-        return cls(study, storage_url, LayerOperator.from_plan(plan),
-                   load_profile(plan[SOC_KEY]), _sampler_choice(study, sampler), worker_index)
+        profile = load_profile(plan[SOC_KEY])
+        backend = None
+        if BACKEND_KEY in plan:  # measured on a backend, not the model: the worker's own
+            doc = plan[BACKEND_KEY]
+            backend = backend_class(doc["name"]).from_options(backend_options(doc), profile)
+        return cls(study, storage_url, LayerOperator.from_plan(plan), profile,
+                   _sampler_choice(study, sampler), worker_index, backend=backend)
 
     def enqueue_baseline(self) -> None:
         enqueue_config_baseline(self.study, self.baseline)
@@ -173,12 +195,22 @@ class LayerUnit:
                               budget, stale_after_s, max_idle, module=LAYER_WORKER)
             return run_workers(self.study, budget, lambda p: None, plan, n_workers,
                                list(devices))
-        objective = TuningObjective(self.space, ModelEvaluator(self.op, self.profile))
+        objective = TuningObjective(self.space, self.evaluator)
         extra = {} if max_idle is None else {"max_idle": max_idle}
         return run_study(self.study, objective, budget, stale_after_s=stale_after_s, **extra)
 
     def remeasure(self, params: Mapping[str, Any], draw: int) -> float | None:
+        if isinstance(self.evaluator, ProgramEvaluator):
+            return self.evaluator.remeasure(self.space.full_config(params))
         return self.op.model(self.profile)(self.space.full_config(params))
+
+
+def _npu(backend: Backend) -> NpuBackend:
+    """The backend that times layer kernels off the simulator: the npu backend only."""
+    if not isinstance(backend, NpuBackend):
+        raise StudyError(f"backend {backend.name!r} times GEMMs only; attention and vector "
+                         "kernels need the simulator or npu backend")
+    return backend
 
 
 def join_study(storage: optuna.storages.BaseStorage, storage_url: str, study_name: str,

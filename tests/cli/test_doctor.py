@@ -182,12 +182,13 @@ def test_dry_run_of_a_spec_tuning_attention_writes_the_catlass_attention_tree(tm
     code = aoe_tune(["doctor", "--dry-run", "--config", str(spec), "--out", str(out_dir)])
     out = capsys.readouterr().out.splitlines()
     assert code == 0, "\n".join(out)
-    tree = out_dir / "attention"
+    tree = out_dir / "decode_attention"
     assert sorted(p.name for p in tree.iterdir()) == [
         "CMakeLists.txt", "aoe_bench_common.h", "aoe_catlass_fai.h", "catlass_fai_bench.cpp"]
-    assert any(ln.startswith("# attention (DecodeAttention): config block_tile=") for ln in out)
+    assert any(ln.startswith("# decode_attention b1-q28-kv4-d128-s1024: config block_tile=")
+               for ln in out)
     assert "# kv_layout=BNSD: no catlass counterpart (it runs BSND)" in out
     assert f"cd {tree}" in out
     assert f"cmake -S . -B build -DCATLASS_HOME={catlass} -DCATLASS_ARCH=2201 -DRUN_MODE=npu " \
         "-DCMAKE_BUILD_TYPE=Release" in out
-    assert out[-1].startswith("out/bin/fai_bench ")
+    assert out[-1].startswith(f"{tree}/out/bin/fai_bench 1 1 1024 28 4 ")

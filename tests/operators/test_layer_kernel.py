@@ -61,15 +61,19 @@ def test_attention_catlass_cannot_run_is_one_line_and_nothing_written(tmp_path: 
                       v_head_dim=128),
      "prefill attention: V width 128 beside head_dim 192: catlass's flash attention takes "
      "one head width"),
-    (MlaDecodeAttention(batch=1, q_heads=16, context=4096, kv_lora_rank=512,
+    (MlaDecodeAttention(batch=1, q_heads=128, context=4096, kv_lora_rank=512,
                         qk_rope_head_dim=64),
-     "decode attention: MLA: catlass's MLA kernel (examples/19_mla) is not rendered"),
+     "MLA decode attention: 128 heads: catlass's example runs its Tp1Spec kernels"),
+    (MlaDecodeAttention(batch=1, q_heads=16, context=4096, kv_lora_rank=256,
+                        qk_rope_head_dim=64),
+     "MLA decode attention: latent 256 + rope 64: catlass's MLA kernel is fixed at 512 + 64"),
 ])
 def test_attention_catlass_has_no_kernel_for_is_refused(tmp_path: Path, problem,
                                                         message: str) -> None:
-    """A sliding-window band, a V narrower than Q/K (MLA prefill) and MLA decode have no
-    catlass flash-attention-infer instantiation: one line, nothing written, not a header
-    that silently drops the difference."""
+    """A sliding-window band and a V narrower than Q/K (MLA prefill) have no catlass
+    flash-attention-infer instantiation, nor 128 heads or another latent width catlass's
+    MLA example: one line, nothing written, not a header that silently drops the
+    difference."""
     path = tmp_path / "fai.h"
     config = {"q_tile": 128, "kv_tile": 512, "l1_tile": 128, "pipeline": 2,
               "dealing": "cyclic", "head_tile": 16, "kv_split": 1, "block_pages": 4,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ from aoe_optuna.backends.npu.commands import (
     physical_device,
     run_env,
 )
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
 from aoe_optuna.backends.npu.limits import copy_plan
 from aoe_optuna.backends.npu.limits import shape_reason as simple_shape_reason
 from aoe_optuna.backends.npu.render import (
@@ -116,6 +117,7 @@ class NpuBackend(BackendBase):
         choices: Mapping[str, Sequence[Any]] | None = None,
         kernel: str = "simple",
         catlass_home: Path | None = None,
+        layer_catlass: Path | None = None,
     ) -> None:
         self.toolkit = toolkit
         self.profile = profile
@@ -132,6 +134,8 @@ class NpuBackend(BackendBase):
             raise ValueError("kernel=catlass needs the catlass checkout (catlass_home)")
         self.kernel = kernel
         self.catlass_home = catlass_home
+        # the checkout the attention kinds build against, whatever the GEMM's kernel
+        self.layer_catlass = catlass_home if layer_catlass is None else layer_catlass
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], profile: SocProfile) -> NpuBackend:
@@ -143,6 +147,10 @@ class NpuBackend(BackendBase):
         physical_device(opts["device"], opts["run_mode"], os.environ)  # "device: ..." if bad
         toolkit = find_cann(opts["cann"])
         kernel, home = choose_kernel(opts["kernel"], opts["catlass"], toolkit, opts["run_mode"])
+        try:
+            layer_catlass: Path | None = find_catlass(opts["catlass"])
+        except CatlassNotFound:
+            layer_catlass = None
         return cls(
             toolkit,
             profile,
@@ -153,7 +161,26 @@ class NpuBackend(BackendBase):
             timeout_s=opts["timeout_s"],
             kernel=kernel,
             catlass_home=home,
+            layer_catlass=layer_catlass,
         )
+
+    def target(self) -> NpuTarget:
+        """What a layer kind's program is rendered for (:mod:`.kernel_program`)."""
+        home = self.layer_catlass
+        return NpuTarget(self.toolkit, self.run_mode, home,
+                         catlass_build_system(home) if home is not None else "asc",
+                         catlass_revision(home) if home is not None else "unknown")
+
+    def measure_program(self, program: KernelProgram) -> Measurement:
+        """A layer kernel with its host program (an operator kind's, :mod:`.kernel_program`):
+        built through the build cache, run and read as the GEMM's program is, with the
+        same timing policy, failure kinds and device."""
+        if self.run_mode not in program.run_modes:
+            return Measurement.failure("unsupported", f"run_mode={self.run_mode}: "
+                                       f"{program.what} runs in {list(program.run_modes)}")
+        return self._build_and_run(
+            program.files, program.build, f"{self.toolkit.toolchain_id}|{program.toolchain}",
+            lambda installed, device: program.argv(installed, self.timing_args, device))
 
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
         if gemm.batch > 1:
@@ -171,7 +198,7 @@ class NpuBackend(BackendBase):
         files = render_project(cfg, gemm.dtype, self.profile, self.run_mode)
         measured = self._build_and_run(
             files, build_commands(self.toolkit, self.profile.soc, self.run_mode),
-            self.toolkit.toolchain_id, gemm)
+            self.toolkit.toolchain_id, self._gemm_argv(gemm))
         plan = copy_plan(cfg, gemm.M, gemm.K, gemm.N)
         if any(v != "one" for v in plan.values()):
             # Correct but slower: strides past 16 bits are copied row by row (limits.py).
@@ -196,10 +223,14 @@ class NpuBackend(BackendBase):
         commands = catlass_build_commands(self.catlass_home, args, self.run_mode)
         toolchain = (f"{self.toolkit.toolchain_id}|catlass|{self.catlass_home.resolve()}|"
                      f"{catlass_revision(self.catlass_home)}")
-        return self._build_and_run(files, commands, toolchain, gemm)
+        return self._build_and_run(files, commands, toolchain, self._gemm_argv(gemm))
+
+    def _gemm_argv(self, gemm: Gemm) -> Callable[[Path, int], list[str]]:
+        return lambda installed, device: bench_command(installed, gemm, self.timing_args,
+                                                       device)
 
     def _build_and_run(self, files: Mapping[str, str], commands: list[list[str]],
-                       toolchain: str, gemm: Gemm) -> Measurement:
+                       toolchain: str, argv: Callable[[Path, int], list[str]]) -> Measurement:
         env = build_env(self.toolkit, os.environ)
         built = self.cache.get_or_build(
             dict(files), commands, ARTIFACT, toolchain, self.timeout_s, env=env,
@@ -217,14 +248,15 @@ class NpuBackend(BackendBase):
             return dataclasses.replace(failed, extra={**failed.extra,
                                                       FAILURE_LOG: run_log(run)})
         assert built.artifact is not None
-        return self._run(built.artifact, gemm, built.seconds)
+        return self._run(built.artifact, argv, built.seconds)
 
-    def _run(self, artifact: Path, gemm: Gemm, build_s: float) -> Measurement:
+    def _run(self, artifact: Path, argv: Callable[[Path, int], list[str]],
+             build_s: float) -> Measurement:
         try:
             device = physical_device(self.device, self.run_mode, os.environ)
         except ValueError as exc:
             return Measurement.failure("runtime", str(exc), build_s)
-        bench = bench_command(artifact, gemm, self.timing_args, device)
+        bench = argv(artifact, device)
         under_msprof = self.timing == "msprof"
         env = run_env(self.toolkit, self.profile.soc, self.run_mode, artifact, os.environ,
                       under_msprof=under_msprof)

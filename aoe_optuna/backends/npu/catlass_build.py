@@ -45,6 +45,7 @@ from aoe_optuna.backends.npu.gemm_kernel import (
     kernel_options,
     template_text,
 )
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
 from aoe_optuna.backends.npu.render import RTOL, check_soc
 from aoe_optuna.hardware.profile import SocProfile
 
@@ -217,3 +218,26 @@ def catlass_build_commands(catlass_home: Path, args: CatlassArgs | HasArch, run_
         ["cmake", "--build", "build", "-j", str(int(jobs))],
         ["cmake", "--install", "build", "--prefix", "out"],
     ]
+
+
+def catlass_program(files: dict[str, str], args: HasArch, target_spec: CatlassTarget,
+                    problem_args: list[str], target: NpuTarget, what: str,
+                    notes: Sequence[str] = ()) -> KernelProgram:
+    """A catlass instantiation's build tree (an attention kind's) as a program of the npu
+    backend: built against the target's checkout, keyed by its path and commit.
+    ProgramUnavailable where it cannot build there: no checkout, a run mode catlass lacks,
+    a toolkit too old for the checkout."""
+    home = target.catlass
+    if home is None:
+        raise ProgramUnavailable(NOT_FOUND)
+    if target.run_mode not in CATLASS_RUN_MODES:
+        raise ProgramUnavailable(f"run_mode={target.run_mode}: catlass kernels run in "
+                                 f"{list(CATLASS_RUN_MODES)}")
+    if target.toolkit.home.is_dir() and home.is_dir():  # a dry run names placeholders
+        why = toolkit_reason(target.toolkit, home)
+        if why is not None:
+            raise ProgramUnavailable(why)
+    toolchain = f"catlass|{home.resolve()}|{target.catlass_revision}"
+    return KernelProgram(files, catlass_build_commands(home, args, target.run_mode),
+                         f"bin/{target_spec.executable}", problem_args, toolchain, what,
+                         CATLASS_RUN_MODES, tuple(notes))

@@ -34,8 +34,14 @@ from aoe_optuna.backends.npu.catlass_args import (
     CatlassArgError,
     arch_for,
 )
-from aoe_optuna.backends.npu.catlass_build import CATLASS_RUN_MODES, CatlassTarget, render_cmake
+from aoe_optuna.backends.npu.catlass_build import (
+    CATLASS_RUN_MODES,
+    CatlassTarget,
+    catlass_program,
+    render_cmake,
+)
 from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE, RenderError, template_text
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
 from aoe_optuna.backends.npu.render import check_soc
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
@@ -126,8 +132,8 @@ def problem_reason(problem: DecodeAttention | PrefillAttention | MlaDecodeAttent
     except CatlassArgError as exc:
         return str(exc)
     if not isinstance(problem, DecodeAttention | PrefillAttention):
-        return ("MLA: catlass's MLA kernel (examples/19_mla) is not rendered; "
-                "the knowledge base entry carries its tiling")
+        return ("MLA: flash-attention-infer takes one head width for Q, K and V; "
+                "MLA decode runs catlass's examples/19_mla (catlass_mla.py)")
     if isinstance(problem, PrefillAttention) and problem.window is not None:
         return (f"sliding window {problem.window}: catlass's flash attention "
                 "has no band mask (fai_kernel.cpp: none or causal)")
@@ -309,13 +315,35 @@ def render_fai_project(args: FaiArgs, profile: SocProfile, run_mode: str,
     }
 
 
-def fai_run_command(problem: DecodeAttention | PrefillAttention, device: int = 0,
-                    warmup: int = 5, launches: int = 10, samples: int = 10) -> list[str]:
-    """The installed program's command line for ``problem`` (decode: one query token)."""
+def fai_problem_args(problem: DecodeAttention | PrefillAttention) -> list[str]:
+    """The program's problem arguments (decode: one query token):
+    ``batch q_seqlen kv_seqlen q_heads kv_heads``; the timing arguments follow."""
     if isinstance(problem, DecodeAttention):
         q_len, kv_len = 1, problem.context
     else:
         q_len, kv_len = problem.seq_len, problem.keys
-    return [f"out/bin/{FAI_TARGET_NAME}", str(problem.batch), str(q_len), str(kv_len),
-            str(problem.q_heads), str(problem.kv_heads), str(warmup), str(launches),
-            str(samples), str(device)]
+    return [str(problem.batch), str(q_len), str(kv_len), str(problem.q_heads),
+            str(problem.kv_heads)]
+
+
+def fai_program(problem: DecodeAttention | PrefillAttention, config: Mapping[str, Any],
+                dtype: str, profile: SocProfile, target: NpuTarget,
+                provenance: Sequence[str] = ()) -> KernelProgram:
+    """The build tree that times ``problem`` under ``config`` on the target and checks O
+    against the host reference; ProgramUnavailable (one line) where catlass's kernel
+    cannot run the problem or cannot be built there."""
+    try:
+        args = fai_args(problem, config, dtype, profile)
+    except CatlassArgError as exc:
+        phase = "decode" if isinstance(problem, DecodeAttention) else "prefill"
+        raise ProgramUnavailable(f"{phase} attention: {exc}") from None
+    if target.run_mode not in CATLASS_RUN_MODES:
+        raise ProgramUnavailable(f"run_mode={target.run_mode}: catlass kernels run in "
+                                 f"{list(CATLASS_RUN_MODES)}")
+    files = render_fai_project(args, profile, target.run_mode, target.catlass_build_system,
+                               provenance)
+    notes = [f"{c.param}={c.tuned}: no catlass counterpart (it runs {c.catlass})"
+             for c in args.counterparts if not c.matches]
+    return catlass_program(files, args, fai_target(), fai_problem_args(problem), target,
+                           f"catlass flash-attention-infer ({args.phase}, {FAI_EXAMPLE})",
+                           notes)

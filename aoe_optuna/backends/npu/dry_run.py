@@ -4,9 +4,11 @@
 the defaults) for the first GEMM of the workload, writes its CMake project to a
 directory, and lists, in order, every command the backend would run there
 with the environment it would set, as shell lines a user can paste. Without a
-toolkit the commands name ``$ASCEND_HOME_PATH``. A spec that tunes attention also
-gets the catlass flash-attention build tree of its first attention problem at
-CANN's default tiling (:func:`dry_run_attention`).
+toolkit the commands name ``$ASCEND_HOME_PATH``. A spec that tunes attention, the
+vector kernels or the MoE gating also gets, per kind, the build tree of its kind's
+program (:mod:`.kernel_program`) at CANN's default tiling and every command one
+measurement of it runs (:func:`dry_run_program`, on the target :func:`dry_target`
+names: placeholders where no toolkit or catlass checkout is found).
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from aoe_optuna.backends.npu.catlass_build import (
     CatlassNotFound,
     catlass_build_commands,
     catlass_build_system,
+    catlass_revision,
     compile_option_reason,
     find_catlass,
     render_catlass_project,
 )
-from aoe_optuna.backends.npu.catlass_fai import fai_args, fai_run_command, render_fai_project
 from aoe_optuna.backends.npu.commands import (
     ARTIFACT,
     VISIBLE_DEVICES,
@@ -42,14 +44,14 @@ from aoe_optuna.backends.npu.commands import (
     physical_device,
     run_env,
 )
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
 from aoe_optuna.backends.npu.limits import shape_reason
 from aoe_optuna.backends.npu.render import render_project, unsupported_reason, validate_config
 from aoe_optuna.hardware.profile import SocProfile
-from aoe_optuna.space.decode_attention import DecodeAttention
-from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.workload.gemm import Gemm
 
 PLACEHOLDER_HOME = Path("$ASCEND_HOME_PATH")
+PLACEHOLDER_CATLASS = Path("$CATLASS_HOME")
 # Variables the backend sets; PATH and LD_LIBRARY_PATH keep the user's value behind ours.
 SHOWN = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD")
 
@@ -80,6 +82,14 @@ def dry_run(options: Mapping[str, Any], profile: SocProfile, config: Mapping[str
         lines.append("# the commands below name $ASCEND_HOME_PATH in its place")
     if toolkit.home == PLACEHOLDER_HOME and opts["kernel"] == "auto":
         kernel, catlass_home = "simple", None
+    elif toolkit.home == PLACEHOLDER_HOME and opts["kernel"] == "catlass":
+        # nothing to check the checkout against: name it, or $CATLASS_HOME in its place
+        kernel = "catlass"
+        try:
+            catlass_home = find_catlass(opts["catlass"], env)
+        except CatlassNotFound as exc:
+            lines.append(f"# {exc}; the commands below name $CATLASS_HOME in its place")
+            catlass_home = PLACEHOLDER_CATLASS
     else:
         kernel, catlass_home = choose_kernel(opts["kernel"], opts["catlass"], toolkit,
                                              opts["run_mode"])
@@ -156,41 +166,60 @@ def _join(argv: list[str]) -> str:
     return " ".join(_word(a) for a in argv)
 
 
-def dry_run_attention(options: Mapping[str, Any], profile: SocProfile,
-                      problem: DecodeAttention | PrefillAttention, config: Mapping[str, Any],
-                      dtype: str, out: Path, env: Mapping[str, str] | None = None) -> DryRun:
-    """Write the catlass flash-attention build tree of ``problem`` under ``config`` to
-    ``out`` and list its build and run commands. The backend does not time attention
-    (only the simulator models it), so this is the tree a user builds by hand."""
+def dry_target(options: Mapping[str, Any],
+               env: Mapping[str, str] | None = None) -> tuple[NpuTarget, list[str]]:
+    """The target a layer kind's program is rendered for in a dry run, and comment lines
+    saying what stands in for what is missing: the toolkit (``$ASCEND_HOME_PATH``) and
+    the catlass checkout (``$CATLASS_HOME``)."""
     env = os.environ if env is None else env
     opts = parse_options(options)
-    lines = [f"# attention ({type(problem).__name__}): config "
-             + " ".join(f"{k}={v}" for k, v in sorted(config.items()))]
+    lines: list[str] = []
     try:
         toolkit = find_cann(opts["cann"], env)
     except CannNotFound:
         toolkit = CannToolkit(PLACEHOLDER_HOME, "unknown", "nothing")
     try:
         home = find_catlass(opts["catlass"], env)
-        build_system = catlass_build_system(home)
+        build_system, revision = catlass_build_system(home), catlass_revision(home)
     except CatlassNotFound as exc:
-        lines.append(f"# {exc}; the commands below name $CATLASS_HOME in its place")
-        home, build_system = Path("$CATLASS_HOME"), "asc"
-    try:
-        args = fai_args(problem, config, dtype, profile)
-    except CatlassArgError as exc:
-        return DryRun(lines + [f"# refused before any build: {exc}"], False)
-    run_mode = "sim" if opts["run_mode"] == "sim" else "npu"
-    files = render_fai_project(args, profile, run_mode, build_system)
+        lines.append(f"# {exc}; the catlass commands name $CATLASS_HOME in its place")
+        home, build_system, revision = PLACEHOLDER_CATLASS, "asc", "unknown"
+    return NpuTarget(toolkit, opts["run_mode"], home, build_system, revision), lines
+
+
+def dry_run_program(options: Mapping[str, Any], profile: SocProfile, program: KernelProgram,
+                    title: str, target: NpuTarget, out: Path,
+                    env: Mapping[str, str] | None = None) -> DryRun:
+    """Write a layer kind's build tree (``program``) under ``out`` and list, in order,
+    every command one measurement of it runs: the build, the run environment and the
+    program with the timing arguments the backend passes (under msprof with
+    ``timing: msprof``)."""
+    env = os.environ if env is None else env
+    opts = parse_options(options)
+    lines = [f"# {title}", f"# kernel: {program.what}"]
+    lines += [f"# {note}" for note in program.notes]
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in sorted(files.items()):
+    for name, text in sorted(program.files.items()):
         (out / name).write_text(text)
         lines.append(f"# wrote {out / name}")
-    for c in args.counterparts:
-        if not c.matches:
-            lines.append(f"# {c.param}={c.tuned}: no catlass counterpart (it runs {c.catlass})")
+    toolkit = target.toolkit
     lines.append(f"cd {_word(str(out))}")
-    lines += list(_exports(build_env(toolkit, _shell_base()), {}))
-    lines += [_join(c) for c in catlass_build_commands(home, args, run_mode)]
-    lines.append(_join(fai_run_command(problem, physical_device(opts["device"], run_mode, env))))
+    build_vars = build_env(toolkit, _shell_base())
+    lines += list(_exports(build_vars, {}))
+    lines += [_join(c) for c in program.build]
+    timing = TimingArgs(warmup=opts["warmup"], launches=opts["iterations"])
+    artifact = out / ARTIFACT
+    device = physical_device(opts["device"], target.run_mode, env)
+    argv = program.argv(artifact, timing, device)
+    under_msprof = opts["timing"] == "msprof"
+    lines += list(_exports(run_env(toolkit, profile.soc, target.run_mode, artifact,
+                                   _shell_base(), under_msprof=under_msprof,
+                                   keep_missing=toolkit.home == PLACEHOLDER_HOME), build_vars))
+    lines.append(f"unset {VISIBLE_DEVICES}")
+    if under_msprof:
+        msprof = toolkit.msprof() or toolkit.home / "tools" / "profiler" / "bin" / "msprof"
+        lines.append(_join(msprof_command(msprof, argv, out / "msprof", target.run_mode,
+                                          profile.soc, timing)))
+    else:
+        lines.append(_join(argv))
     return DryRun(lines, True)

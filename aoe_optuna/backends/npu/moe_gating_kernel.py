@@ -3,7 +3,9 @@
 One template (``templates/moe_gating_kernel.cpp``, this project's own); a render
 writes the tuned ``tile_rows``, ``col_tile``, ``cores`` and ``double_buffer`` into its
 declarations, with the problem's experts, k and element type. Values are ints and
-names from fixed tables, never text from a spec.
+names from fixed tables, never text from a spec. :func:`gating_program` puts the
+kernel into a build tree with its host program (``templates/gating_bench.cpp``), which
+the npu backend builds, times and checks.
 """
 
 from __future__ import annotations
@@ -11,17 +13,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aoe_optuna.backends.npu.ascendc_program import ascendc_program, config_header
 from aoe_optuna.backends.npu.gemm_kernel import (
     INPUT_TYPES,
     RenderError,
     render_kernel,
     template_text,
 )
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
 from aoe_optuna.backends.npu.tiling_point import feasible_point
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.moe_gating import MoeGating, gating_space
 
-GATING_KERNEL_FILE = "moe_gating_kernel.cpp"
+GATING_KERNEL_NAME = "moe_gating_kernel"
+GATING_KERNEL_FILE = f"{GATING_KERNEL_NAME}.cpp"
+GATING_BENCH = "gating_bench"  # templates/gating_bench.cpp, its host program
+GATING_CONFIG = "aoe_gating_config.h"
+# The weights' check: a unit in the output's last place, and a floor for tiny weights.
+RTOL = {"fp16": 2.0**-10, "bf16": 2.0**-7}
+ATOL = {"fp16": 2.0**-14, "bf16": 2.0**-11}
 ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
 
 
@@ -58,3 +68,28 @@ def gating_values(p: MoeGating, config: Mapping[str, Any],
 def render_gating_kernel(p: MoeGating, config: Mapping[str, Any], profile: SocProfile) -> str:
     """The kernel source for ``p`` with ``config`` written into its declarations."""
     return render_kernel(template_text(GATING_KERNEL_FILE), gating_values(p, config, profile))
+
+
+def gating_program(p: MoeGating, config: Mapping[str, Any], profile: SocProfile,
+                   target: NpuTarget) -> KernelProgram:
+    """The build tree that times ``p`` under ``config`` and checks it against a host
+    reference; ProgramUnavailable where no tiling runs (:func:`problem_reason`, a run
+    mode without ACL), RenderError for a config outside the space."""
+    why = problem_reason(p)
+    if why is not None:
+        raise ProgramUnavailable(why)
+    values = gating_values(p, config, profile)
+    header = config_header(GATING_CONFIG, "moe_gating_kernel.py", {
+        "AOE_SOC_VERSION": f'"{profile.soc}"',
+        "AOE_RUN_MODE": f'"{target.run_mode}"',
+        "AOE_EXPERTS": f"{values['EXPERTS']}u",
+        "AOE_TOP_K": f"{values['TOP_K']}u",
+        "AOE_CORES": f"{values['CORES']}u",
+        "AOE_INPUT_BF16": str(int(p.dtype == "bf16")),
+        "AOE_RTOL": repr(RTOL[p.dtype]),
+        "AOE_ATOL": repr(ATOL[p.dtype]),
+    })
+    kernel = render_kernel(template_text(GATING_KERNEL_FILE), values)
+    return ascendc_program(GATING_KERNEL_NAME, kernel, GATING_BENCH, GATING_CONFIG, header,
+                           [str(int(p.rows))], profile, target,
+                           "Ascend C MoE gating kernel (templates/moe_gating_kernel.cpp)")

@@ -143,11 +143,17 @@ def cpu_kernel_options(config: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def render_cmake(template: str, soc: str, run_mode: str, options: Sequence[str],
-                 cpu_options: Sequence[str] = ()) -> str:
+                 cpu_options: Sequence[str] = (), kernel_name: str = KERNEL_NAME,
+                 bench: str = "gemm_bench", bench_source: str = "main.cpp") -> str:
+    """``templates/CMakeLists.txt`` for one kernel file (``<kernel_name>.cpp``) and the host
+    program ``bench`` built from ``bench_source``: the GEMM's by default, a layer
+    kernel's (:mod:`.vector_kernel`, :mod:`.moe_gating_kernel`) with its names."""
     fills = {
         "@RUN_MODE@": run_mode,
         "@SOC_VERSION@": soc,
-        "@KERNEL_NAME@": KERNEL_NAME,
+        "@KERNEL_NAME@": kernel_name,
+        "@BENCH@": bench,
+        "@BENCH_SOURCE@": bench_source,
         "@KERNEL_OPTIONS@": " ".join(options),
         "@CPU_KERNEL_OPTIONS@": " ".join(cpu_options),
     }

@@ -83,11 +83,13 @@ def measurement_from_events(stdout: str, cost_s: float) -> Measurement:
                                    f"{rec.get('reason', '')}", cost_s, extra=extra)
     if status == "accuracy":
         bad = rec.get("first_bad", {})
-        where = (f"; first at C[{bad['row']}, {bad['col']}]: got {bad['got']:g}, "
+        output = str(rec.get("output", "C"))  # the layer kernels name the output they checked
+        where = (f"; first at {output}[{bad['row']}, {bad['col']}]: got {bad['got']:g}, "
                  f"want {bad['want']:g}") if bad else ""
         return Measurement.failure(
-            "accuracy", f"{rec.get('bad')} of {rec.get('checked')} checked entries of C out of "
-            f"tolerance (max abs error {rec.get('max_abs_err', float('nan')):g}){where}",
+            "accuracy", f"{rec.get('bad')} of {rec.get('checked')} checked entries of "
+            f"{output} out of tolerance (max abs error "
+            f"{rec.get('max_abs_err', float('nan')):g}){where}",
             cost_s, extra=extra)
     if status != "ok":
         return Measurement.failure("runtime", f"host program reported status {status!r}", cost_s)

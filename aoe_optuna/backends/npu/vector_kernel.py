@@ -4,7 +4,9 @@ One template (``templates/vector_kernel.cpp``, this project's own) holds the fou
 kernels; a render writes the tuned ``tile_len``, ``cores``, ``double_buffer`` and
 (add + RMSNorm) ``fused`` into its declarations, with the problem's kind, row width,
 head dim, the element type and the profile's UB size. Values are ints and names from
-fixed tables, never text from a spec.
+fixed tables, never text from a spec. :func:`vector_program` puts the kernel into a
+build tree with its host program (``templates/vector_bench.cpp``), which the npu
+backend builds, times and checks.
 """
 
 from __future__ import annotations
@@ -12,18 +14,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aoe_optuna.backends.npu.ascendc_program import ascendc_program, config_header
 from aoe_optuna.backends.npu.gemm_kernel import (
     INPUT_TYPES,
     RenderError,
     render_kernel,
     template_text,
 )
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
 from aoe_optuna.backends.npu.tiling_point import feasible_point
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import vector_space
 
-VECTOR_KERNEL_FILE = "vector_kernel.cpp"
+VECTOR_KERNEL_NAME = "vector_kernel"
+VECTOR_KERNEL_FILE = f"{VECTOR_KERNEL_NAME}.cpp"
+VECTOR_BENCH = "vector_bench"  # templates/vector_bench.cpp, its host program
+VECTOR_CONFIG = "aoe_vector_config.h"
+# The host check: one unit in the output's last place (fp32 arithmetic, rounded once),
+# and an absolute floor for rope's cancellation (x cos - x' sin near zero).
+RTOL = {"fp16": 2.0**-10, "bf16": 2.0**-7}
+ATOL = {"fp16": 2.0**-14, "bf16": 2.0**-11}
 KIND_CODES = {"rmsnorm": 0, "add_rmsnorm": 1, "swiglu": 2, "rope": 3}
 ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
 # Tuned parameter -> the declaration it becomes (double_buffer -> BUFFER_NUM 1 or 2).
@@ -73,3 +84,30 @@ def vector_values(op: VectorOp, config: Mapping[str, Any],
 def render_vector_kernel(op: VectorOp, config: Mapping[str, Any], profile: SocProfile) -> str:
     """The kernel source for ``op`` with ``config`` written into its declarations."""
     return render_kernel(template_text(VECTOR_KERNEL_FILE), vector_values(op, config, profile))
+
+
+def vector_program(op: VectorOp, config: Mapping[str, Any], profile: SocProfile,
+                   target: NpuTarget) -> KernelProgram:
+    """The build tree that times ``op`` under ``config`` and checks it against a host
+    reference; ProgramUnavailable where no tiling runs (:func:`problem_reason`, a run
+    mode without ACL), RenderError for a config outside the space."""
+    why = problem_reason(op)
+    if why is not None:
+        raise ProgramUnavailable(why)
+    values = vector_values(op, config, profile)
+    header = config_header(VECTOR_CONFIG, "vector_kernel.py", {
+        "AOE_SOC_VERSION": f'"{profile.soc}"',
+        "AOE_RUN_MODE": f'"{target.run_mode}"',
+        "AOE_VECTOR_KIND": values["KIND"],
+        "AOE_WIDTH": f"{values['WIDTH']}u",
+        "AOE_HEAD_DIM": f"{values['HEAD_DIM']}u",
+        "AOE_CORES": f"{values['CORES']}u",
+        "AOE_FUSED": "1" if values["FUSED"] == "true" else "0",
+        "AOE_INPUT_BF16": str(int(op.dtype == "bf16")),
+        "AOE_RTOL": repr(RTOL[op.dtype]),
+        "AOE_ATOL": repr(ATOL[op.dtype]),
+    })
+    kernel = render_kernel(template_text(VECTOR_KERNEL_FILE), values)
+    return ascendc_program(VECTOR_KERNEL_NAME, kernel, VECTOR_BENCH, VECTOR_CONFIG, header,
+                           [str(int(op.rows))], profile, target,
+                           f"Ascend C {op.kind} kernel (templates/vector_kernel.cpp)")

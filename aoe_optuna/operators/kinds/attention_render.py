@@ -1,8 +1,7 @@
-"""The kernel every attention kind exports: catlass's flash-attention-infer
-instantiation header (:mod:`aoe_optuna.backends.npu.catlass_fai`), shared by the
-decode, MLA decode and prefill kinds. Its host program (the catlass project and the
-command that times it: ``render_fai_project``, ``fai_run_command``) is the same
-module's, driven by the npu backend's dry run (:mod:`aoe_optuna.backends.npu.dry_run`)."""
+"""The kernel the decode and prefill attention kinds export and time: catlass's
+flash-attention-infer instantiation header (:mod:`aoe_optuna.backends.npu.catlass_fai`)
+and its build tree with the host program that times and checks it (``fai_program``).
+MLA decode has a kernel of its own (:mod:`aoe_optuna.backends.npu.catlass_mla`)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError
-from aoe_optuna.backends.npu.catlass_fai import fai_args, problem_reason, render_fai_header
+from aoe_optuna.backends.npu.catlass_fai import (
+    fai_args,
+    fai_program,
+    problem_reason,
+    render_fai_header,
+)
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
 from aoe_optuna.export.catlass_header import provenance
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import SocProfile
@@ -36,3 +41,11 @@ def render_fai(phase: str, problem: Any, dtype: str, config: Mapping[str, Any],
     missing = [c.param for c in args.counterparts if not c.matches]
     note = f"; no catlass counterpart: {', '.join(missing)}" if missing else ""
     return text, f"catlass flash-attention-infer ({args.phase}) instantiation{note}"
+
+
+def fai_program_for(problem: Any, dtype: str, config: Mapping[str, Any], profile: SocProfile,
+                    target: NpuTarget) -> KernelProgram:
+    """The build tree that times ``problem`` under ``config`` on the npu backend, its
+    header carrying the same provenance lines as the exported one."""
+    return fai_program(problem, config, dtype, profile, target,
+                       provenance(None, config, dtype, profile.soc))

@@ -15,11 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
 from aoe_optuna.backends.simulator.decode_attention import decode_attention_cost, floor_s
 from aoe_optuna.backends.simulator.decode_attention import roofline_s as model_roofline_s
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
+from aoe_optuna.operators.kinds.attention_render import (
+    fai_problem_reason,
+    fai_program_for,
+    render_fai,
+)
 from aoe_optuna.space.attention_space import attention_space, config_of, tiling_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
 from aoe_optuna.space.search_space import SearchSpace
@@ -89,6 +94,10 @@ class DecodeAttentionKind:
     def render(self, p: DecodeAttention, dtype: str, config: Mapping[str, Any],
                profile: SocProfile, info: ExportInfo | None) -> tuple[str, str]:
         return render_fai("decode", p, dtype, config, profile, info)
+
+    def npu_program(self, p: DecodeAttention, dtype: str, config: Mapping[str, Any],
+                    profile: SocProfile, target: NpuTarget) -> KernelProgram:
+        return fai_program_for(p, dtype, config, profile, target)
 
 
 KIND = DecodeAttentionKind()

@@ -6,8 +6,8 @@ Parts: the problem and its tiling rules, catlass's default in
 :mod:`aoe_optuna.space.mla_attention_space`; the model, roofline and floor in
 :mod:`aoe_optuna.backends.simulator.mla_attention`;
 the knowledge base's op and problem fields on the problem (``KB_OP``,
-``KB_FIELDS``); the kernel in
-:mod:`.attention_render` (which refuses it: catlass's MLA kernel is not rendered).
+``KB_FIELDS``); the kernel (catlass's ``examples/19_mla`` instantiated) and its host
+program in :mod:`aoe_optuna.backends.npu.catlass_mla`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aoe_optuna.backends.npu.catlass_args import CatlassArgError
+from aoe_optuna.backends.npu.catlass_mla import (
+    mla_args,
+    mla_program,
+    problem_reason,
+    render_mla_header,
+)
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
 from aoe_optuna.backends.simulator.mla_attention import floor_s, mla_attention_cost
 from aoe_optuna.backends.simulator.mla_attention import roofline_s as model_roofline_s
-from aoe_optuna.export.kernel_source import ExportInfo
+from aoe_optuna.export.catlass_header import provenance
+from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
 from aoe_optuna.space.mla_attention import MlaDecodeAttention, catlass_default_tiling
 from aoe_optuna.space.mla_attention_space import config_of, mla_attention_space, tiling_of
 from aoe_optuna.space.search_space import SearchSpace
@@ -78,11 +86,24 @@ class MlaAttentionKind:
         return p.flops
 
     def no_kernel(self, p: MlaDecodeAttention, dtype: str, profile: SocProfile) -> str | None:
-        return fai_problem_reason("decode", p, dtype, profile)
+        why = problem_reason(p, dtype, profile)
+        return None if why is None else f"MLA decode attention: {why}"
 
     def render(self, p: MlaDecodeAttention, dtype: str, config: Mapping[str, Any],
                profile: SocProfile, info: ExportInfo | None) -> tuple[str, str]:
-        return render_fai("decode", p, dtype, config, profile, info)
+        try:
+            args = mla_args(p, config, dtype, profile)
+        except CatlassArgError as exc:
+            raise ExportError(f"MLA decode attention: {exc}") from None
+        text = render_mla_header(args, provenance(info, config, dtype, profile.soc))
+        missing = [c.param for c in args.counterparts if not c.matches]
+        note = f"; no catlass counterpart: {', '.join(missing)}" if missing else ""
+        return text, f"catlass MLA decode (examples/19_mla) instantiation{note}"
+
+    def npu_program(self, p: MlaDecodeAttention, dtype: str, config: Mapping[str, Any],
+                    profile: SocProfile, target: NpuTarget) -> KernelProgram:
+        return mla_program(p, config, dtype, profile, target,
+                           provenance(None, config, dtype, profile.soc))
 
 
 KIND = MlaAttentionKind()

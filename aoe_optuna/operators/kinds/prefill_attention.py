@@ -15,11 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
 from aoe_optuna.backends.simulator.prefill_attention import floor_s, prefill_attention_cost
 from aoe_optuna.backends.simulator.prefill_attention import roofline_s as model_roofline_s
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
-from aoe_optuna.operators.kinds.attention_render import fai_problem_reason, render_fai
+from aoe_optuna.operators.kinds.attention_render import (
+    fai_problem_reason,
+    fai_program_for,
+    render_fai,
+)
 from aoe_optuna.space.prefill_attention import PrefillAttention, cann_default_tiling
 from aoe_optuna.space.prefill_attention_space import (
     config_of,
@@ -101,6 +106,10 @@ class PrefillAttentionKind:
     def render(self, p: PrefillAttention, dtype: str, config: Mapping[str, Any],
                profile: SocProfile, info: ExportInfo | None) -> tuple[str, str]:
         return render_fai("prefill", p, dtype, config, profile, info)
+
+    def npu_program(self, p: PrefillAttention, dtype: str, config: Mapping[str, Any],
+                    profile: SocProfile, target: NpuTarget) -> KernelProgram:
+        return fai_program_for(p, dtype, config, profile, target)
 
 
 KIND = PrefillAttentionKind()

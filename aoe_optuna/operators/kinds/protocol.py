@@ -4,11 +4,11 @@ never asks a problem what type it is.
 A kind is one module of :mod:`aoe_optuna.operators.kinds` that gathers, for one
 family of problems, where each of its parts lives: the problem (a frozen
 dataclass of a lower layer), its tiling space and rules, CANN's default tiling,
-the simulator's model, the roofline and the bound, its knowledge base entry and
-the kernel the npu backend renders for it. The parts stay in the layer that
-needs them (the simulator backend charges untuned attention with the same
-model, the knowledge base validates entries with the same problem fields); the
-kind is the one place that names them all.
+the simulator's model, the roofline and the bound, its knowledge base entry, the
+kernel the npu backend renders for it and the program that times it there. The
+parts stay in the layer that needs them (the simulator backend charges untuned
+attention with the same model, the knowledge base validates entries with the same
+problem fields); the kind is the one place that names them all.
 
 :class:`LayerKind` is a kind whose kernel an operator run tunes in a study of
 its own, measured by the simulator's model (attention, the vector kernels).
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Protocol
 
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.search_space import SearchSpace
@@ -87,4 +88,12 @@ class LayerKind(OperatorKind, Protocol):
         """The kernel source the npu backend renders for ``config`` and one line saying
         what it is; :class:`~aoe_optuna.export.kernel_source.ExportError` where it cannot
         (for a feasible tiling: only where :meth:`no_kernel` says why)."""
+        ...
+    def npu_program(self, problem: Any, dtype: str, config: Mapping[str, Any],
+                    profile: SocProfile, target: NpuTarget) -> KernelProgram:
+        """The kernel under ``config`` with the host program the npu backend builds, runs,
+        checks against a host reference and times (the GEMM's timing policy);
+        :class:`~aoe_optuna.backends.npu.kernel_program.ProgramUnavailable` (one line)
+        where the backend cannot time the problem whatever the tiling: what
+        :meth:`no_kernel` says, a run mode or a toolchain the program lacks."""
         ...

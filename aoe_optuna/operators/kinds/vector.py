@@ -5,8 +5,8 @@ Parts: the problem and its kinds in :mod:`aoe_optuna.workload.vector_ops`; the
 space, its rules and the default (every core with work, double buffered, the
 largest tile) in :mod:`aoe_optuna.workload.vector_space`; the model and floor in
 :mod:`aoe_optuna.backends.simulator.vector_ops`; the knowledge base files each
-under its vector kind (the problem's ``KB_FIELDS``); the kernel in
-:mod:`aoe_optuna.backends.npu.vector_kernel`.
+under its vector kind (the problem's ``KB_FIELDS``); the kernel and its host program
+(``templates/vector_bench.cpp``) in :mod:`aoe_optuna.backends.npu.vector_kernel`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aoe_optuna.backends.npu.gemm_kernel import RenderError
-from aoe_optuna.backends.npu.vector_kernel import problem_reason, render_vector_kernel
+from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
+from aoe_optuna.backends.npu.vector_kernel import (
+    problem_reason,
+    render_vector_kernel,
+    vector_program,
+)
 from aoe_optuna.backends.simulator.vector_ops import floor_s, vector_op_cost
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, config_text, export_header
 from aoe_optuna.hardware.profile import SocProfile
@@ -85,6 +90,10 @@ class VectorKind:
         buffered = "double" if int(config["double_buffer"]) else "single"
         return header + body, (f"Ascend C {p.kind} kernel, tile_len {config['tile_len']}, "
                                f"{config['cores']} cores, {buffered} buffered")
+
+    def npu_program(self, p: VectorOp, dtype: str, config: Mapping[str, Any],
+                    profile: SocProfile, target: NpuTarget) -> KernelProgram:
+        return vector_program(p, config, profile, target)
 
 
 KIND = VectorKind()

@@ -16,7 +16,7 @@ from aoe_optuna.backends.npu.catlass_fai import (
     FAI_BENCH,
     FAI_HEADER,
     fai_args,
-    fai_run_command,
+    fai_problem_args,
     render_fai_header,
     render_fai_project,
 )
@@ -138,9 +138,8 @@ def test_build_tree_and_commands(tmp_path: Path, build_system: str) -> None:
     assert catlass_build_commands(home, args, "npu")[0] == [
         "cmake", "-S", ".", "-B", "build", f"-DCATLASS_HOME={home}", "-DCATLASS_ARCH=2201",
         "-DRUN_MODE=npu", "-DCMAKE_BUILD_TYPE=Release"]
-    assert fai_run_command(DECODE, device=3) == [
-        "out/bin/fai_bench", "4", "1", "4096", "28", "4", "5", "10", "10", "3"]
-    assert fai_run_command(PREFILL)[1:4] == ["1", "2048", "2048"]
+    assert fai_problem_args(DECODE) == ["4", "1", "4096", "28", "4"]
+    assert fai_problem_args(PREFILL)[:3] == ["1", "2048", "2048"]
     with pytest.raises(RenderError, match="run_mode 'cpu'"):
         render_fai_project(args, PROFILE, "cpu")
 

@@ -2,7 +2,9 @@
  * catlass_fai_bench.cpp: host program of a catlass flash-attention-infer instantiation
  * (aoe_catlass_fai.h, rendered per tuned attention config). Launches the kernel through
  * its own entry point below, times `launches` launches between two ACL events per
- * sample and prints the result line the GEMM programs print:
+ * sample with the GEMM's timing rules (aoe_bench_common.h: warm-up batches until two
+ * agree, samples until the median is known to rel_precision) and prints the result line
+ * the GEMM programs print:
  *
  *   AOE_RESULT {"status": "ok", "samples_s": [...], "checked": 1, ...}
  *
@@ -10,7 +12,8 @@
  * compile with a host compiler (docs/NPU.md, "Compile check"). Host tiling is catlass's
  * own (fai_tiling.cpp, included from the example directory), so the task split and the
  * workspace sizes are the ones catlass computes.
- * usage: fai_bench batch q_seqlen kv_seqlen q_heads kv_heads warmup launches samples device
+ * usage: fai_bench batch q_seqlen kv_seqlen q_heads kv_heads warmup launches min_samples
+ *                  max_samples rel_precision max_seconds device
  * O is checked against a host reference (fp32 softmax(Q K^T / sqrt(d) + mask) V) to a
  * relative 2^-6 (fp16) / 2^-5 (bf16) of max |O|: P is rounded to the element type
  * before P V, as catlass's online softmax does.
@@ -86,14 +89,21 @@ void *Device(size_t bytes, const void *host = nullptr)
 
 int main(int argc, char **argv)
 {
-    if (argc != 10) {
-        std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"expected 9 arguments\"}\n");
+    if (argc != 13) {
+        std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"expected 12 arguments\"}\n");
         return aoe_bench::EXIT_USAGE;
     }
     const int64_t batch = std::atoll(argv[1]), qLen = std::atoll(argv[2]), kvLen = std::atoll(argv[3]);
     const int32_t qHeads = std::atoi(argv[4]), kvHeads = std::atoi(argv[5]);
-    const int warmup = std::atoi(argv[6]), launches = std::atoi(argv[7]), samples = std::atoi(argv[8]);
-    const int device = std::atoi(argv[9]);
+    const int warmup = std::atoi(argv[6]), launches = std::atoi(argv[7]);
+    const int minSamples = std::atoi(argv[8]), maxSamples = std::atoi(argv[9]);
+    const double relPrecision = std::atof(argv[10]), maxSeconds = std::atof(argv[11]);
+    const int device = std::atoi(argv[12]);
+    if (batch < 1 || qLen < 1 || kvLen < qLen || qHeads < 1 || kvHeads < 1 || qHeads % kvHeads ||
+        warmup < 0 || launches < 1 || minSamples < 1 || maxSamples < minSamples || device < 0) {
+        std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"bad arguments\"}\n");
+        return aoe_bench::EXIT_USAGE;
+    }
     const int32_t d = AOE_FAI_HEAD_DIM, page = aoe_catlass_fai::kPageTokens;
     const int64_t pages = (kvLen + page - 1) / page;
     // K/V rows of sequence b start at b * kvStride: whole pages when paged (the block
@@ -157,16 +167,19 @@ int main(int argc, char **argv)
     aclrtEvent start = nullptr, end = nullptr;
     CHECK_ACL(aclrtCreateEvent(&start));
     CHECK_ACL(aclrtCreateEvent(&end));
-    std::vector<double> times;
-    for (int n = 0; n < samples; ++n) {
+    auto batchOf = [&]() {  // seconds of `launches` launches between two events
         CHECK_ACL(aclrtRecordEvent(start, stream));
         for (int i = 0; i < launches; ++i) launch();
         CHECK_ACL(aclrtRecordEvent(end, stream));
         CHECK_ACL(aclrtSynchronizeEvent(end));
         float ms = 0.0f;
         CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        times.push_back(ms * 1e-3 / launches);
-    }
+        return ms * 1e-3;
+    };
+    std::vector<double> times;
+    const int warmupBatches = aoe_bench::TimeSamples(batchOf, launches, minSamples, maxSamples,
+                                                     relPrecision, maxSeconds, times);
+    CHECK_ACL(aclrtSynchronizeStream(stream));
 
     std::vector<uint16_t> out(q.size());
     CHECK_ACL(aclrtMemcpy(out.data(), out.size() * 2, o, out.size() * 2, ACL_MEMCPY_DEVICE_TO_HOST));
@@ -205,8 +218,11 @@ int main(int argc, char **argv)
     const double tolerance = (AOE_INPUT_BF16 ? std::ldexp(1.0, -5) : std::ldexp(1.0, -6)) * largest;
     const bool ok = worst <= tolerance;
     std::printf("AOE_RESULT {\"status\": \"%s\", \"kernel\": \"catlass_fai\", \"phase\": \"%s\", "
-                "\"checked\": 1, \"max_abs_err\": %.6g, \"tolerance\": %.6g, \"samples_s\": [",
-                ok ? "ok" : "accuracy", AOE_FAI_PHASE, worst, tolerance);
+                "\"block_dim\": %u, \"launches\": %d, \"warmup_batches\": %d, \"device\": %d, "
+                "\"output\": \"O\", \"checked\": 1, \"bad\": %d, \"max_abs_err\": %.6g, "
+                "\"tolerance\": %.6g, \"samples_s\": [",
+                ok ? "ok" : "accuracy", AOE_FAI_PHASE, cores, launches, warmupBatches, device,
+                ok ? 0 : 1, worst, tolerance);
     for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.9g", i ? ", " : "", times[i]);
     std::printf("]}\n");
     CHECK_ACL(aclrtDestroyStream(stream));

@@ -242,7 +242,19 @@ extern "C" __global__ __aicore__ void aoe_moe_gating(GM_ADDR logits, GM_ADDR y,
                                                      GM_ADDR expertIdx, GM_ADDR rowIdx,
                                                      uint32_t rows)
 {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);  // vector cores only
     aoe_gating::GatingKernel op;
     op.Init(logits, y, expertIdx, rowIdx, rows);
     op.Process();
 }
+
+#ifndef ASCENDC_CPU_DEBUG
+// Host-side launch with the <<<>>> operator (compiled by bisheng with the kernel, as
+// gemm_kernel.cpp's aoe_launch_gemm_kernel): nothing allocated per launch, so event
+// timings hold kernel time only. gating_bench.cpp calls it.
+extern "C" void aoe_launch_moe_gating(uint32_t blockDim, void *stream, uint8_t *logits, uint8_t *y,
+                                      uint8_t *expertIdx, uint8_t *rowIdx, uint32_t rows)
+{
+    aoe_moe_gating<<<blockDim, nullptr, stream>>>(logits, y, expertIdx, rowIdx, rows);
+}
+#endif

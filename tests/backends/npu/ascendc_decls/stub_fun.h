@@ -166,6 +166,13 @@ void copy_gm_to_ubuf_align_b16(__ubuf__ void *dst, __gm__ void *src, uint8_t sid
 void copy_gm_to_ubuf_align_b32(__ubuf__ void *dst, __gm__ void *src, uint8_t sid, uint16_t nBurst,
                                uint32_t lenBurst, uint8_t leftPaddingNum, uint8_t rightPaddingNum,
                                uint32_t srcGap, uint32_t dstGap);
+// Its UB -> GM twin (copy_ubuf_to_gm_align, the same page's parameters): DataCopyPad out.
+void copy_ubuf_to_gm_align_b16(__gm__ void *dst, __ubuf__ void *src, uint8_t sid, uint16_t nBurst,
+                               uint32_t lenBurst, uint8_t leftPaddingNum, uint8_t rightPaddingNum,
+                               uint32_t srcGap, uint32_t dstGap);
+void copy_ubuf_to_gm_align_b32(__gm__ void *dst, __ubuf__ void *src, uint8_t sid, uint16_t nBurst,
+                               uint32_t lenBurst, uint8_t leftPaddingNum, uint8_t rightPaddingNum,
+                               uint32_t srcGap, uint32_t dstGap);
 // dcci: the headers pass the cache_line_t / dcci_dst_t codes as uint64_t.
 void dcci(__gm__ void *dst, uint64_t entire, uint64_t type);
 void dcci(__gm__ void *dst, uint64_t entire);
@@ -239,7 +246,7 @@ void set_core_type(int idx);
     X(set_l3d_rpt) \
     X(set_st_atomic_cfg) X(set_va_reg_sb) \
     X(sff1) X(sflbits) X(st_dev) X(trap) X(vabs) X(vadd) X(vadds) \
-    X(vand) X(vbrcb) X(vcadd) X(vcgadd) X(vcgmax) X(vcmax) X(vcmpv_eq) X(vcmpv_ge) X(vcmpv_gt) \
+    X(vand) X(vbrcb) X(vcadd) X(vcgadd) X(vcgmax) X(vcmax) X(vcmin) X(vcmpv_eq) X(vcmpv_ge) X(vcmpv_gt) \
     X(vcmpv_le) X(vcmpv_lt) X(vcmpv_ne) X(vcmpvs_eq) X(vcmpvs_ge) X(vcmpvs_gt) X(vcmpvs_le) \
     X(vcmpvs_lt) X(vcmpvs_ne) X(vconv_bf162f32) X(vconv_bf162s32a) X(vconv_bf162s32c) \
     X(vconv_bf162s32f) X(vconv_bf162s32r) X(vconv_bf162s32z) X(vconv_deq) X(vconv_f162f32) \
