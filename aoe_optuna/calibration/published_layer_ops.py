@@ -151,6 +151,14 @@ FIGURES: tuple[LayerOpFigure, ...] = (
                   ON_CORE, tiling="best"),
 )
 
+
+def of_kernel(kernel: str, hosts: tuple[str, ...] = (), **shape: Any) -> tuple[LayerOpFigure, ...]:
+    """The figures of ``kernel`` (a :class:`LayerOpFigure` kernel), on any of ``hosts``
+    when given, whose shape holds every ``shape`` value (e.g. ``seq_q=128``)."""
+    return tuple(f for f in FIGURES if f.kernel == kernel and (not hosts or f.host in hosts)
+                 and all(f.shape.get(k) == v for k, v in shape.items()))
+
+
 # Published timings found and left out, with the reason (no row above uses them).
 NOT_USED: tuple[tuple[str, str], ...] = (
     ("https://github.com/vllm-project/vllm-ascend/pull/15902",
