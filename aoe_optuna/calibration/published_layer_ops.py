@@ -45,7 +45,7 @@ class LayerOpFigure:
     """One published timing: what ran, on which chip, how it was timed, how long."""
 
     source: str  # a key of SOURCES
-    kind: str  # "prefill_attention", "decode_attention", "mla_attention", "rms_norm", ...
+    kind: str  # a knowledge base op of KINDS: "prefill_attention", "rmsnorm", ...
     kernel: str  # "cann_fia" (CANN fused attention), "pto_flash", "pto_paged", "cce_paged"
     what: str
     soc: str
@@ -182,5 +182,6 @@ NOT_USED: tuple[tuple[str, str], ...] = (
      " artefact of the JIT harness, not kernel time"),
 )
 
-KINDS: tuple[str, ...] = ("decode_attention", "prefill_attention", "mla_attention",
-                          "rms_norm", "add_rms_norm", "swiglu", "rope")
+# The kinds searched for, named as the knowledge base files them (its ops; the band kinds).
+KINDS: tuple[str, ...] = ("decode_attention", "prefill_attention", "mla_decode_attention",
+                          "rmsnorm", "add_rmsnorm", "swiglu", "rope")
