@@ -180,6 +180,21 @@ NOT_USED: tuple[tuple[str, str], ...] = (
     ("https://github.com/huawei-csl/pto-kernels/pull/193",
      "its s128 and s512 rows (164, 592 us), slower than s4096 (85 us): a start-up"
      " artefact of the JIT harness, not kernel time"),
+    ("https://github.com/flagos-ai/FlagGems/pull/6324 (and #6424, #5627)",
+     "torch_npu swiglu, fp16/fp32, [4, 32] to [100, 65536, 100]: the chip is not named"
+     " (\"Ascend\") nor is the torch reference's composition"),
+    ("https://github.com/tile-ai/tilelang-ascend/pull/1444 (and #1467, #1481, #1516)",
+     "cann-bench swi_glu, 20 cases against npu_swiglu on a 910B2, kernel time from"
+     " kernel_details.csv: only the mean ratio (0.7751x) in the text found, no case's time"),
+    ("https://github.com/tile-ai/tilelang-ascend/pull/1558",
+     "rms_norm on cann-bench's 20 cases: no case's shape or time in the text found"),
+    ("https://github.com/tile-ai/tilelang-ascend/pull/1644 (and #1645, #1647)",
+     "MLA decode on a 910B3, b128-132, 128 heads, 8192 tokens, d 512 + 64, fp16,"
+     " 4083-5249 us: TileLang-generated kernels at about 20% of peak, timed end to end"
+     " with do_bench; neither CANN's kernel nor the catlass template the model follows"),
+    ("https://github.com/vllm-project/vllm-omni/pull/6908",
+     "npu_rotary_mul on a 910B2C, T 1, H 20, D 64: 0.201 ms for q and k with layout"
+     " conversions around them, a host-bound sequence, not one kernel's time"),
 )
 
 # The kinds searched for, named as the knowledge base files them (its ops; the band kinds).
