@@ -2,7 +2,7 @@
 and its default/best tilings for a model's prefill.
 
 The published figures are the longer of kernel and host dispatch
-(calibration/published_attention.py), so the table gives the
+(calibration/published_layer_ops.py), so the table gives the
 model's kernel time at CANN's default tiling, the published figure, their
 ratio, and the published figure's rise over the first shape on the same
 host (the part the host floor does not hide) against the model's rise.
@@ -21,11 +21,7 @@ from aoe_optuna.backends.simulator.prefill_attention import (
     default_cost,
     prefill_attention_cost,
 )
-from aoe_optuna.calibration.published_attention import (
-    PUBLISHED_ATTENTION,
-    PUBLISHED_ONE_CORE,
-    PublishedAttention,
-)
+from aoe_optuna.calibration.published_layer_ops import LayerOpFigure, of_kernel
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.space.prefill_attention import PrefillAttention, cann_default_tiling
 from aoe_optuna.workload.forward import prefill_attention_shape
@@ -36,20 +32,20 @@ def _tiling(t: object) -> str:
     return ", ".join(str(v) for v in vars(t).values())
 
 
-def _compare(profile: SocProfile, records: tuple[PublishedAttention, ...],
-             dealing: str) -> None:
+def _compare(profile: SocProfile, records: tuple[LayerOpFigure, ...], dealing: str) -> None:
     print("| host | S_q | S_kv | published us | model us | model/published "
           "| published rise us | model rise us |")
     print("|---|---|---|---|---|---|---|---|")
     base: dict[str, tuple[float, float]] = {}
     for p in records:
-        shape = PrefillAttention(batch=p.batch, q_heads=p.heads, kv_heads=p.heads,
-                                 head_dim=p.head_dim, seq_len=p.seq_q, causal=p.causal,
-                                 kv_len=p.seq_kv)
+        s = p.shape
+        shape = PrefillAttention(batch=s["batch"], q_heads=s["heads"], kv_heads=s["heads"],
+                                 head_dim=s["head_dim"], seq_len=s["seq_q"],
+                                 causal=s["causal"], kv_len=s["seq_kv"])
         tiling = dataclasses.replace(cann_default_tiling(profile, shape), dealing=dealing)
         model_us = prefill_attention_cost(profile, shape, tiling).total_s * 1e6
         first = base.setdefault(p.host, (p.time_us, model_us))
-        print(f"| {p.host} | {p.seq_q} | {p.seq_kv} | {p.time_us:.1f} | {model_us:.1f} "
+        print(f"| {p.host} | {s['seq_q']} | {s['seq_kv']} | {p.time_us:.1f} | {model_us:.1f} "
               f"| {model_us / p.time_us:.2f} | {p.time_us - first[0]:.1f} "
               f"| {model_us - first[1]:.1f} |")
 
@@ -65,9 +61,11 @@ def main() -> None:
     # CANN deals its units to vector cores (balanced); the PTO kernel gives a Q block
     # a whole AI core (cyclic)
     for title, records, dealing in (
-            ("CANN fused attention", PUBLISHED_ATTENTION, "balanced"),
-            ("PTO flash kernel, one AI core", PUBLISHED_ONE_CORE, "cyclic")):
-        print(f"\n{title} ({records[0].kernel}), 1 head of 128, batch 1, fp16, no mask")
+            ("CANN fused attention (npu_fused_infer_attention_score)",
+             of_kernel("cann_fia", ("aarch64", "x86_64")), "balanced"),
+            ("PTO flash kernel (jit_flash), one AI core",
+             of_kernel("pto_flash", ("jit-aarch64", "jit-x86_64"), seq_q=128), "cyclic")):
+        print(f"\n{title}, 1 head of 128, batch 1, fp16, no mask")
         _compare(profile, records, dealing)
 
     arch = builtin_architecture(args.model)

@@ -16,18 +16,17 @@ from statistics import median
 
 from aoe_optuna.calibration.layer_ops_validation import (
     RANK_GAP,
+    RISEN,
     Row,
+    band_rows,
     by_source,
     checks,
     held_out_errors,
-    host_floors,
     ranking_pairs,
     simulate,
     summarise,
 )
-from aoe_optuna.calibration.published_layer_ops import FIGURES, NOT_USED, SOURCES
-
-RISEN = 1.15  # a figure this far above its host's floor carries kernel time
+from aoe_optuna.calibration.published_layer_ops import NOT_USED, SOURCES
 
 
 def _shape(row: Row) -> str:
@@ -57,7 +56,6 @@ def main() -> None:
     parser.add_argument("--rows", action="store_true", help="print every figure's row")
     args = parser.parse_args()
     rows = simulate()
-    floors = host_floors(FIGURES)
     fit = [r for r in rows if r.figure.role == "fit"]
     held = checks(rows)
 
@@ -70,8 +68,7 @@ def main() -> None:
     print("\n## Held out, per source (check rows; no chip constant was fitted to any source,"
           " so each source is predicted as if left out)\n")
     _summary_table(by_source(rows))
-    risen = [r for r in held if not r.figure.host
-             or r.figure.time_us > RISEN * floors[(r.figure.source, r.figure.host)]]
+    risen = band_rows(rows)
     print(f"\nRows carrying kernel time (kernel-only timings, or published > {RISEN:.2f} x "
           "the host floor):\n")
     _summary_table([summarise("kernel-carrying checks", risen)])

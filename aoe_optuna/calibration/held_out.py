@@ -15,6 +15,13 @@ function giving its rows, one :class:`Fold` per source left out) and of
 constants; a model with no fitted constants stores an empty tuple and its
 recheck simply simulates that source's figures). Kinds no validation covers
 have no held-out figures, and their band says so.
+
+The attention and vector validation (:mod:`.layer_ops_validation`) is such a
+model: its chip constants come from hardware widths, host tiling and other
+sources' fits, and the only numbers its figures set are each timing host's
+dispatch floor, from that source's own ``fit`` row. So a fold is one source,
+its constants empty, and its rows are the source's check rows that carry
+kernel time; fit rows and rows on a host's floor never enter a band.
 """
 
 from __future__ import annotations
@@ -23,10 +30,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from aoe_optuna.calibration import layer_ops_validation
 from aoe_optuna.calibration import leave_one_source_out as source_validation
 from aoe_optuna.calibration import residuals as gemm_table
-from aoe_optuna.calibration.band_kinds import gemm_kind
+from aoe_optuna.calibration.band_kinds import gemm_kind, layer_kind
 from aoe_optuna.calibration.published_gemm import PUBLISHED, Published
+from aoe_optuna.calibration.published_layer_ops import FIGURES
 
 
 @dataclass(frozen=True)
@@ -94,12 +103,43 @@ def gemm_fold_rows(source: str, values: Sequence[float],
         return [_gemm_row(r) for r in gemm_table.table(held)]
 
 
+LAYER_OPS_VALIDATION = ("attention and vector source by source "
+                        "(scripts/validate_layer_ops.py)")
+
+
+def _layer_row(row: layer_ops_validation.Row) -> HeldOutRow:
+    f = row.figure
+    return HeldOutRow(layer_kind(f.kind), f.source, f"{f.what} [{f.host or 'on-core'}]",
+                      f.time_us, round(row.simulated_us, 6))
+
+
+def layer_ops_fold_rows(source: str, values: Sequence[float] = ()) -> list[HeldOutRow]:
+    """The kernel-carrying check rows of ``source``, simulated as it timed them (the
+    models have no constants fitted to these figures: ``values`` is always empty)."""
+    if len(values):
+        raise ValueError(f"{source}: the attention and vector models store no fold "
+                         f"constants, got {list(values)}")
+    rows = layer_ops_validation.simulate([f for f in FIGURES if f.source == source])
+    return [_layer_row(r) for r in layer_ops_validation.band_rows(rows)]
+
+
+def layer_ops_held_out() -> Validation:
+    """Each attention and vector source, one fold each, its kernel-carrying check rows."""
+    sources = tuple(dict.fromkeys(f.source for f in FIGURES))
+    return Validation(tuple(r for s in sources for r in layer_ops_fold_rows(s)),
+                      tuple(Fold(LAYER_OPS_VALIDATION, s, ()) for s in sources))
+
+
 # Every leave-one-source-out validation the bands are taken from.
-VALIDATIONS: dict[str, Callable[[], Validation]] = {GEMM_VALIDATION: gemm_held_out}
+VALIDATIONS: dict[str, Callable[[], Validation]] = {
+    GEMM_VALIDATION: gemm_held_out,
+    LAYER_OPS_VALIDATION: layer_ops_held_out,
+}
 
 # How each validation's fold is simulated again from its stored constants.
 FOLD_RECHECKS: dict[str, Callable[[str, Sequence[float]], list[HeldOutRow]]] = {
     GEMM_VALIDATION: gemm_fold_rows,
+    LAYER_OPS_VALIDATION: layer_ops_fold_rows,
 }
 
 

@@ -10,8 +10,12 @@ every error below. The chip constants of the models come from hardware
 widths, msKPP tables, CANN's host tiling and the GEMM/GEMV fits to other
 sources, none from these figures, so leaving a source out of a fit changes
 nothing: each source's held-out error is the error of its ``check`` rows.
-``scripts/validate_layer_ops.py`` prints the tables; :func:`held_out_errors`
-gives the per-kind |errors| error bands are built from.
+``scripts/validate_layer_ops.py`` prints the tables; :func:`band_rows` gives
+the rows error bands are built from.
+
+Only check rows that carry kernel time feed a kernel's band: a user's figure
+is the kernel's own time, and a row on its host's dispatch floor checks the
+floor, not the kernel.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention, cann_default_tiling
 
 RANK_GAP = 0.15  # published times this far apart make a ranking pair
+RISEN = 1.15  # a hosted figure this far above its host's floor carries kernel time
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,19 @@ def simulate(figures: Sequence[LayerOpFigure] = FIGURES) -> list[Row]:
 
 def checks(rows: Sequence[Row]) -> list[Row]:
     return [r for r in rows if r.figure.role == "check"]
+
+
+def carries_kernel(row: Row, floors: dict[tuple[str, str], float]) -> bool:
+    """Timed on the cores, or published more than :data:`RISEN` x its host's floor
+    (decided from the published figure alone, never from the model's guess)."""
+    f = row.figure
+    return not f.host or f.time_us > RISEN * floors[(f.source, f.host)]
+
+
+def band_rows(rows: Sequence[Row]) -> list[Row]:
+    """The check rows that carry kernel time: those a kernel's error band is taken from."""
+    floors = host_floors([r.figure for r in rows])
+    return [r for r in checks(rows) if carries_kernel(r, floors)]
 
 
 def held_out_errors(rows: Sequence[Row] | None = None) -> dict[str, list[float]]:

@@ -45,7 +45,7 @@ class LayerOpFigure:
     """One published timing: what ran, on which chip, how it was timed, how long."""
 
     source: str  # a key of SOURCES
-    kind: str  # "prefill_attention", "decode_attention", "mla_attention", "rms_norm", ...
+    kind: str  # a knowledge base op of KINDS: "prefill_attention", "rmsnorm", ...
     kernel: str  # "cann_fia" (CANN fused attention), "pto_flash", "pto_paged", "cce_paged"
     what: str
     soc: str
@@ -151,6 +151,14 @@ FIGURES: tuple[LayerOpFigure, ...] = (
                   ON_CORE, tiling="best"),
 )
 
+
+def of_kernel(kernel: str, hosts: tuple[str, ...] = (), **shape: Any) -> tuple[LayerOpFigure, ...]:
+    """The figures of ``kernel`` (a :class:`LayerOpFigure` kernel), on any of ``hosts``
+    when given, whose shape holds every ``shape`` value (e.g. ``seq_q=128``)."""
+    return tuple(f for f in FIGURES if f.kernel == kernel and (not hosts or f.host in hosts)
+                 and all(f.shape.get(k) == v for k, v in shape.items()))
+
+
 # Published timings found and left out, with the reason (no row above uses them).
 NOT_USED: tuple[tuple[str, str], ...] = (
     ("https://github.com/vllm-project/vllm-ascend/pull/15902",
@@ -172,7 +180,23 @@ NOT_USED: tuple[tuple[str, str], ...] = (
     ("https://github.com/huawei-csl/pto-kernels/pull/193",
      "its s128 and s512 rows (164, 592 us), slower than s4096 (85 us): a start-up"
      " artefact of the JIT harness, not kernel time"),
+    ("https://github.com/flagos-ai/FlagGems/pull/6324 (and #6424, #5627)",
+     "torch_npu swiglu, fp16/fp32, [4, 32] to [100, 65536, 100]: the chip is not named"
+     " (\"Ascend\") nor is the torch reference's composition"),
+    ("https://github.com/tile-ai/tilelang-ascend/pull/1444 (and #1467, #1481, #1516)",
+     "cann-bench swi_glu, 20 cases against npu_swiglu on a 910B2, kernel time from"
+     " kernel_details.csv: only the mean ratio (0.7751x) in the text found, no case's time"),
+    ("https://github.com/tile-ai/tilelang-ascend/pull/1558",
+     "rms_norm on cann-bench's 20 cases: no case's shape or time in the text found"),
+    ("https://github.com/tile-ai/tilelang-ascend/pull/1644 (and #1645, #1647)",
+     "MLA decode on a 910B3, b128-132, 128 heads, 8192 tokens, d 512 + 64, fp16,"
+     " 4083-5249 us: TileLang-generated kernels at about 20% of peak, timed end to end"
+     " with do_bench; neither CANN's kernel nor the catlass template the model follows"),
+    ("https://github.com/vllm-project/vllm-omni/pull/6908",
+     "npu_rotary_mul on a 910B2C, T 1, H 20, D 64: 0.201 ms for q and k with layout"
+     " conversions around them, a host-bound sequence, not one kernel's time"),
 )
 
-KINDS: tuple[str, ...] = ("decode_attention", "prefill_attention", "mla_attention",
-                          "rms_norm", "add_rms_norm", "swiglu", "rope")
+# The kinds searched for, named as the knowledge base files them (its ops; the band kinds).
+KINDS: tuple[str, ...] = ("decode_attention", "prefill_attention", "mla_decode_attention",
+                          "rmsnorm", "add_rmsnorm", "swiglu", "rope")

@@ -37,6 +37,7 @@ def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
         kinds = sorted({call.kind for call in spec.workload.layer_ops})
         yield (f"  tuned operators  {', '.join(kinds)}: charged at their default tiling here; "
                "`aoe-tune operators` tunes each in a study of its own")
+        yield from _operator_bands(spec)
     if not spec.exact_model or not optimum:
         return
     from aoe_optuna.bench.exhaustive import simulator_costs, simulator_exhaustive
@@ -86,6 +87,22 @@ def _against_catlass(spec: StudySpec, sim: object, best: float) -> Iterator[str]
         batch = f" batch {gemm.batch}" if gemm.batch > 1 else ""
         yield (f"    {name:<10} {gemm.M}x{gemm.K}x{gemm.N}{batch}  {seconds * 1e6:,.1f} us  "
                f"{_variant(config)}")
+
+
+def _operator_bands(spec: StudySpec) -> Iterator[str]:
+    """The held-out band of each kind of tuned operator the step charges; the kinds no
+    held-out figure checks are named together, with no number."""
+    from aoe_optuna.calibration.band_kinds import layer_kind
+    from aoe_optuna.calibration.bands import label, shipped_band
+    from aoe_optuna.calibration.workload_band import problem_op
+
+    kinds = sorted({layer_kind(problem_op(call.problem)) for call in spec.workload.layer_ops})
+    unchecked = [label(k) for k in kinds if not shipped_band(k).checked]
+    for kind in kinds:
+        if shipped_band(kind).checked:
+            yield f"  band             {label(kind)}: {shipped_band(kind).text()}"
+    if unchecked:
+        yield f"  band             unchecked (no held-out figures): {', '.join(unchecked)}"
 
 
 def _bands(spec: StudySpec, best: float) -> Iterator[str]:

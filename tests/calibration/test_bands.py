@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import pytest
 
+from aoe_optuna.calibration import layer_ops_validation
 from aoe_optuna.calibration import leave_one_source_out as source_validation
 from aoe_optuna.calibration.band_kinds import GEMM_LIBRARY, GEMM_TILED, KINDS
 from aoe_optuna.calibration.band_table import document, markdown, recheck, stored_validation
 from aoe_optuna.calibration.bands import band, bands, shipped_bands, shipped_document
-from aoe_optuna.calibration.held_out import GEMM_VALIDATION, HeldOutRow, gemm_fold_rows
+from aoe_optuna.calibration.held_out import (
+    GEMM_VALIDATION,
+    LAYER_OPS_VALIDATION,
+    HeldOutRow,
+    gemm_fold_rows,
+    layer_ops_fold_rows,
+)
 from aoe_optuna.calibration.published_gemm import PUBLISHED
+from aoe_optuna.calibration.published_layer_ops import FIGURES
+from aoe_optuna.calibration.published_layer_ops import KINDS as LAYER_OP_KINDS
+
+GEMM_KINDS = (GEMM_LIBRARY, GEMM_TILED)
+LAYER_CHECKED = ("decode_attention", "prefill_attention")
 
 
 def _row(kind: str, error: float, source: str = "s") -> HeldOutRow:
@@ -31,12 +43,39 @@ def test_the_shipped_rows_are_what_the_stored_folds_simulate_now() -> None:
 def test_every_published_gemm_figure_is_held_out_once_by_a_fold_without_its_source() -> None:
     doc = shipped_document()
     rows = stored_validation(doc).rows
-    assert sorted(r.name for r in rows) == sorted(f.name for f in PUBLISHED)
-    folds = {f["source"] for f in doc["folds"] if f["validation"] == GEMM_VALIDATION}
-    assert folds == {source_validation.tag(f) for f in PUBLISHED}
+    assert sorted(r.name for r in rows if r.kind in GEMM_KINDS) == \
+        sorted(f.name for f in PUBLISHED)
+    gemm_folds = [f for f in doc["folds"] if f["validation"] == GEMM_VALIDATION]
+    assert {f["source"] for f in gemm_folds} == {source_validation.tag(f) for f in PUBLISHED}
     in_sample = source_validation.in_use().tolist()
     # no fold is the in-sample fit: each was refitted with its source left out
-    assert all(f["constants"] != pytest.approx(in_sample, rel=1e-3) for f in doc["folds"])
+    assert all(f["constants"] != pytest.approx(in_sample, rel=1e-3) for f in gemm_folds)
+
+
+def test_attention_bands_hold_only_kernel_carrying_check_rows_one_fold_per_source() -> None:
+    doc = shipped_document()
+    rows = [r for r in stored_validation(doc).rows if r.kind not in GEMM_KINDS]
+    simulated = layer_ops_validation.simulate()
+    carrying = layer_ops_validation.band_rows(simulated)
+    assert len(rows) == len(carrying) and {r.kind for r in rows} == set(LAYER_CHECKED)
+    floors = layer_ops_validation.host_floors(FIGURES)
+    for held, row in zip(rows, carrying, strict=True):
+        f = row.figure
+        assert f.role == "check" and (held.source, held.published_us) == (f.source, f.time_us)
+        assert not f.host or f.time_us > layer_ops_validation.RISEN * floors[(f.source, f.host)]
+    fit = {(f.source, f.time_us) for f in FIGURES if f.role == "fit"}
+    assert not fit & {(r.source, r.published_us) for r in rows}
+    # and the checks on their host's floor stay out too
+    assert len(rows) < len(layer_ops_validation.checks(simulated))
+    folds = [f for f in doc["folds"] if f["validation"] == LAYER_OPS_VALIDATION]
+    assert [f["source"] for f in folds] == list(dict.fromkeys(f.source for f in FIGURES))
+    assert all(f["constants"] == [] for f in folds)  # no constant fitted to these figures
+    with pytest.raises(ValueError, match="store no fold constants"):
+        layer_ops_fold_rows("pto-isa", [1.0])
+
+
+def test_the_layer_op_kinds_are_band_kinds() -> None:
+    assert set(LAYER_OP_KINDS) <= set(KINDS)
 
 
 def test_a_fold_rerun_with_other_constants_moves_its_rows() -> None:
@@ -46,16 +85,19 @@ def test_a_fold_rerun_with_other_constants_moves_its_rows() -> None:
     assert all(a.simulated_us != b.simulated_us for a, b in zip(held, doubled, strict=True))
 
 
-def test_the_gemm_kinds_are_checked_and_the_others_unchecked_not_invented() -> None:
+def test_the_validated_kinds_are_checked_and_the_others_unchecked_not_invented() -> None:
     shipped = shipped_bands()
     assert list(shipped) == list(KINDS)
     assert shipped[GEMM_TILED].checked and shipped[GEMM_TILED].figures == 32
     assert shipped[GEMM_LIBRARY].figures == 5 and shipped[GEMM_LIBRARY].high_is == "largest of 5"
-    for kind in set(KINDS) - {GEMM_TILED, GEMM_LIBRARY}:
+    assert shipped["prefill_attention"].figures == 61
+    assert shipped["decode_attention"].figures == 5
+    assert shipped["decode_attention"].high_is == "largest of 5"
+    for kind in set(KINDS) - {*GEMM_KINDS, *LAYER_CHECKED}:
         assert not shipped[kind].checked
         assert shipped[kind].text() == "unchecked (no held-out figures)"
     table = "\n".join(markdown(shipped_document()))
-    assert "| decode attention | 0 | 0 | unchecked |" in table
+    assert "| mla decode attention | 0 | 0 | unchecked |" in table
 
 
 def test_the_high_mark_is_a_quantile_from_ten_figures_and_the_largest_below() -> None:

@@ -1,4 +1,4 @@
-"""aoe-tune describe on a catlass space: against the seed space, catlass's default, per GEMM."""
+"""aoe-tune describe: against the seed space, catlass's default, per GEMM; operator bands."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.calibration.bands import shipped_bands
 from aoe_optuna.cli.main import main
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config, to_code
@@ -52,3 +53,8 @@ def test_describe_names_the_operators_an_operator_run_tunes(tmp_path: Path, caps
     assert ("tuned operators  add_rmsnorm, attention, rmsnorm, rope, swiglu: charged at their "
             "default tiling here") in out
     assert "attention" in out.split("step ")[1] and "modelled" in out
+    # each tuned operator's held-out band: attention's number, the vector kernels named
+    decode = shipped_bands()["decode_attention"]
+    assert f"band             decode attention: {decode.text()}" in out
+    unchecked = next(line for line in out.splitlines() if "unchecked" in line)
+    assert unchecked.split(": ")[1].split(", ") == ["add rmsnorm", "rmsnorm", "rope", "swiglu"]

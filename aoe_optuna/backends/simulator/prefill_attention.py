@@ -26,7 +26,7 @@ The per-step stage costs reuse the decode model's (decode_attention.py):
 GM streaming and hand-over from the calibrated GEMM fits (transfer.py,
 vector_passes.py), MMAD timing from the msKPP fit (cube.py), vector widths
 from the hardware and instruction counts from the algorithm. No attention
-timing was used to set any constant; calibration/published_attention.py checks the
+timing was used to set any constant; calibration/published_layer_ops.py checks the
 model against the only published 910B2 fused-attention timings found.
 """
 
