@@ -77,8 +77,7 @@ from aoe_optuna.study.faults import fault_point
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.recovery import trial_config
 from aoe_optuna.study.runner import Budget
-from aoe_optuna.study.session import SamplerRequest, StudySession
-from aoe_optuna.study.write_once import set_once
+from aoe_optuna.study.session import SamplerRequest, StoredPlan, StudySession, hold_plan
 from aoe_optuna.workload.step_split import Part, tuned_split
 
 FIRST_SEEDS = 3  # donors a shape's first chunk starts from
@@ -170,7 +169,7 @@ class OperatorTuner:
         o = options
         request = SamplerRequest(o.sampler, o.sampler_kwargs, o.seed)
         self.units: list[OperatorUnit] = [
-            *(GemmUnit(self._shape_session(s, sp), sp, s, self.backend)
+            *(GemmUnit(self._shape_session(s, sp), s)
               for s, sp in zip(self.gemm_shapes, self.specs, strict=True)),
             *(LayerUnit.create(storage, storage_url, parent, op, spec.profile, request)
               for op in self.layer_ops)]
@@ -183,9 +182,7 @@ class OperatorTuner:
         plan = {"shapes": [s.plan_entry(self.parent_name) for s in self.shapes]}
         study, _ = load_or_create(self.storage, self.parent_name, self.spec,
                                   self.spec.roofline_tokens_per_s())
-        held = set_once(study, PLAN_ATTR, plan)  # two runs at once: the first one's plan
-        if held["shapes"] != plan["shapes"]:
-            raise StudyError(f"study {self.parent_name!r} holds another operator plan")
+        hold_plan(study, StoredPlan(PLAN_ATTR, plan, "operator plan"))  # first run's wins
         for key, value in (("budget", self.options.budget),
                            (SCHEDULER_ATTR, self.options.scheduler.name),
                            ("warm_start", self.options.warm_start)):
