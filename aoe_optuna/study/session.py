@@ -312,7 +312,12 @@ class SpaceSession:
         """Create the study (or load it, when it holds the same ``plan``), store the
         sampler it runs with and its parameter names (what a dead worker's trial had
         chosen is told from them: ``study.recovery``). A worker or a follower
-        (``worker_index`` given) loads it and writes nothing."""
+        (``worker_index`` given) loads it and writes nothing. A named sampler is built
+        before the storage is opened: refused, it leaves nothing behind."""
+        index = worker_index or 0
+        choice = choose_sampler(sampler) if sampler.name is not None else None
+        built = None if choice is None else build_sampler(choice, space=space,
+                                                          worker_index=index)
         storage = storage or open_storage(storage_url)
         if worker_index is None:
             study = optuna.create_study(storage=storage, study_name=study_name,
@@ -323,14 +328,15 @@ class SpaceSession:
                 hold_plan(study, plan)
         else:
             study = _load(storage, study_name)
-        choice = choose_sampler(sampler, _stored_sampler(study))
-        built = build_sampler(choice, space=space, worker_index=worker_index or 0)
+        if choice is None or built is None:  # the study's own sampler
+            choice = choose_sampler(sampler, _stored_sampler(study))
+            built = build_sampler(choice, space=space, worker_index=index)
         if worker_index is None:
             store_sampler(study, choice.name, choice.kwargs, choice.seed)
             study.set_user_attr(SPACE_PARAMS_ATTR, list(space.names))
         study.sampler = built
         return cls(storage_url, storage, study, space, evaluator, choice, baseline,
-                   worker_module, worker_index or 0)
+                   worker_module, index)
 
     def objective(self) -> TuningObjective:
         return TuningObjective(self.space, self.evaluator)

@@ -97,6 +97,14 @@ def test_a_worker_on_a_space_study_writes_nothing_and_draws_with_its_own_seed(
     assert optuna.load_study(study_name="k", storage=url).user_attrs == before
 
 
+def test_a_space_study_refused_its_sampler_options_leaves_no_file(tmp_path: Path) -> None:
+    spec = load_spec(QWEN)
+    with pytest.raises(SessionError, match="does not accept"):
+        SpaceSession.open(f"sqlite:///{tmp_path}/k.db", "k", spec.space,
+                          Evaluator.of_spec(spec), SamplerRequest("random", {"no_such": 1}))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_study_in_memory_is_refused_worker_processes() -> None:
     spec = load_spec(QWEN)
     session = SpaceSession.open(IN_MEMORY, "m", spec.space, Evaluator.of_spec(spec),
