@@ -1,11 +1,14 @@
 """Run one sampler on one space for one seed, the way a user's study would.
 
-Each run is a fresh in-memory Optuna study driven by the product objective
-(:class:`TuningObjective`): infeasible proposals are PRUNED with their
-constraint values (told, not measured, not charged), failed measurements FAIL,
-successes COMPLETE with tokens/s. The run stops after ``budget`` measurements,
-or after ``max_infeasible`` infeasible proposals (so a sampler that keeps
-proposing infeasible configs cannot loop forever; such runs are flagged).
+Each run is a fresh in-memory study assembled by the session, as ``aoe-tune``
+assembles one (:mod:`aoe_optuna.study.session`: the sampler chosen and built,
+the study created with the spec stored, the evaluator and its roofline), and
+driven by the product objective (:class:`TuningObjective`): infeasible
+proposals are PRUNED with their constraint values (told, not measured, not
+charged), failed measurements FAIL, successes COMPLETE with tokens/s. The run
+stops after ``budget`` measurements, or after ``max_infeasible`` infeasible
+proposals (so a sampler that keeps proposing infeasible configs cannot loop
+forever; such runs are flagged).
 
 Runs go to worker processes (``jobs``); each worker builds the space and the
 backend once per case and keeps them.
@@ -22,9 +25,12 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from aoe_optuna.study.session import SpaceSession, StudySession
 
 
 @dataclass(frozen=True)
@@ -121,22 +127,39 @@ def build_case(case: Case) -> Built:
     return Built(spec.space, Evaluator.of_spec(spec), spec)
 
 
+def open_session(built: Built, task: Task) -> StudySession | SpaceSession:
+    """The run's study, held in memory, assembled by the session: a spec case's as
+    ``aoe-tune`` assembles one (our samplers get the spec's workload and SoC), with no
+    baseline enqueued (a run starts from its sampler's first proposal); a recorded
+    space's on its bare space, with the replay's evaluator."""
+    import optuna
+
+    from aoe_optuna.study.session import IN_MEMORY, SamplerRequest, SpaceSession, StudySession
+
+    storage = optuna.storages.InMemoryStorage()
+    request = SamplerRequest(task.sampler, dict(task.kwargs), task.seed)
+    name = f"{task.case.name}-{task.label or task.sampler}-{task.seed}"
+    evaluator = _evaluator_for_seed(built.evaluator, task.seed)
+    if built.spec is None:
+        return SpaceSession.open(IN_MEMORY, name, built.space, evaluator, request,
+                                 storage=storage)
+    return StudySession.open(IN_MEMORY, built.spec, name, request, storage=storage,
+                             backend=evaluator.backend, enqueue_baseline_now=False)
+
+
 def run_task(task: Task) -> RunResult:
-    """One sampler, one seed: ask/tell until the budget or the infeasible cap."""
+    """One sampler, one seed: ask/tell until the budget or the infeasible cap. The loop
+    is the bench's own, not the session's run: it times each proposal and stops on a
+    total of idle proposals, which ``Study.optimize`` does neither of."""
     import optuna
     from optuna.trial import TrialState
 
-    from aoe_optuna.samplers.registry import make_sampler
-    from aoe_optuna.study.run.objective import MeasurementFailed, TuningObjective, suggest_config
+    from aoe_optuna.study.run.objective import MeasurementFailed, suggest_config
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     built = build_case(task.case)
-    space = built.space
-    # with the spec (a simulator case) our samplers get its workload and SoC, as in aoe-tune
-    sampler = make_sampler(task.sampler, space=space, seed=task.seed, spec=built.spec,
-                           **dict(task.kwargs))
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    objective = TuningObjective(space, _evaluator_for_seed(built.evaluator, task.seed))
+    session = open_session(built, task)
+    study, space, objective = session.study, session.space, session.objective()
     result = RunResult(case=task.case.name, sampler=task.label or task.sampler, seed=task.seed,
                        budget=task.budget)
     seen: set[tuple[Any, ...]] = set()
@@ -225,7 +248,14 @@ def _truth(built: Built) -> Callable[[dict[str, Any]], float] | None:
 
 
 def _init_worker() -> None:
-    """One thread per worker: the benchmark parallelises over seeds, not inside torch."""
+    """One thread per worker: the benchmark parallelises over seeds, not inside torch.
+    Quiet as ``aoe-tune`` is: the session names each study's metric, which Optuna flags
+    as experimental on every run."""
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+
+    warnings.filterwarnings("ignore", category=ExperimentalWarning)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         import torch

@@ -4,7 +4,6 @@ its attention (decode or prefill) and vector kernels where the spec says "tuned"
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -154,14 +153,10 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import outcome as report
     from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
-    from aoe_optuna.operators.tuner import OperatorTuner
+    from aoe_optuna.operators.parent_study import open_operator_run
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.backend import make_backend
-    from aoe_optuna.spec.stored import stored_spec
     from aoe_optuna.study.report.summary import absolute_storage_url
-    from aoe_optuna.study.session import storage_file
-    from aoe_optuna.study.storage.file_kind import is_missing
-    from aoe_optuna.study.storage.opening import open_storage
     from aoe_optuna.study.storage.redact import redact_url
 
     if args.config is None and args.study_name is None:
@@ -177,10 +172,6 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         check_knowledge_base(args.kb)  # a bad file fails before tuning
     kb = KnowledgeBase.load(args.kb) if args.kb else None
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
-    db_file = storage_file(args.storage)
-    if db_file is not None and is_missing(db_file) and spec is None:
-        raise UsageError(f"--storage: {db_file} does not exist; pass --config SPEC to "
-                                 "start a run in it")
     _options(args, {})  # the options' own checks, before the storage is touched
     if spec is not None:
         check_backend(spec.backend.get("name", MODELLED_BY), spec.workload)
@@ -199,27 +190,19 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     # catlass checkout) is refused in one line with nothing written
     backend = make_backend(spec) if spec is not None else None
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    storage = open_storage(args.storage)
+    run = open_operator_run(args.storage, spec, args.study_name)
+    spec, parent_name = run.spec, run.name
     shown_storage = redact_url(args.storage)
-    parent_name = args.study_name or f"{spec.default_study_name()}-operators"
-    parent_attrs: dict[str, Any] = {}
-    if parent_name in optuna.get_all_study_names(storage):  # else a new run
-        parent = optuna.load_study(study_name=parent_name, storage=storage,
-                                   sampler=optuna.samplers.RandomSampler())
-        parent_attrs = dict(parent.user_attrs)
-        spec = spec if spec is not None else stored_spec(parent)
-    if spec is None:
-        raise UsageError(f"study {parent_name!r} is not an operator study in "
-                                 f"{shown_storage}; pass --config to create it")
-    check_backend(spec.backend.get("name", MODELLED_BY), spec.workload)
-    options = _options(args, parent_attrs)
+    options = _options(args, run.stored)
     say = (lambda line: None) if args.no_progress else (
         lambda line: print(line, file=sys.stderr, flush=True))
     if args.follow:
-        if not parent_attrs:
+        if not run.started:
             raise UsageError(f"--follow: study {parent_name!r} has not started")
         state["measuring"] = True
-        return _follow(storage, args.storage, parent_name, say)
+        joined = run.follow(say)
+        say(f"{parent_name} is done; joined {joined} chunks")
+        return 0
     # made before the run: the working folder may be deleted while it measures
     shown_absolute = absolute_storage_url(shown_storage)
     again = again_command(
@@ -228,8 +211,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     donors = []
     if kb is not None and options.warm_start:
         donors = kb_donors(kb.entries(), spec.profile.soc, spec.op_name)
-    tuner = OperatorTuner(storage, args.storage, parent_name, spec, options, donors, say,
-                          backend=backend)
+    tuner = run.tuner(options, donors, say, backend=backend)
     for line in tuner.untimed:  # kinds the npu backend cannot time: the rest are tuned
         print(f"aoe-tune operators: {line}", file=sys.stderr)
     layer = f" + {len(tuner.layer_ops)} attention/vector" if tuner.layer_ops else ""
@@ -274,28 +256,3 @@ def _check_sampler(args: argparse.Namespace, spec: Any) -> None:
 
     build_sampler(SamplerChoice(args.sampler, parse_sampler_kwargs(args.sampler_kwargs) or {},
                                 args.seed), spec)
-
-
-def _follow(storage: Any, storage_url: str, parent_name: str, say: Any) -> int:
-    """Measure the chunks the tuner allocates: GEMM shapes' studies opened as every study
-    is, attention and vector kernel studies by their stored plan."""
-    import secrets
-
-    from aoe_optuna.operators.tuner import MAX_IDLE
-    from aoe_optuna.operators.units import join_study
-    from aoe_optuna.operators.workers import follow_allocation
-    from aoe_optuna.study.run.loop import Budget
-    from aoe_optuna.study.session import SEED_RANGE, SamplerRequest
-
-    def measure(study_name: str, target: int) -> None:
-        # the study's own sampler, with a seed of this follower's: the same seed as the
-        # tuner's sampler would propose what it proposes
-        unit = join_study(storage, storage_url, study_name,
-                          SamplerRequest(seed=secrets.randbelow(SEED_RANGE)))
-        say(f"joining {study_name} up to {target} measurements")
-        unit.run(Budget(n_measurements=target), max_idle=MAX_IDLE)
-
-    os.environ.setdefault("AOE_WORKER_INDEX", "0")
-    joined = follow_allocation(storage, parent_name, measure)
-    say(f"{parent_name} is done; joined {joined} chunks")
-    return 0

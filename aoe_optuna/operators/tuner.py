@@ -77,8 +77,7 @@ from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import METRIC_NAME, StudyError, load_or_create
 from aoe_optuna.study.run.loop import Budget
 from aoe_optuna.study.run.objective import is_measured
-from aoe_optuna.study.session import SamplerRequest, StudySession
-from aoe_optuna.study.storage.write_once import set_once
+from aoe_optuna.study.session import SamplerRequest, StoredPlan, StudySession, hold_plan
 from aoe_optuna.study.trials.fault_points import fault_point
 from aoe_optuna.study.trials.recovery import trial_config
 from aoe_optuna.workload.step_split import Part, tuned_split
@@ -182,7 +181,7 @@ class OperatorTuner:
         o = options
         request = SamplerRequest(o.sampler, o.sampler_kwargs, o.seed)
         self.units: list[OperatorUnit] = [
-            *(GemmUnit(self._shape_session(s, sp), sp, s, self.backend)
+            *(GemmUnit(self._shape_session(s, sp), s)
               for s, sp in zip(self.gemm_shapes, self.specs, strict=True)),
             *(LayerUnit.create(storage, storage_url, parent, op, spec.profile, request,
                                backend=self.backend if on_chip else None,
@@ -197,9 +196,7 @@ class OperatorTuner:
         plan = {"shapes": [s.plan_entry(self.parent_name) for s in self.shapes]}
         study, _ = load_or_create(self.storage, self.parent_name, self.spec,
                                   self.spec.roofline_tokens_per_s())
-        held = set_once(study, PLAN_ATTR, plan)  # two runs at once: the first one's plan
-        if held["shapes"] != plan["shapes"]:
-            raise StudyError(f"study {self.parent_name!r} holds another operator plan")
+        hold_plan(study, StoredPlan(PLAN_ATTR, plan, "operator plan"))  # first run's wins
         for key, value in (("budget", self.options.budget),
                            (SCHEDULER_ATTR, self.options.scheduler.name),
                            ("warm_start", self.options.warm_start)):

@@ -12,13 +12,18 @@ target, of either kind.
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from collections.abc import Callable
 
 import optuna
 
 from aoe_optuna.attrs import ALLOCATION_ATTR, CLOSED_ATTR, DONE_ATTR
+from aoe_optuna.operators.units import join_study
+from aoe_optuna.study.run.loop import Budget
 from aoe_optuna.study.run.objective import is_measured
+from aoe_optuna.study.session import SEED_RANGE, SamplerRequest
 
 FOLLOW_POLL_S = 1.0
 FOLLOW_IDLE_S = 600.0  # a follower that got no work for this long (a dead tuner) stops
@@ -47,6 +52,22 @@ def follow_allocation(storage: optuna.storages.BaseStorage, parent: str,
         if time.monotonic() - idle_since > max_idle_s:
             return joined
         time.sleep(poll_s)
+
+
+def follow_run(storage: optuna.storages.BaseStorage, storage_url: str, parent: str,
+               on_event: Callable[[str], None], max_idle: int) -> int:
+    """A follower on this host: measure the chunks the tuner of ``parent`` allocates, each
+    study opened by name through the session (:func:`.units.join_study`) with the study's
+    own sampler and a seed of this follower's (the tuner's seed would propose what the
+    tuner proposes). Returns the number of chunks joined."""
+    def measure(study_name: str, target: int) -> None:
+        unit = join_study(storage, storage_url, study_name,
+                          SamplerRequest(seed=secrets.randbelow(SEED_RANGE)))
+        on_event(f"joining {study_name} up to {target} measurements")
+        unit.run(Budget(n_measurements=target), max_idle=max_idle)
+
+    os.environ.setdefault("AOE_WORKER_INDEX", "0")
+    return follow_allocation(storage, parent, measure)
 
 
 def _load(storage: optuna.storages.BaseStorage, name: str) -> optuna.Study:

@@ -1,10 +1,16 @@
 """One place that assembles a tuning study.
 
-``aoe-tune``, the worker processes, the bench and Python code all come here for
-the same steps, in the same order: the spec (given, or the copy stored in the
-study), the storage, the study (created or loaded), the backend and the sampler
-built once, the baseline enqueued, one evaluator with one roofline rule, and
-the run on this process or on worker processes.
+``aoe-tune``, the worker processes, an operator run's studies, the bench and
+Python code all come here for the same steps, in the same order: the spec
+(given, or the copy stored in the study), the storage, the study (created or
+loaded), the backend and the sampler built once (one rule picks the sampler:
+:func:`choose_sampler`), the baseline enqueued, one evaluator with one roofline
+rule, and the run under the budget guard on this process or on worker processes
+(:func:`run_here_or_on_workers`).
+
+A study whose space is not a spec's (an operator run's attention or vector
+kernel, a bench run on a recorded space) is a :class:`SpaceSession`: the caller
+builds the space and the evaluator, the session does the rest the same way.
 
 Everything that can be checked without the storage is checked before it is
 opened, so a refused session writes nothing (and never has to remove a file
@@ -17,27 +23,44 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
+from optuna.trial import FrozenTrial
 
+from aoe_optuna.attrs import SPACE_PARAMS_ATTR
 from aoe_optuna.backends.base import Backend
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
-from aoe_optuna.spec.stored import ROOFLINE_ATTR, store_sampler, stored_sampler
+from aoe_optuna.spec.stored import (
+    ROOFLINE_ATTR,
+    store_sampler,
+    stored_sampler,
+    stored_spec,
+)
 from aoe_optuna.study.create import (
     OtherSpecStored,
+    StudyError,
+    baseline_trial,
+    config_baseline_trial,
     default_study_name,
     enqueue_baseline,
+    enqueue_config_baseline,
     load_or_create,
 )
 from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress, run_study
-from aoe_optuna.study.run.objective import Evaluator, TuningObjective
+from aoe_optuna.study.run.objective import ConfigEvaluator, Evaluator, TuningObjective
 from aoe_optuna.study.storage.file_kind import is_missing
 from aoe_optuna.study.storage.opening import open_storage, use_wal
+from aoe_optuna.study.storage.redact import redact_url
+from aoe_optuna.study.storage.write_once import set_once
+
+if TYPE_CHECKING:
+    from aoe_optuna.space.search_space import SearchSpace
 
 SEED_RANGE = 2**31  # a seed drawn for a study given none, so that its run can be repeated
+IN_MEMORY = "<in memory>"  # the storage URL of a study this process alone holds (the bench's)
 
 
 class SessionError(ValueError):
@@ -64,19 +87,67 @@ class SamplerChoice:
     stored: bool = False  # taken from the study, not from the request
 
 
-def build_sampler(choice: SamplerChoice, spec: StudySpec,
-                  worker_index: int = 0) -> optuna.samplers.BaseSampler:
-    """The sampler of ``choice`` on the spec's space; worker ``i`` draws with seed + i."""
+def choose_sampler(request: SamplerRequest,
+                   stored: tuple[str, dict[str, Any], int | None] | None = None
+                   ) -> SamplerChoice:
+    """The one rule for every study's sampler. A request that names one gets it, with its
+    kwargs (else none) and its seed (else a drawn one); a request that names none gets
+    the ``stored`` one, its kwargs and seed replaced where the request gives them; with
+    nothing stored, the default sampler."""
+    if request.name is not None or stored is None:
+        seed = request.seed if request.seed is not None else secrets.randbelow(SEED_RANGE)
+        return SamplerChoice(request.name or DEFAULT_SAMPLER, dict(request.kwargs or {}), seed)
+    name, kwargs, seed = stored
+    return SamplerChoice(name, dict(request.kwargs if request.kwargs is not None else kwargs),
+                         request.seed if request.seed is not None else seed, stored=True)
+
+
+def build_sampler(choice: SamplerChoice, spec: StudySpec | None = None,
+                  worker_index: int = 0, *,
+                  space: SearchSpace | None = None) -> optuna.samplers.BaseSampler:
+    """The sampler of ``choice`` on the spec's space (or on ``space``, a study with no
+    spec); worker ``i`` draws with seed + i."""
     from aoe_optuna.samplers.registry import make_sampler
 
     seed = None if choice.seed is None else choice.seed + worker_index
     try:
-        return make_sampler(choice.name, spec=spec, seed=seed, **choice.kwargs)
+        return make_sampler(choice.name, spec=spec, space=space, seed=seed, **choice.kwargs)
     except TypeError as exc:
         raise SessionError(f"--sampler-kwargs: {choice.name} does not accept them "
                            f"({exc})") from None
     except ValueError as exc:
         raise SessionError(f"--sampler-kwargs: {exc}") from None
+
+
+def run_here_or_on_workers(
+    study: optuna.Study,
+    objective: Callable[[], TuningObjective],
+    budget: Budget,
+    on_update: Callable[[StudyProgress], None] = lambda p: None,
+    *,
+    storage_url: str,
+    sampler: SamplerChoice,
+    worker_module: str | None = None,
+    n_workers: int = 1,
+    devices: Sequence[str] = (),
+    stale_after_s: float | None = None,
+    max_idle: int | None = None,
+) -> RunResult:
+    """The one run of every study: measure until ``budget`` is spent, on this process
+    (``objective()`` under the budget guard) or on ``n_workers`` processes of
+    ``worker_module`` that each open the study by name. ``max_idle``: stop after this
+    many proposals in a row that measure nothing."""
+    if n_workers <= 1:
+        extra = {} if max_idle is None else {"max_idle": max_idle}
+        return run_study(study, objective(), budget, on_update,
+                         stale_after_s=stale_after_s, **extra)
+    from aoe_optuna.study.run.worker_pool import WORKER_MODULE, WorkerPlan, run_workers
+
+    if storage_url == IN_MEMORY:
+        raise SessionError("a study held in memory cannot run on worker processes")
+    plan = WorkerPlan(storage_url, study.study_name, sampler, budget, stale_after_s,
+                      max_idle, module=worker_module or WORKER_MODULE)
+    return run_workers(study, budget, on_update, plan, n_workers, list(devices))
 
 
 @dataclass
@@ -107,8 +178,9 @@ class StudySession:
         """Create or load the study. ``spec`` None: resume the stored one. A worker
         (``worker_index`` given) records nothing and enqueues nothing: the run that
         started it did. ``storage`` and ``backend``: already open ones to share (the
-        studies of an operator run); ``enqueue_baseline_now`` False: the caller enqueues
-        the baseline when it decides (an operator run, after its warm starts)."""
+        studies of an operator run, a bench run's memory); ``enqueue_baseline_now``
+        False: the caller enqueues the baseline when it decides (an operator run, after
+        its warm starts), or never (the bench)."""
         from aoe_optuna.samplers.registry import SAMPLERS
 
         if spec is None and study_name is None:
@@ -122,7 +194,7 @@ class StudySession:
             raise SessionError(f"--storage: {local} does not exist; pass --config SPEC to "
                                "create a study in it")
         built: optuna.samplers.BaseSampler | None = None
-        first = _requested(sampler)
+        first = choose_sampler(sampler)
         if spec is not None:
             backend = backend or make_backend(spec)
             if sampler.name is not None or new_file:  # the sampler a new study gets
@@ -158,6 +230,10 @@ class StudySession:
         return cls(storage_url, storage, study, spec, backend, choice, worker_index or 0)
 
     # -------------------------------------------------------------- measuring
+    @property
+    def space(self) -> SearchSpace:
+        return self.spec.space
+
     def evaluator(self) -> Evaluator:
         """The one evaluator: the roofline the study stored at creation, else the spec's."""
         return Evaluator.of_spec(self.spec, self.backend,
@@ -165,6 +241,13 @@ class StudySession:
 
     def objective(self) -> TuningObjective:
         return TuningObjective(self.spec.space, self.evaluator())
+
+    def enqueue_baseline(self) -> bool:
+        """Enqueue the spec's baseline config once, so it is measured first."""
+        return enqueue_baseline(self.study, self.spec)
+
+    def baseline_trial(self) -> FrozenTrial | None:
+        return baseline_trial(self.study, self.spec)
 
     def run(
         self,
@@ -178,45 +261,190 @@ class StudySession:
     ) -> RunResult:
         """Measure until ``budget`` is spent, here or on ``n_workers`` worker processes.
         ``max_idle``: stop after this many proposals in a row that measure nothing."""
-        if n_workers <= 1:
-            extra = {} if max_idle is None else {"max_idle": max_idle}
-            return run_study(self.study, self.objective(), budget, on_update,
-                             stale_after_s=stale_after_s, **extra)
-        from aoe_optuna.study.run.worker_pool import WorkerPlan, run_workers
-
-        plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
-                          budget, stale_after_s, max_idle)
-        return run_workers(self.study, budget, on_update, plan, n_workers, list(devices))
+        return run_here_or_on_workers(
+            self.study, self.objective, budget, on_update, storage_url=self.storage_url,
+            sampler=self.sampler_choice, n_workers=n_workers, devices=devices,
+            stale_after_s=stale_after_s, max_idle=max_idle)
 
 
-def _requested(request: SamplerRequest) -> SamplerChoice:
-    seed = request.seed if request.seed is not None else secrets.randbelow(SEED_RANGE)
-    return SamplerChoice(request.name or DEFAULT_SAMPLER, dict(request.kwargs or {}), seed)
+@dataclass(frozen=True)
+class StoredPlan:
+    """What a study with no spec holds instead (an operator run's kernel problem): written
+    once under ``key``; a study that holds another plan is refused."""
+
+    key: str
+    value: dict[str, Any]
+    what: str = "plan"  # how the refusal names it
+
+
+@dataclass
+class SpaceSession:
+    """A study on a space and an evaluator its caller builds: no spec, no backend (an
+    operator run's attention or vector kernel, the bench's recorded spaces). Sampler
+    choice, budget guard and the local-or-workers run are a :class:`StudySession`'s."""
+
+    storage_url: str
+    storage: optuna.storages.BaseStorage
+    study: optuna.Study
+    space: SearchSpace
+    evaluator: ConfigEvaluator
+    sampler_choice: SamplerChoice
+    baseline: dict[str, Any] | None = None
+    worker_module: str | None = None  # the ``python -m`` module its workers run
+    worker_index: int = 0
+
+    @classmethod
+    def open(
+        cls,
+        storage_url: str,
+        study_name: str,
+        space: SearchSpace,
+        evaluator: ConfigEvaluator,
+        sampler: SamplerRequest = SamplerRequest(),
+        *,
+        storage: optuna.storages.BaseStorage | None = None,
+        plan: StoredPlan | None = None,
+        metric: str | None = None,
+        baseline: dict[str, Any] | None = None,
+        worker_index: int | None = None,
+        worker_module: str | None = None,
+    ) -> SpaceSession:
+        """Create the study (or load it, when it holds the same ``plan``), store the
+        sampler it runs with and its parameter names (what a dead worker's trial had
+        chosen is told from them: ``study.recovery``). A worker or a follower
+        (``worker_index`` given) loads it and writes nothing. A named sampler is built
+        before the storage is opened: refused, it leaves nothing behind."""
+        index = worker_index or 0
+        choice = choose_sampler(sampler) if sampler.name is not None else None
+        built = None if choice is None else build_sampler(choice, space=space,
+                                                          worker_index=index)
+        storage = storage or open_storage(storage_url)
+        if worker_index is None:
+            study = optuna.create_study(storage=storage, study_name=study_name,
+                                        direction="maximize", load_if_exists=True)
+            if metric is not None and (plan is None or plan.key not in study.user_attrs):
+                study.set_metric_names([metric])
+            if plan is not None:
+                hold_plan(study, plan)
+        else:
+            study = _load(storage, study_name)
+        if choice is None or built is None:  # the study's own sampler
+            choice = choose_sampler(sampler, _stored_sampler(study))
+            built = build_sampler(choice, space=space, worker_index=index)
+        if worker_index is None:
+            store_sampler(study, choice.name, choice.kwargs, choice.seed)
+            study.set_user_attr(SPACE_PARAMS_ATTR, list(space.names))
+        study.sampler = built
+        return cls(storage_url, storage, study, space, evaluator, choice, baseline,
+                   worker_module, index)
+
+    def objective(self) -> TuningObjective:
+        return TuningObjective(self.space, self.evaluator)
+
+    def enqueue_baseline(self) -> bool:
+        """Enqueue the baseline config once (none given: nothing)."""
+        return enqueue_config_baseline(self.study, self.baseline)
+
+    def baseline_trial(self) -> FrozenTrial | None:
+        return config_baseline_trial(self.study, self.baseline)
+
+    def run(
+        self,
+        budget: Budget,
+        on_update: Callable[[StudyProgress], None] = lambda p: None,
+        *,
+        n_workers: int = 1,
+        devices: Sequence[str] = (),
+        stale_after_s: float | None = None,
+        max_idle: int | None = None,
+    ) -> RunResult:
+        """As :meth:`StudySession.run`; its workers run ``worker_module``."""
+        if n_workers > 1 and self.worker_module is None:
+            raise SessionError(f"study {self.study.study_name!r} has no worker module: "
+                               "it runs on this process only")
+        return run_here_or_on_workers(
+            self.study, self.objective, budget, on_update, storage_url=self.storage_url,
+            sampler=self.sampler_choice, worker_module=self.worker_module,
+            n_workers=n_workers, devices=devices, stale_after_s=stale_after_s,
+            max_idle=max_idle)
+
+
+def hold_plan(study: optuna.Study, plan: StoredPlan) -> None:
+    """Write ``plan`` once; of two runs that start the study together the first one's
+    stays, and one asking for another plan is refused."""
+    held = set_once(study, plan.key, plan.value)
+    if held != plan.value:
+        differs = next((k for k in sorted({*held, *plan.value}, key=str)
+                        if held.get(k) != plan.value.get(k)), "?")
+        raise StudyError(f"study {study.study_name!r} holds another {plan.what} ({differs}: "
+                         f"{held.get(differs)!r} stored, {plan.value.get(differs)!r} asked)")
+
+
+def stored_plan(storage: optuna.storages.BaseStorage, study_name: str,
+                key: str) -> Any:
+    """What ``study_name`` holds under ``key`` (None: nothing), read without writing."""
+    return _load(storage, study_name).user_attrs.get(key)
+
+
+@dataclass(frozen=True)
+class FoundStudy:
+    """A study looked up before anything is written: its storage, its spec (the one
+    given, else the one it stored) and what it holds (empty: not made yet)."""
+
+    storage: optuna.storages.BaseStorage
+    name: str
+    spec: StudySpec
+    attrs: dict[str, Any]
+
+
+def find_study(storage_url: str, study_name: str, spec: StudySpec | None) -> FoundStudy:
+    """Open the storage and read ``study_name``, if it is there: a run that resumes takes
+    its stored settings from it. Refused (one line) when there is no spec to run."""
+    local = storage_file(storage_url)
+    if spec is None and local is not None and is_missing(local):
+        raise SessionError(f"--storage: {local} does not exist; pass --config SPEC to "
+                           "start a run in it")
+    storage = open_storage(storage_url)
+    attrs: dict[str, Any] = {}
+    if study_name in optuna.get_all_study_names(storage):
+        study = _load(storage, study_name)
+        attrs = dict(study.user_attrs)
+        spec = spec if spec is not None else stored_spec(study)
+    if spec is None:
+        raise SessionError(f"study {study_name!r} is not a study of aoe-tune in "
+                           f"{redact_url(storage_url)}; pass --config to create it")
+    return FoundStudy(storage, study_name, spec, attrs)
+
+
+def _load(storage: optuna.storages.BaseStorage, study_name: str) -> optuna.Study:
+    return optuna.load_study(study_name=study_name, storage=storage,
+                             sampler=optuna.samplers.RandomSampler())
+
+
+def _stored_sampler(study: optuna.Study) -> tuple[str, dict[str, Any], int | None] | None:
+    """The sampler ``study`` last ran with; refused when this aoe-tune lacks it."""
+    from aoe_optuna.samplers.registry import SAMPLERS
+
+    stored = stored_sampler(study)
+    if stored is not None and stored[0] not in SAMPLERS:
+        raise SessionError(f"study {study.study_name}: it ran with sampler {stored[0]!r}, "
+                           f"which this aoe-tune does not have; pass --sampler (one of "
+                           f"{', '.join(SAMPLERS)})")
+    return stored
 
 
 def _stored_choice(storage: optuna.storages.BaseStorage, study_name: str,
                    request: SamplerRequest) -> SamplerChoice | None:
-    """The sampler an existing study last ran with, when the request names none;
-    kwargs and seed, when given, replace the stored ones."""
-    from aoe_optuna.samplers.registry import SAMPLERS
-
+    """The sampler an existing study last ran with, when the request names none (see
+    :func:`choose_sampler`); None for a request that names one, or a new study."""
     if request.name is not None:
         return None
     try:
-        study = optuna.load_study(study_name=study_name, storage=storage,
-                                  sampler=optuna.samplers.RandomSampler())
+        study = _load(storage, study_name)
     except KeyError:  # a new study
         return None
-    stored = stored_sampler(study)
-    if stored is None:
-        return None
-    name, kwargs, seed = stored
-    if name not in SAMPLERS:
-        raise SessionError(f"study {study_name}: it ran with sampler {name!r}, which this "
-                           f"aoe-tune does not have; pass --sampler (one of "
-                           f"{', '.join(SAMPLERS)})")
-    return SamplerChoice(name, dict(request.kwargs) if request.kwargs is not None else kwargs,
-                         request.seed if request.seed is not None else seed, stored=True)
+    stored = _stored_sampler(study)
+    return None if stored is None else choose_sampler(request, stored)
 
 
 def storage_file(url: str) -> Path | None:

@@ -263,3 +263,25 @@ def test_a_missing_plot_library_stops_the_bench_before_the_first_run(
     err = capsys.readouterr().err
     assert "matplotlib" in err and len(err.strip().splitlines()) == 1
     assert not (out / "runs.jsonl").exists()
+
+
+def test_a_run_is_assembled_by_the_session_as_aoe_tune_assembles_a_study(tmp_path):
+    """A spec case's study holds the spec and the sampler as a user's study would, with no
+    baseline waiting (a run starts from its sampler's first proposal); a recorded space's
+    study is a session on its bare space. Each run's measurement noise is its seed's."""
+    from aoe_optuna.bench.seed_run import Task, build_case, open_session
+    from aoe_optuna.spec.stored import SAMPLER_ATTR, stored_spec
+    from aoe_optuna.study.session import SpaceSession, StudySession
+
+    case = Case.from_path(DECODE)
+    built = build_case(case)
+    session = open_session(built, Task(case, "random", (), 3, 4, 10))
+    assert isinstance(session, StudySession) and session.backend.seed == 3
+    assert stored_spec(session.study).canonical() == built.spec.canonical()
+    assert session.study.user_attrs[SAMPLER_ATTR] == {"name": "random", "kwargs": {}, "seed": 3}
+    assert session.study.get_trials() == []  # no baseline enqueued
+    replay = Case.from_path(write_cache(tmp_path, gz=True))
+    session = open_session(build_case(replay), Task(replay, "tpe", (("n_startup_trials", 2),),
+                                                    1, 4, 10))
+    assert isinstance(session, SpaceSession) and session.space is build_case(replay).space
+    assert session.sampler_choice.kwargs == {"n_startup_trials": 2}

@@ -176,7 +176,7 @@ def test_a_paused_workers_attention_result_is_kept_and_it_stops_cleanly(
     unit = LayerUnit.create(open_storage(url), url, "p", op, load_profile("Ascend910B2"),
                             SamplerRequest("gp-ucb", {}, 0))
     unit.enqueue_baseline()
-    plan = WorkerPlan(url, unit.study.study_name, unit.sampler_choice,
+    plan = WorkerPlan(url, unit.study.study_name, unit.session.sampler_choice,
                       Budget(n_measurements=n), module=LAYER_WORKER)
     env = {**worker_env(1, [], url), "AOE_HEARTBEAT_S": "1", "AOE_FAULT_AT": "tell:2",
            "AOE_FAULT_SIGNAL": "SIGSTOP"}
