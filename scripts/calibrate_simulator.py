@@ -24,8 +24,7 @@ import numpy as np
 
 from aoe_optuna.backends.simulator import cube, transfer
 from aoe_optuna.backends.simulator.backend import AscendSimulator
-from aoe_optuna.calibration import leave_one_source_out as validation
-from aoe_optuna.calibration import residuals as calibration
+from aoe_optuna.calibration import leave_one_source_out, residuals
 from aoe_optuna.calibration.published_gemm import BEYOND_THE_MODEL, PUBLISHED
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import SocProfile, load_profile
@@ -66,17 +65,17 @@ def print_fits(profile: SocProfile) -> None:
 
 
 def fit() -> None:
-    values = validation.fit(PUBLISHED)
+    values = leave_one_source_out.fit(PUBLISHED)
     print("## Streaming and head constants refitted to the published timings")
     print("| constant | fitted | in use |")
     print("|---|---|---|")
-    for (_, name, _, unit), new, old in zip(validation.FITTED, values, validation.in_use(),
-                                            strict=True):
+    for (_, name, _, unit), new, old in zip(leave_one_source_out.FITTED, values,
+                                            leave_one_source_out.in_use(), strict=True):
         print(f"| {name} | {new:.2f} {unit} | {old:.2f} {unit} |")
     print()
 
 
-def _error_row(e: validation.SourceError) -> str:
+def _error_row(e: leave_one_source_out.SourceError) -> str:
     return (f"| {e.source} | {e.figures} | {100 * e.median_error:.1f}% | "
             f"{100 * e.max_error:.1f}% | {e.within_10} | {e.median_ratio:.2f} |")
 
@@ -85,35 +84,35 @@ def validate() -> None:
     """In-sample and leave-one-source-out errors per source, and every sweep's order."""
     header = ("| source | figures | median abs(ratio - 1) | worst | within 10% | median ratio |\n"
               "|---|---|---|---|---|---|")
-    fitted = validation.fit(PUBLISHED)
+    fitted = leave_one_source_out.fit(PUBLISHED)
     print("## In-sample: constants fitted to every source, per source")
     print(header)
-    for e in validation.in_sample(fitted):
+    for e in leave_one_source_out.in_sample(fitted):
         print(_error_row(e))
-    with validation.constants(fitted):
-        everything = calibration.summary(calibration.table())
+    with leave_one_source_out.constants(fitted):
+        everything = residuals.summary(residuals.table())
     print(f"all {len(PUBLISHED)}: median {100 * everything['median_error']:.1f}%, ranking pairs "
           f"kept {everything['pairs_kept']} of {everything['pairs']}")
     print()
     print("## Leave-one-source-out: each source with constants fitted to the others")
     print(header)
-    held: list[calibration.Row] = []
-    for e, rows in validation.leave_one_source_out():
+    held: list[residuals.Row] = []
+    for e, rows in leave_one_source_out.leave_one_source_out():
         print(_error_row(e))
         held += rows
     print(f"all {len(held)}, each left out with its source: median "
-          f"{100 * validation.pooled_median(held):.1f}%")
+          f"{100 * leave_one_source_out.pooled_median(held):.1f}%")
     print()
     print("## Published sweeps: configs of one shape from one source, in the model's order")
     print("| sweep | configs | Spearman | model's rank of the published best |")
     print("|---|---|---|---|")
-    for s in validation.sweeps(calibration.table()):
+    for s in leave_one_source_out.sweeps(residuals.table()):
         print(f"| {s.label} | {s.size} | {s.spearman:.2f} | {s.best_rank} of {s.size} |")
     print()
 
 
 def calibrate() -> None:
-    rows = calibration.table()
+    rows = residuals.table()
     print("## Calibration: published 910B timings and the simulator")
     print("| figure | SoC | M, N, K, dtype | config | published us | simulated us | ratio |")
     print("|---|---|---|---|---|---|---|")
@@ -124,13 +123,13 @@ def calibrate() -> None:
         label = cfg if f.config is not None else f"best of the library space: {cfg}"
         print(f"| {f.name} | {f.soc} | {f.m}, {f.n}, {f.k}, {f.dtype} | {label} "
               f"| {f.published_us:.1f} | {r.simulated_us:.1f} | {r.ratio:.2f} |")
-    s = calibration.summary(rows)
+    s = residuals.summary(rows)
     print(f"median |ratio - 1| {100 * s['median_error']:.1f}%, worst "
           f"{100 * s['max_error']:.1f}%, {s['within_10']} of {s['figures']} within 10%; "
           f"ranking pairs kept: {s['pairs_kept']} of {s['pairs']}")
     print("sources:", "; ".join(sorted({r.figure.source for r in rows})))
     for figure, why in BEYOND_THE_MODEL:
-        r = calibration.simulate(figure)
+        r = residuals.simulate(figure)
         print(f"not fitted: {figure.name} ({figure.soc}, {figure.m}, {figure.n}, {figure.k}): "
               f"published {figure.published_us:.1f} us, simulated {r.simulated_us:.1f} us "
               f"(ratio {r.ratio:.2f}): {why}")

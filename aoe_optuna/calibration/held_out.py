@@ -30,9 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from aoe_optuna.calibration import layer_ops_validation
-from aoe_optuna.calibration import leave_one_source_out as source_validation
-from aoe_optuna.calibration import residuals as gemm_table
+from aoe_optuna.calibration import layer_ops_validation, leave_one_source_out, residuals
 from aoe_optuna.calibration.band_kinds import gemm_kind, layer_kind
 from aoe_optuna.calibration.published_gemm import PUBLISHED, Published
 from aoe_optuna.calibration.published_layer_ops import FIGURES
@@ -77,9 +75,9 @@ class Validation:
 GEMM_VALIDATION = "gemm leave-one-source-out (scripts/calibrate_simulator.py --validate)"
 
 
-def _gemm_row(row: gemm_table.Row) -> HeldOutRow:
+def _gemm_row(row: residuals.Row) -> HeldOutRow:
     figure = row.figure
-    return HeldOutRow(gemm_kind(figure.config is not None), source_validation.tag(figure),
+    return HeldOutRow(gemm_kind(figure.config is not None), leave_one_source_out.tag(figure),
                       figure.name, figure.published_us, round(row.simulated_us, 6))
 
 
@@ -87,9 +85,9 @@ def gemm_held_out(figures: Sequence[Published] = PUBLISHED) -> Validation:
     """Each GEMM source simulated with the constants fitted to the other sources."""
     rows: list[HeldOutRow] = []
     folds: list[Fold] = []
-    for source in dict.fromkeys(source_validation.tag(f) for f in figures):
-        rest = [f for f in figures if source_validation.tag(f) != source]
-        values = tuple(round(float(v), 9) for v in source_validation.fit(rest))
+    for source in dict.fromkeys(leave_one_source_out.tag(f) for f in figures):
+        rest = [f for f in figures if leave_one_source_out.tag(f) != source]
+        values = tuple(round(float(v), 9) for v in leave_one_source_out.fit(rest))
         folds.append(Fold(GEMM_VALIDATION, source, values))
         rows += gemm_fold_rows(source, values, figures)
     return Validation(tuple(rows), tuple(folds))
@@ -98,9 +96,9 @@ def gemm_held_out(figures: Sequence[Published] = PUBLISHED) -> Validation:
 def gemm_fold_rows(source: str, values: Sequence[float],
                    figures: Sequence[Published] = PUBLISHED) -> list[HeldOutRow]:
     """The rows of ``source`` simulated with one fold's constants ``values``."""
-    held = tuple(f for f in figures if source_validation.tag(f) == source)
-    with source_validation.constants(values):
-        return [_gemm_row(r) for r in gemm_table.table(held)]
+    held = tuple(f for f in figures if leave_one_source_out.tag(f) == source)
+    with leave_one_source_out.constants(values):
+        return [_gemm_row(r) for r in residuals.table(held)]
 
 
 LAYER_OPS_VALIDATION = ("attention and vector source by source "

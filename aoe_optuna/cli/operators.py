@@ -151,7 +151,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.cli.final_writes import again_command, measurements_kept
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
-    from aoe_optuna.operators import outcome as report
+    from aoe_optuna.operators import outcome
     from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
     from aoe_optuna.operators.parent_study import open_operator_run
     from aoe_optuna.operators.warm_start import kb_donors
@@ -227,16 +227,16 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
               f"  aoe-tune operators --storage {shown_storage} --study-name {parent_name}",
               file=sys.stderr)
         return 130
-    report.print_result(result)
-    report.save_note(tuner.parent, result)
+    outcome.print_result(result)
+    outcome.save_note(tuner.parent, result)
     with measurements_kept(parent_name, shown_absolute, again):
         if args.kb:
-            for line in report.merge_into_kb(result, spec, args.storage, args.kb):
+            for line in outcome.merge_into_kb(result, spec, args.storage, args.kb):
                 print(line)
         exports = None
         if args.export_dir:
             src = Path(args.op_source) if args.op_source else None
-            exports = report.export_kernels(result, spec, args.storage,
+            exports = outcome.export_kernels(result, spec, args.storage,
                                             Path(args.export_dir), src)
             for line in exports.lines:
                 print(line)

@@ -17,7 +17,7 @@ from functools import cache
 
 import numpy as np
 
-from aoe_optuna.hardware import measured_core as measured
+from aoe_optuna.hardware import measured_core
 
 FRACTAL = 16  # rows of A / columns of B per cube fractal (all dtypes)
 
@@ -30,7 +30,7 @@ def fractals(m: np.ndarray, k: np.ndarray, n: np.ndarray, c0: np.ndarray) -> np.
 @cache
 def fit_mmad(table: str) -> tuple[float, float]:
     """Least-squares ``cycles = slope * F + startup`` to one msKPP MMAD table (fp16)."""
-    rows = np.array(getattr(measured, table), dtype=float)
+    rows = np.array(getattr(measured_core, table), dtype=float)
     m, k, n, ops_per_cycle = rows.T
     cycles = 2.0 * m * k * n / ops_per_cycle
     f = fractals(m, k, n, np.full_like(k, 16.0))

@@ -21,7 +21,7 @@ from functools import cache
 
 import numpy as np
 
-from aoe_optuna.hardware import measured_core as measured
+from aoe_optuna.hardware import measured_core
 
 FRACTAL_BYTES = 512
 
@@ -49,21 +49,21 @@ def _linear_fit(sizes: np.ndarray, gbs: np.ndarray) -> MoverFit:
 @cache
 def gm_to_l1() -> MoverFit:
     """GM->L1 DataCopy (msKPP GM_TO_L1_910b1; 4096 B per burst)."""
-    rows = np.array(measured.GM_TO_L1_910B1)
-    return _linear_fit(rows[:, 0] * measured.GM_TO_L1_BURST_BYTES, rows[:, 1])
+    rows = np.array(measured_core.GM_TO_L1_910B1)
+    return _linear_fit(rows[:, 0] * measured_core.GM_TO_L1_BURST_BYTES, rows[:, 1])
 
 
 @cache
 def l1_to_l0a() -> MoverFit:
     """L1->L0A LoadData, 512 B per repeat (msKPP L1_TO_L0A_910b1)."""
-    rows = np.array(measured.L1_TO_L0A_910B1)
+    rows = np.array(measured_core.L1_TO_L0A_910B1)
     return _linear_fit(rows[:, 0] * FRACTAL_BYTES, rows[:, 1])
 
 
 @cache
 def l1_to_l0b() -> MoverFit:
     """L1->L0B LoadData, 512 B per repeat (msKPP L1_TO_L0B_910b1)."""
-    rows = np.array(measured.L1_TO_L0B_910B1)
+    rows = np.array(measured_core.L1_TO_L0B_910B1)
     return _linear_fit(rows[:, 0] * FRACTAL_BYTES, rows[:, 1])
 
 
@@ -75,10 +75,10 @@ def l0c_to_gm() -> MoverFit:
     saturated part (10+ bursts). Modelled as start-up + bytes / bandwidth,
     which slightly over-charges mid-sized writes (the table's flat region).
     """
-    rows = np.array(measured.L0C_TO_GM_910B1)
-    one = measured.L0C_TO_GM_BURST_BYTES / (rows[0, 1] * 1e9)
+    rows = np.array(measured_core.L0C_TO_GM_910B1)
+    one = measured_core.L0C_TO_GM_BURST_BYTES / (rows[0, 1] * 1e9)
     peak = float(np.median(rows[rows[:, 0] >= 10, 1])) * 1e9
-    return MoverFit(startup_s=one - measured.L0C_TO_GM_BURST_BYTES / peak, bytes_per_s=peak)
+    return MoverFit(startup_s=one - measured_core.L0C_TO_GM_BURST_BYTES / peak, bytes_per_s=peak)
 
 
 LINE_BYTES = 512  # L2 cache line (reference: alignment section)
