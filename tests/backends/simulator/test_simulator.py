@@ -57,7 +57,7 @@ def test_mmad_fit_reproduces_the_measured_tables():
     for table in ("MMAD_910B1", "MMAD_910B3"):
         slope, startup = cube.fit_mmad(table)
         assert slope == pytest.approx(1.0, abs=0.01)  # one fractal per cycle at peak
-        rows = np.array(getattr(cube.measured, table))
+        rows = np.array(getattr(cube.measured_core, table))
         m, k, n, ops = rows.T
         f = cube.fractals(m, k, n, np.full_like(k, 16.0))
         predicted_ops = 2 * m * k * n / (slope * f + startup)
