@@ -61,3 +61,10 @@ def workload_band(workload: Workload, profile: SocProfile, gemm_s: float | None 
     """The band of the step's tokens/s (the shipped bands unless ``bands`` are given)."""
     return step_band(workload_parts(workload, profile, gemm_s),
                      shipped_bands() if bands is None else bands)
+
+
+def tokens_band(workload: Workload, profile: SocProfile, tokens_per_s: float) -> StepBand:
+    """The band of a simulated tokens/s: the step's parts at the GEMM time that figure
+    implies (what is left of the step once its fixed time is taken off)."""
+    gemm_s = workload.tokens_per_step / tokens_per_s - workload.fixed_s
+    return workload_band(workload, profile, max(gemm_s, 0.0))

@@ -110,10 +110,9 @@ def _bands(spec: StudySpec, best: float) -> Iterator[str]:
     model, the tokens/s band it implies on this step, and a calibrated chip's own fit."""
     from aoe_optuna.calibration.band_kinds import GEMM_TILED
     from aoe_optuna.calibration.bands import shipped_band
-    from aoe_optuna.calibration.workload_band import workload_band
+    from aoe_optuna.calibration.workload_band import tokens_band
 
-    gemm_s = spec.workload.tokens_per_step / best - spec.workload.fixed_s
-    band = workload_band(spec.workload, spec.profile, gemm_s)
+    band = tokens_band(spec.workload, spec.profile, best)
     yield f"  band             tokens/s {band.text()}"
     yield (f"  GEMM band        {shipped_band(GEMM_TILED).text()} "
            "(docs/SIMULATOR.md, error bands)")

@@ -84,11 +84,10 @@ def _simulated_band(spec: StudySpec, tokens_per_s: float) -> dict | None:
     """The tokens/s band of a simulator study's value (None for measurements)."""
     if spec.backend.get("name") != "simulator" or tokens_per_s <= 0:
         return None
-    from aoe_optuna.calibration.workload_band import workload_band
+    from aoe_optuna.calibration.workload_band import tokens_band
     from aoe_optuna.export.kb_band import step_band_field
 
-    gemm_s = spec.workload.tokens_per_step / tokens_per_s - spec.workload.fixed_s
-    return step_band_field(workload_band(spec.workload, spec.profile, max(gemm_s, 0.0)))
+    return step_band_field(tokens_band(spec.workload, spec.profile, tokens_per_s))
 
 
 def _one_dtype(spec: StudySpec, study_name: str, what: str) -> str:

@@ -91,10 +91,9 @@ def simulated_band(spec: StudySpec, tokens_per_s: float | None) -> str | None:
     implies); None where the figures are measurements or there is none yet."""
     if spec.backend.get("name") != "simulator" or not tokens_per_s:
         return None
-    from aoe_optuna.calibration.workload_band import workload_band
+    from aoe_optuna.calibration.workload_band import tokens_band
 
-    gemm_s = spec.workload.tokens_per_step / tokens_per_s - spec.workload.fixed_s
-    return workload_band(spec.workload, spec.profile, max(gemm_s, 0.0)).text()
+    return tokens_band(spec.workload, spec.profile, tokens_per_s).text()
 
 
 def absolute_storage_url(url: str) -> str:
