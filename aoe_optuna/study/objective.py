@@ -80,6 +80,8 @@ class Evaluation:
     roofline_fraction: float = float("nan")
     accuracy_loss: float | None = None
     log: str = ""  # a failure's full log, when the backend gave one
+    # where the measurement's wall-clock went (a build pool's build_s, queue_s, time_s)
+    phases: dict[str, Any] = field(default_factory=dict)
 
     def user_attrs(self) -> dict[str, Any]:
         """The result's attributes in write order; ``measured`` last marks it whole."""
@@ -96,6 +98,7 @@ class Evaluation:
             attrs.update({ATTR_FAILURE_KIND: self.failure_kind, ATTR_FAILURE: self.reason[:2000]})
         if self.accuracy_loss is not None:
             attrs["accuracy_loss"] = self.accuracy_loss
+        attrs.update(self.phases)
         attrs[ATTR_MEASURED] = True
         return attrs
 

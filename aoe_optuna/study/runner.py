@@ -30,6 +30,7 @@ from aoe_optuna.study.objective import (
     is_measured,
 )
 from aoe_optuna.study.recovery import WorkerTaggingSampler, held_elsewhere, sweep_dead_trials
+from aoe_optuna.study.run.build_pool import PoolPlan, pool_objective
 
 # A sampler that proposes this many infeasible configs in a row is not
 # going to find a feasible one: stop instead of spinning.
@@ -213,8 +214,12 @@ def run_study(
     on_update: Callable[[StudyProgress], None] = lambda p: None,
     stale_after_s: float | None = None,
     max_idle: int = MAX_IDLE_IN_A_ROW,
+    pool: PoolPlan | None = None,
 ) -> RunResult:
     """Optimise until the budget is spent; KeyboardInterrupt propagates to the caller.
+
+    ``pool``: build ahead on its builders and time under its device lease
+    (:mod:`aoe_optuna.study.run.build_pool`), its builders + 1 trials at a time.
 
     ``stale_after_s``: end RUNNING trials that nothing watches after this long
     (see :func:`aoe_optuna.study.recovery.sweep_dead_trials`). ``max_idle``: stop after
@@ -231,7 +236,10 @@ def run_study(
     timeout = budget.time_s if budget.wall_time else None
     if budget.n_measurements is not None:
         objective.may_measure = BudgetGuard(study, budget.n_measurements)
-    if not isinstance(study.sampler, WorkerTaggingSampler):
+    n_jobs = 1
+    if pool is not None:
+        n_jobs = pool_objective(study, objective, pool)
+    elif not isinstance(study.sampler, WorkerTaggingSampler):
         study.sampler = WorkerTaggingSampler(study.sampler)
     while True:
         left = None if timeout is None else timeout - (time.monotonic() - started)
@@ -242,6 +250,7 @@ def run_study(
                 objective,
                 n_trials=None,
                 timeout=left,
+                n_jobs=n_jobs,
                 callbacks=[stopper],
                 catch=(MeasurementFailed,),
                 gc_after_trial=False,

@@ -175,17 +175,26 @@ class StudySession:
         devices: Sequence[str] = (),
         stale_after_s: float | None = None,
         max_idle: int | None = None,
+        builders: int | None = None,
     ) -> RunResult:
         """Measure until ``budget`` is spent, here or on ``n_workers`` worker processes.
-        ``max_idle``: stop after this many proposals in a row that measure nothing."""
+        ``max_idle``: stop after this many proposals in a row that measure nothing.
+        ``builders``: build ahead on this many builders per worker while the worker's
+        device times (:mod:`aoe_optuna.study.run.build_pool`)."""
         if n_workers <= 1:
             extra = {} if max_idle is None else {"max_idle": max_idle}
+            pool = None
+            if builders is not None:
+                from aoe_optuna.study.run.build_pool import PoolPlan, device_of
+
+                pool = PoolPlan.for_host(builders, device_of(self.spec.backend["name"]),
+                                         self.worker_index)
             return run_study(self.study, self.objective(), budget, on_update,
-                             stale_after_s=stale_after_s, **extra)
+                             stale_after_s=stale_after_s, pool=pool, **extra)
         from aoe_optuna.study.workers import WorkerPlan, run_workers
 
         plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
-                          budget, stale_after_s, max_idle)
+                          budget, stale_after_s, max_idle, builders=builders)
         return run_workers(self.study, budget, on_update, plan, n_workers, list(devices))
 
 

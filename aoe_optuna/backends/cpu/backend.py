@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.base import BackendBase, Measurement
-from aoe_optuna.backends.cpu.kernel import TILE_RANGE, render
+from aoe_optuna.backends.base import BackendBase, BuildAhead, Measurement
+from aoe_optuna.backends.cpu.kernel import TILE_RANGE, CpuKernel, render
 from aoe_optuna.backends.kernel_build import (
     BuildCache,
+    BuildResult,
     failure_from_run,
     first_lines,
     run_limited,
@@ -175,22 +176,11 @@ class CpuBackend(BackendBase):
         def cost() -> float:
             return time.perf_counter() - start
 
-        try:
-            kernel = render(config)
-        except ParamError as exc:
-            return Measurement.failure("unsupported", f"config refused: {exc}", cost())
-        source = kernel.source
-        if self.fault == "build":
-            source += "\n#error fault injected by the test-only switch fault='build'\n"
-        try:
-            toolchain = toolchain_id(self.compiler)
-        except ToolchainError as exc:
-            return Measurement.failure("unsupported", str(exc), cost())
-        build = self.cache.get_or_build(
-            {SOURCE: source},
-            [[self.compiler, *kernel.flags, "-o", LIBRARY, SOURCE]],
-            LIBRARY, toolchain, self.build_timeout_s,
-        )
+        built = self._build(config)
+        if isinstance(built, Measurement):
+            return Measurement.failure(built.failure_kind or "build", built.reason, cost(),
+                                       extra=built.extra)
+        kernel, build = built
         if build.failed_run is not None:
             failed = failure_from_run(build.failed_run, "build", "build", cost())
             assert failed is not None
@@ -235,6 +225,37 @@ class CpuBackend(BackendBase):
                 "accuracy", f"accuracy loss {loss:.3g} exceeds max_accuracy_loss "
                 f"{self.max_accuracy_loss:g}", cost(), extra=extra)
         return Measurement.success(latency, cost(), spread=float(result["spread"]), extra=extra)
+
+    def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
+        """Compile ``config``'s library into the build cache (the kernel is the same for
+        every GEMM); :meth:`measure` then finds it there, or the failure remembered."""
+        del gemm
+        built = self._build(config)
+        if isinstance(built, Measurement):
+            return BuildAhead(0.0, cached=False, ok=False)
+        _kernel, build = built
+        return BuildAhead(build.seconds, cached=build.cached, ok=build.ok)
+
+    def _build(self, config: Mapping[str, Any]) -> tuple[CpuKernel, BuildResult] | Measurement:
+        """The rendered kernel and its build (from the cache, or compiled now), or the
+        failure of a config the template or the toolchain refuses."""
+        try:
+            kernel = render(config)
+        except ParamError as exc:
+            return Measurement.failure("unsupported", f"config refused: {exc}")
+        source = kernel.source
+        if self.fault == "build":
+            source += "\n#error fault injected by the test-only switch fault='build'\n"
+        try:
+            toolchain = toolchain_id(self.compiler)
+        except ToolchainError as exc:
+            return Measurement.failure("unsupported", str(exc))
+        build = self.cache.get_or_build(
+            {SOURCE: source},
+            [[self.compiler, *kernel.flags, "-o", LIBRARY, SOURCE]],
+            LIBRARY, toolchain, self.build_timeout_s,
+        )
+        return kernel, build
 
     def close(self) -> None:
         """Remove the temporary work directory (a given ``work_dir`` is kept)."""

@@ -1,0 +1,1 @@
+"""Running a study's trials: the loop, the worker pool, the build pool and device leases."""
