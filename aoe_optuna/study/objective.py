@@ -39,6 +39,7 @@ from optuna.trial import FrozenTrial, TrialState
 from aoe_optuna.attrs import (
     ATTR_CONSTRAINTS,
     ATTR_COST,
+    ATTR_CUT_SHORT,
     ATTR_FAILURE,
     ATTR_FAILURE_KIND,
     ATTR_HELD_BY,
@@ -82,6 +83,9 @@ class Evaluation:
     log: str = ""  # a failure's full log, when the backend gave one
     # where the measurement's wall-clock went (a build pool's build_s, queue_s, time_s)
     phases: dict[str, Any] = field(default_factory=dict)
+    # timing stopped early, clearly slower than the incumbent: the medians' 95% intervals
+    cut_short: bool = False
+    interval_s: dict[str, list[float]] = field(default_factory=dict)
 
     def user_attrs(self) -> dict[str, Any]:
         """The result's attributes in write order; ``measured`` last marks it whole."""
@@ -98,6 +102,10 @@ class Evaluation:
             attrs.update({ATTR_FAILURE_KIND: self.failure_kind, ATTR_FAILURE: self.reason[:2000]})
         if self.accuracy_loss is not None:
             attrs["accuracy_loss"] = self.accuracy_loss
+        if self.cut_short:
+            attrs[ATTR_CUT_SHORT] = True
+            attrs["interval_us"] = {k: [round(v * 1e6, 3) for v in lo_hi]
+                                    for k, lo_hi in self.interval_s.items()}
         attrs.update(self.phases)
         attrs[ATTR_MEASURED] = True
         return attrs
@@ -124,6 +132,12 @@ class Evaluator:
         self.backend = backend
         self.roofline = roofline_tokens_per_s
         self.max_accuracy_loss = max_accuracy_loss
+        # Early stop against the best config this evaluator timed in full: only where the
+        # value is one GEMM's latency, so a config cut short cannot have been the winner.
+        margin = getattr(backend, "early_stop_margin", None)
+        self.stops_early = margin is not None and len(workload.gemms) == 1
+        self.incumbent: dict[str, float] = {}
+        self._incumbent_tps = float("-inf")
 
     @classmethod
     def of_spec(cls, spec: StudySpec, backend: Backend | None = None,
@@ -139,9 +153,16 @@ class Evaluator:
         latencies: dict[str, float] = {}
         cost = 0.0
         worst_loss: float | None = None
+        cut_short: dict[str, list[float]] = {}
         for gemm in self.workload.gemms:
-            m = self.backend.measure(full_config, gemm)
+            above = self.incumbent.get(gemm.name) if self.stops_early else None
+            if above is not None:
+                m = self.backend.measure(full_config, gemm, stop_above_s=above)  # type: ignore[call-arg]
+            else:
+                m = self.backend.measure(full_config, gemm)
             cost += m.cost_s
+            if m.ok and m.extra and m.extra.get("cut_short"):
+                cut_short[gemm.name] = [float(v) for v in m.extra.get("interval_s") or ()]
             if not m.ok:
                 return Evaluation(
                     ok=False, cost_s=cost, failure_kind=m.failure_kind,
@@ -166,11 +187,13 @@ class Evaluator:
         tps = self.workload.tokens_per_s(latencies)
         gemm_time = sum(g.count * latencies[g.name] for g in self.workload.gemms)
         flops = sum(g.count * g.flops for g in self.workload.gemms)
+        if not cut_short and tps > self._incumbent_tps:
+            self.incumbent, self._incumbent_tps = dict(latencies), tps
         return Evaluation(
             ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost,
             tflops=flops / gemm_time / 1e12,
             roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
-            accuracy_loss=worst_loss,
+            accuracy_loss=worst_loss, cut_short=bool(cut_short), interval_s=cut_short,
         )
 
 
@@ -344,7 +367,7 @@ def _serve_repeat(trial: optuna.Trial, earlier: FrozenTrial) -> float:
     """
     trial.set_user_attr(ATTR_REPEAT_OF, earlier.number)
     for key in ("tokens_per_s", "latency_us", "tflops", "roofline_fraction",
-                ATTR_FAILURE_KIND, ATTR_FAILURE):
+                ATTR_FAILURE_KIND, ATTR_FAILURE, ATTR_CUT_SHORT, "interval_us"):
         if key in earlier.user_attrs:
             trial.set_user_attr(key, earlier.user_attrs[key])
     if earlier.state == TrialState.COMPLETE:

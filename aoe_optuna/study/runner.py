@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.attrs import ATTR_CUT_SHORT
 from aoe_optuna.study.faults import fault_point
 from aoe_optuna.study.late import told_too_late, what_became_of
 from aoe_optuna.study.objective import (
@@ -82,7 +83,7 @@ class StudyProgress:
                 if held_elsewhere(t):
                     p.held.append(t)
             p.virtual_s += float(t.user_attrs.get(ATTR_COST, 0.0) or 0.0)
-            if t.state == TrialState.COMPLETE and (
+            if t.state == TrialState.COMPLETE and not t.user_attrs.get(ATTR_CUT_SHORT) and (
                 p.best is None or (t.value or 0) > (p.best.value or 0)
             ):
                 p.best = t

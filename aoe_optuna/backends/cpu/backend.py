@@ -67,6 +67,8 @@ _OPTIONS: dict[str, tuple[type | tuple[type, ...], Any, Any, str]] = {
     "seed": (int, 0, lambda v: v >= 0, "a non-negative integer"),
     "max_accuracy_loss": ((int, float), None, lambda v: v >= 0,
                           "a non-negative relative error, e.g. 0.01"),
+    "early_stop_margin": ((int, float), 0.10, lambda v: 0 <= v < 10,
+                          "a relative margin such as 0.1 (0: time every config in full)"),
 }
 
 
@@ -104,13 +106,15 @@ class CpuBackend(BackendBase):
         max_seconds: float = 1.0,
         seed: int = 0,
         max_accuracy_loss: float | None = None,
+        early_stop_margin: float = 0.10,
         fault: str | None = None,
     ) -> None:
         for key, value in [("threads", threads), ("timeout_s", timeout_s),
                            ("build_timeout_s", build_timeout_s), ("compiler", compiler),
                            ("rel_precision", rel_precision), ("min_repeats", min_repeats),
                            ("max_repeats", max_repeats), ("max_seconds", max_seconds),
-                           ("seed", seed), ("max_accuracy_loss", max_accuracy_loss)]:
+                           ("seed", seed), ("max_accuracy_loss", max_accuracy_loss),
+                           ("early_stop_margin", early_stop_margin)]:
             _check_option(key, value)
         if max_repeats < min_repeats:
             raise ValueError(f"max_repeats: expected at least min_repeats ({min_repeats}), "
@@ -126,6 +130,9 @@ class CpuBackend(BackendBase):
             repr(float(max_seconds)), "--seed", str(seed),
         ]
         self.max_accuracy_loss = max_accuracy_loss
+        # A timing stops once clearly slower than the incumbent (its caller's stop_above_s)
+        # by this margin; 0: never (see aoe_optuna.backends.timing).
+        self.early_stop_margin = float(early_stop_margin) or None
         self.fault = fault
         if work_dir is None:
             remove_orphaned_work_dirs()
@@ -166,8 +173,11 @@ class CpuBackend(BackendBase):
         return cls(**dict(options))
 
     # ----------------------------------------------------------------- measure
-    def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
-        """Build and time ``config`` on ``gemm``; never raises for a bad candidate."""
+    def measure(self, config: Mapping[str, Any], gemm: Gemm,
+                stop_above_s: float | None = None) -> Measurement:
+        """Build and time ``config`` on ``gemm``; never raises for a bad candidate.
+        ``stop_above_s``: the incumbent's latency; timing ends early once the config is
+        clearly slower (``extra["cut_short"]``, with the median's interval)."""
         if gemm.batch > 1:
             return Measurement.failure("unsupported", f"batch={gemm.batch}: the cpu kernel "
                                        "times one matrix, not a batched launch")
@@ -195,6 +205,9 @@ class CpuBackend(BackendBase):
             "--quantized", str(int(canon["quantization"])),
             "--output-align", str(canon["output_align"]), *self.timing_args,
         ]
+        if stop_above_s is not None and self.early_stop_margin is not None:
+            argv += ["--stop-above", repr(float(stop_above_s)),
+                     "--stop-margin", repr(self.early_stop_margin)]
         if self.fault in ("segfault", "hang", "wrong"):
             argv += ["--fault", self.fault]
         run = run_limited(argv, self.timeout_s, env={**os.environ, **SINGLE_THREAD_ENV})
@@ -213,6 +226,8 @@ class CpuBackend(BackendBase):
             "max_error": result["max_error"],
             "tolerance": result["tolerance"],
             "repeats": result["repeats"],
+            "cut_short": bool(result.get("cut_short", False)),
+            "interval_s": result.get("interval_s"),
             "gflops": gemm.flops / latency / 1e9,
             "build_cached": build.cached,
             "build_s": build.seconds,

@@ -65,15 +65,20 @@ class PoolPlan:
     lease: DeviceLease
     build_cpus: frozenset[int] = frozenset()  # empty: wherever the OS puts them
     timing_cpus: frozenset[int] = frozenset()
+    # trials at once; None: one timed while ``builders`` build. 1 builds, then times, the
+    # same pinned way (a serial run measured like a pooled one, for comparisons)
+    in_flight: int | None = None
 
     def __post_init__(self) -> None:
         if self.builders < 1:
             raise ValueError(f"builders: expected a positive number, got {self.builders}")
+        if self.in_flight is not None and self.in_flight < 1:
+            raise ValueError(f"in_flight: expected a positive number, got {self.in_flight}")
 
     @property
     def threads(self) -> int:
         """Trials in flight: one being timed while ``builders`` build."""
-        return self.builders + 1
+        return self.in_flight or self.builders + 1
 
     @classmethod
     def for_host(cls, builders: int, device: str | None = None, device_index: int = 0,
