@@ -38,10 +38,10 @@ from typing import Any
 
 import optuna
 
+from aoe_optuna.attrs import ATTR_BUILD_S
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.study.objective import is_measured
 from aoe_optuna.study.run.build_pool import (
-    ATTR_BUILD_S,
     ATTR_TIME_S,
     PoolPlan,
     default_builders,

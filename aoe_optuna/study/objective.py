@@ -31,12 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import (
+    ATTR_BUILD_S,
     ATTR_CONSTRAINTS,
     ATTR_COST,
     ATTR_CUT_SHORT,
@@ -46,6 +48,7 @@ from aoe_optuna.attrs import (
     ATTR_INFEASIBLE,
     ATTR_MEASURED,
     ATTR_REPEAT_OF,
+    ATTR_SAMPLER_S,
     ATTR_SURPLUS,
     ATTR_TOKENS_PER_S,
     OPTUNA_FIXED_PARAMS_KEY,
@@ -75,6 +78,7 @@ class Evaluation:
     tokens_per_s: float = float("nan")
     latency_s: dict[str, float] = field(default_factory=dict)
     cost_s: float = 0.0
+    build_s: float = 0.0  # the build's part of cost_s
     failure_kind: str | None = None
     reason: str = ""
     tflops: float = float("nan")
@@ -89,7 +93,8 @@ class Evaluation:
 
     def user_attrs(self) -> dict[str, Any]:
         """The result's attributes in write order; ``measured`` last marks it whole."""
-        attrs: dict[str, Any] = {ATTR_COST: round(self.cost_s, 6)}
+        attrs: dict[str, Any] = {ATTR_COST: round(self.cost_s, 6),
+                                 ATTR_BUILD_S: round(self.build_s, 6)}
         if self.ok:
             attrs.update(
                 tokens_per_s=self.tokens_per_s,
@@ -151,7 +156,7 @@ class Evaluator:
 
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
         latencies: dict[str, float] = {}
-        cost = 0.0
+        cost = build = 0.0
         worst_loss: float | None = None
         cut_short: dict[str, list[float]] = {}
         for gemm in self.workload.gemms:
@@ -161,11 +166,12 @@ class Evaluator:
             else:
                 m = self.backend.measure(full_config, gemm)
             cost += m.cost_s
+            build += float((m.extra or {}).get("build_s", 0.0) or 0.0)
             if m.ok and m.extra and m.extra.get("cut_short"):
                 cut_short[gemm.name] = [float(v) for v in m.extra.get("interval_s") or ()]
             if not m.ok:
                 return Evaluation(
-                    ok=False, cost_s=cost, failure_kind=m.failure_kind,
+                    ok=False, cost_s=cost, build_s=build, failure_kind=m.failure_kind,
                     reason=f"{gemm.name} {gemm.M}x{gemm.K}x{gemm.N}: {m.reason}",
                     log=str(m.extra.get(FAILURE_LOG, "")) if m.extra else "",
                 )
@@ -180,7 +186,8 @@ class Evaluator:
             and worst_loss > self.max_accuracy_loss
         ):
             return Evaluation(
-                ok=False, cost_s=cost, failure_kind="accuracy", accuracy_loss=worst_loss,
+                ok=False, cost_s=cost, build_s=build, failure_kind="accuracy",
+                accuracy_loss=worst_loss,
                 reason=f"relative error {worst_loss:.3g} exceeds the allowed "
                 f"{self.max_accuracy_loss:.3g} (accuracy.max_relative_error)",
             )
@@ -190,7 +197,7 @@ class Evaluator:
         if not cut_short and tps > self._incumbent_tps:
             self.incumbent, self._incumbent_tps = dict(latencies), tps
         return Evaluation(
-            ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost,
+            ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost, build_s=build,
             tflops=flops / gemm_time / 1e12,
             roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
             accuracy_loss=worst_loss, cut_short=bool(cut_short), interval_s=cut_short,
@@ -288,7 +295,11 @@ class TuningObjective:
             trial.set_user_attr(ATTR_MEASURED, False)
             raise optuna.TrialPruned("the measurement budget is taken by earlier trials")
         fault_point("measure")
+        asked = trial.datetime_start
+        sampler_s = (datetime.now() - asked).total_seconds() if asked is not None else None
         result = self.evaluator.evaluate(self.space.full_config(config))
+        if sampler_s is not None:  # proposing and checking it, before any build
+            result.phases[ATTR_SAMPLER_S] = round(sampler_s, 4)
         if not result.ok and result.log:
             _keep_log(trial, result)
             fault_point("log")

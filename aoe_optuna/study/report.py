@@ -17,6 +17,7 @@ from aoe_optuna.spec.stored import ROOFLINE_ATTR
 from aoe_optuna.study import dashboard_writers
 from aoe_optuna.study.create import baseline_trial, best_trial
 from aoe_optuna.study.dashboard_plot import save_convergence_plot
+from aoe_optuna.study.run.time_split import TimeSplit
 from aoe_optuna.study.runner import RunResult
 from aoe_optuna.study.text_fit import rate_text, wrap_command, wrap_items
 
@@ -41,6 +42,7 @@ class Summary:
     # Summary made by hand: the npu backend's kernel
     export_kind: ExportKind = "kernel"
     folder: Path = field(default_factory=Path.cwd)  # where the run was started
+    time_split: list[str] = field(default_factory=list)  # where the wall-clock went
 
     @property
     def speedup(self) -> float | None:
@@ -80,6 +82,7 @@ def summarise(
         stop_reason=result.stop_reason,
         export_kind=export_kind(spec),
         folder=folder if folder is not None else Path.cwd(),
+        time_split=TimeSplit.of(study.get_trials(deepcopy=False)).items(),
     )
 
 
@@ -151,6 +154,8 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
                     f"repeated proposals served from storage {s.repeats:,}",
                     f"failures {s.failed:,}", f"measurement time {s.virtual_s:,.0f} s",
                     f"wall {s.wall_s:,.1f} s"], width))
+    if s.time_split:
+        say(wrap_items(s.time_split, width, first="time: "))
     if s.best_params:
         say(wrap_items([f"{k}={v}" for k, v in s.best_params.items()], width,
                        first="best config: "))
@@ -185,6 +190,7 @@ def summary_markdown(s: Summary) -> str:
             f"repeats served from storage {s.repeats}, failures {s.failed}, "
             f"measurement time {s.virtual_s:,.0f} s.",
             "",
+            *([f"Time: {', '.join(s.time_split)}.", ""] if s.time_split else []),
             "Next: `" + next_steps(s)[0] + "`",
         ]
     )

@@ -32,6 +32,7 @@ from aoe_optuna.study.objective import (
 )
 from aoe_optuna.study.recovery import WorkerTaggingSampler, held_elsewhere, sweep_dead_trials
 from aoe_optuna.study.run.build_pool import PoolPlan, pool_objective
+from aoe_optuna.study.run.pipeline_clock import pooled_clock_s
 
 # A sampler that proposes this many infeasible configs in a row is not
 # going to find a feasible one: stop instead of spinning.
@@ -88,6 +89,9 @@ class StudyProgress:
             ):
                 p.best = t
         p.measured = count_measured(trials)
+        pooled = pooled_clock_s(trials)
+        if pooled is not None:  # built ahead: builds overlap the device's timings
+            p.virtual_s = pooled
         return p
 
 

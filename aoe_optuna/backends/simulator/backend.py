@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.backends.base import BackendBase, Measurement
+from aoe_optuna.backends.build_time import build_time
 from aoe_optuna.backends.simulator import (
     cube,
     gemv,
@@ -57,17 +58,19 @@ CONTENTION_P = 4.0
 OUTPUT_ALIGN_SETUP_CYCLES = 24.0  # assumed: the extra FixPipe stride setup per block
 DEFAULT_HIDDEN_RESERVE_KIB = 128  # hidden_failures=true: L1 the host tiling keeps back
 
-_OPTIONS = ("noise, seed, hidden_failures, build_s, warmup, repeats, mmad_startup_cycles, "
-            "launch_us, warm_l2")
+_OPTIONS = ("noise, seed, hidden_failures, build_s, run_s, warmup, repeats, "
+            "mmad_startup_cycles, launch_us, warm_l2")
 
 
 @dataclass(frozen=True)
 class MeasurementPlan:
     """How a simulated measurement is charged: build seconds, warm-up and timed runs."""
 
-    build_s: float = 30.0  # assumed: one CANN kernel build (ascendc.cmake) in tens of seconds
+    # one build of a GEMM kernel on one host core (backends/build_time.py: assumed)
+    build_s: float = build_time("gemm", "seed").seconds
     warmup: int = 10
     repeats: int = 100
+    run_s: float = 0.0  # a timed run's own overhead (process start, ACL init, copies)
 
 
 class AscendSimulator(BackendBase):
@@ -89,6 +92,7 @@ class AscendSimulator(BackendBase):
         *,
         hidden_failures: bool | float = False,
         build_s: float = MeasurementPlan.build_s,
+        run_s: float = MeasurementPlan.run_s,
         warmup: int = MeasurementPlan.warmup,
         repeats: int = MeasurementPlan.repeats,
         mmad_startup_cycles: float | None = None,
@@ -103,6 +107,7 @@ class AscendSimulator(BackendBase):
             build_s=_number("build_s", build_s, low=0.0),
             warmup=_integer("warmup", warmup, low=0),
             repeats=_integer("repeats", repeats, low=1),
+            run_s=_number("run_s", run_s, low=0.0),
         )
         self.launch_s = (KERNEL_LAUNCH_S if launch_us is None
                          else _number("launch_us", launch_us, low=0.0) * 1e-6)
@@ -183,7 +188,8 @@ class AscendSimulator(BackendBase):
         build_s = 0.0 if key in self._built else self.plan.build_s
         self._built.add(key)
         cost = measure.measurement_cost_s(latency_s, build_s, self.plan.warmup,
-                                          self.plan.repeats)
+                                          self.plan.repeats) + self.plan.run_s
+        extra["build_s"] = build_s  # the build's part of the cost (0: built before)
         return Measurement.success(latency_s, cost, spread=self.noise or None, extra=extra)
 
     def _latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:

@@ -36,11 +36,11 @@ from aoe_optuna.study.objective import Evaluation, Evaluator, TuningObjective
 from aoe_optuna.study.recovery import WorkerTaggingSampler
 from aoe_optuna.study.run.device_lease import DeviceLease, LeaseTimeout
 
-ATTR_BUILD_S = "build_s"
 ATTR_QUEUE_S = "queue_s"
 ATTR_TIME_S = "time_s"
 ATTR_BUILD_CACHED = "build_cached"
-ATTR_BUILDERS = "builders"
+ATTR_BUILDERS = "builders"  # read back by pipeline_clock
+ATTR_IN_FLIGHT = "in_flight"  # trials the worker ran at once
 ATTR_TIMED_AT = "timed_at"  # wall-clock (epoch s) the timing began: when the device was busy
 
 
@@ -138,19 +138,19 @@ class PooledEvaluator:
                 timed_s = time.monotonic() - timed_from
         except LeaseTimeout as exc:
             queued = (build_from - asked) + (time.monotonic() - built_at)
-            return Evaluation(ok=False, cost_s=build_s, failure_kind="timeout", reason=str(exc),
-                              phases=self._phases(build_s, queued, 0.0, cached))
+            return Evaluation(ok=False, cost_s=build_s, build_s=build_s, failure_kind="timeout",
+                              reason=str(exc), phases=self._phases(queued, 0.0, cached))
         queued = (build_from - asked) + (timed_from - built_at)
         result.cost_s += build_s  # the build is part of what the measurement cost
-        result.phases.update(self._phases(build_s, queued, timed_s, cached))
+        result.build_s += build_s
+        result.phases.update(self._phases(queued, timed_s, cached))
         result.phases[ATTR_TIMED_AT] = round(timed_at, 4)
         return result
 
-    def _phases(self, build_s: float, queue_s: float, time_s: float,
-                cached: bool) -> dict[str, Any]:
-        return {ATTR_BUILD_S: round(build_s, 4), ATTR_QUEUE_S: round(queue_s, 4),
-                ATTR_TIME_S: round(time_s, 4), ATTR_BUILD_CACHED: cached,
-                ATTR_BUILDERS: self.plan.builders}
+    def _phases(self, queue_s: float, time_s: float, cached: bool) -> dict[str, Any]:
+        return {ATTR_QUEUE_S: round(queue_s, 4), ATTR_TIME_S: round(time_s, 4),
+                ATTR_BUILD_CACHED: cached, ATTR_BUILDERS: self.plan.builders,
+                ATTR_IN_FLIGHT: self.plan.threads}
 
 
 class SharedSampler(WorkerTaggingSampler):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from aoe_optuna.attrs import ATTR_BUILD_S
 from aoe_optuna.backends.cpu.backend import CpuBackend
 from aoe_optuna.study.run.build_pool import (
-    ATTR_BUILD_S,
     ATTR_QUEUE_S,
     ATTR_TIME_S,
     ATTR_TIMED_AT,
