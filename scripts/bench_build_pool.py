@@ -14,7 +14,9 @@ timing core's idle share (1 - time spent timing / wall), and the bound
 (build + time) / max(build, time) of the serial arm's mean build and time.
 
 ``modelled``: simulator studies of the decode and prefill GEMMs, serial and
-pooled (``--host-cores`` minus one builders per card), on the virtual clock
+pooled (``--host-cores`` minus one builders per card; at most
+``--max-in-flight`` trials proposed ahead, each a thread of this process, so
+the eight-card server's 184 builders are fed by 32 trials), on the virtual clock
 of :mod:`aoe_optuna.study.run.pipeline_clock` with the build-time model of
 :mod:`aoe_optuna.backends.build_time`: wall-clock to 99% of the space's
 optimum.
@@ -181,6 +183,116 @@ def print_cpu(result: dict[str, Any]) -> None:
           f"max {max(speedups):.2f})")
 
 
+STUDIES = {"decode": "studies/qwen25_7b_decode_catlass_910b2.json",
+           "prefill": "studies/qwen25_7b_prefill_catlass_910b2.json"}
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine the clock models: build cores and cards, and how a run uses them."""
+
+    name: str
+    builders: int
+    devices: int
+    in_flight: int  # trials proposed and unfinished at once
+
+
+def hosts(cores: int, cards: int, max_in_flight: int) -> list[Host]:
+    """Today's way (each card's worker builds, then times) and the pool (cores minus one
+    per card build; each card times one while its builders build), with at most
+    ``max_in_flight`` trials proposed and unfinished at once."""
+    pool = cores - cards
+    window = min(pool + cards, max_in_flight)
+    return [Host(f"{cores} cores, {cards} card(s), serial", cards, cards, cards),
+            Host(f"{cores} cores, {cards} card(s), pool ({window} in flight)", pool, cards,
+                 window)]
+
+
+def modelled_arm(spec: StudySpec, host: Host, seed: int, n: int, sampler: str,
+                 root: Path) -> list[tuple[float, float]]:
+    """(finish time on the host's clock, value) of each measurement, in trial order."""
+    from aoe_optuna.backends.build_time import RUN_OVERHEAD
+    from aoe_optuna.backends.simulator.backend import AscendSimulator
+    from aoe_optuna.study.run.device_lease import DeviceLease
+    from aoe_optuna.study.run.pipeline_clock import jobs_of, pool_finish_times
+
+    options = {k: v for k, v in spec.backend.items() if k != "name"}
+    backend = AscendSimulator.from_options({**options, "run_s": RUN_OVERHEAD.seconds},
+                                           spec.profile)
+    db = root / f"{host.builders}-{host.devices}-{seed}-{time.monotonic_ns()}.db"
+    session = StudySession.open(f"sqlite:///{db}", spec, backend=backend,
+                                sampler=SamplerRequest(sampler, seed=seed))
+    plan = None
+    if host.in_flight > 1:
+        plan = PoolPlan(host.builders, DeviceLease(f"bench-{os.getpid()}"),
+                        in_flight=host.in_flight)
+    run_study(session.study, session.objective(), Budget(n_measurements=n), pool=plan)
+    trials = sorted((t for t in session.study.get_trials(deepcopy=False)
+                     if isinstance(t.user_attrs.get("cost_s"), (int, float))),
+                    key=lambda t: t.number)
+    ends = pool_finish_times(jobs_of(trials), host.builders, host.devices, host.in_flight)
+    return [(end, t.value if t.value is not None else float("-inf"))
+            for end, t in zip(ends, trials, strict=True)]
+
+
+def to_reach(curve: list[tuple[float, float]], target: float) -> float | None:
+    best = float("-inf")
+    for at, value in sorted(curve):
+        best = max(best, value)
+        if best >= target:
+            return at
+    return None
+
+
+def modelled_part(args: argparse.Namespace) -> dict[str, Any]:
+    from aoe_optuna.backends.build_time import RUN_OVERHEAD, build_time
+    from aoe_optuna.bench.exhaustive import simulator_exhaustive
+    from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.spec.loader import load_spec
+
+    root = Path(tempfile.mkdtemp(prefix="aoe-bench-modelled-"))
+    machines = [*hosts(args.host_cores, 1, args.max_in_flight),
+                *hosts(args.server_cores, args.server_cards, args.max_in_flight)]
+    rows = []
+    for study, path in STUDIES.items():
+        spec = load_spec(Path(__file__).resolve().parents[1] / path)
+        optimum = 1.0 / simulator_exhaustive(spec.space, spec.workload,
+                                             make_backend(spec)).optimum
+        for seed in range(args.seeds):
+            for host in machines:
+                curve = modelled_arm(spec, host, seed, args.n, args.sampler, root)
+                best = max(v for _, v in curve)
+                rows.append({"study": study, "host": host.name, "seed": seed,
+                             "to_99_s": to_reach(curve, 0.99 * optimum),
+                             "end_s": max(at for at, _ in curve),
+                             "best_over_opt": best / optimum})
+                print(f"{study} seed {seed} {host.name}: to 99% {rows[-1]['to_99_s']}, "
+                      f"best/opt {best / optimum:.4f}", file=sys.stderr)
+    gemm = build_time("gemm", "catlass")
+    return {"part": "modelled", "n": args.n, "sampler": args.sampler,
+            "build_s": gemm.seconds, "build_source": gemm.source,
+            "run_s": RUN_OVERHEAD.seconds, "run_source": RUN_OVERHEAD.source,
+            "rows": rows}
+
+
+def print_modelled(result: dict[str, Any]) -> None:
+    print(f"\nmodelled clock, {result['n']} measurements per run, sampler "
+          f"{result['sampler']}; build {result['build_s']:g} s ({result['build_source']}); "
+          f"run overhead {result['run_s']:g} s ({result['run_source']})\n")
+    print("| study | host | median to 99% of optimum (s) | seeds reaching it "
+          "| median clock at the last measurement (s) | median best/opt |")
+    print("|---|---|---|---|---|---|")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in result["rows"]:
+        groups.setdefault((r["study"], r["host"]), []).append(r)
+    for (study, host), rs in groups.items():
+        reached = [r["to_99_s"] for r in rs if r["to_99_s"] is not None]
+        med = f"{statistics.median(reached):,.0f}" if reached else "-"
+        print(f"| {study} | {host} | {med} | {len(reached)}/{len(rs)} "
+              f"| {statistics.median(r['end_s'] for r in rs):,.0f} "
+              f"| {statistics.median(r['best_over_opt'] for r in rs):.4f} |")
+
+
 def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
@@ -194,6 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=256, help="cpu: M = K = N")
     p.add_argument("--max-seconds", type=float, default=0.1, help="cpu: timed seconds")
     p.add_argument("--sampler", default="gp-ucb")
+    p.add_argument("--host-cores", type=int, default=16, help="modelled: a host's cores")
+    p.add_argument("--server-cores", type=int, default=192,
+                   help="modelled: the eight-card server's cores")
+    p.add_argument("--server-cards", type=int, default=8)
+    p.add_argument("--max-in-flight", type=int, default=32,
+                   help="modelled: trials in flight at most (each is a thread here)")
     p.add_argument("--json", default=None, help="write the rows here")
     args = p.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -201,8 +319,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = cpu_part(args)
         print_cpu(result)
     else:
-        from bench_build_pool_modelled import modelled_part, print_modelled
-
         result = modelled_part(args)
         print_modelled(result)
     if args.json:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import optuna
+from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.backends.base import Backend
@@ -171,26 +172,46 @@ class SharedSampler(WorkerTaggingSampler):
     def current(self, trial_id: int | None) -> None:
         self._local.current = trial_id
 
+    @contextlib.contextmanager
+    def _turn(self, study: optuna.Study, trial: FrozenTrial) -> Iterator[None]:
+        """The sampler to this thread alone. A trial waiting its turn is alive: its
+        heartbeat goes on (Optuna's own starts only once the proposal is made), so no
+        worker fails it as stale while many trials queue for a slow proposal."""
+        storage = study._storage
+        interval = -1.0
+        if isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage):
+            interval = float(storage.get_heartbeat_interval() or 1)
+        while not self._lock.acquire(timeout=interval):
+            storage.record_heartbeat(trial._trial_id)  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        with self._lock:
-            super().before_trial(study, trial)
+        """Tag the trial at once (a trial waiting its turn for a proposal is not an
+        orphan), then let the sampler see it, one thread at a time."""
+        self.current = trial._trial_id
+        self.tag(study, trial)
+        with self._turn(study, trial):
+            self.inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict:
-        with self._lock:
+        with self._turn(study, trial):
             return super().infer_relative_search_space(study, trial)
 
     def sample_relative(self, study: optuna.Study, trial: FrozenTrial, search_space: dict) -> dict:
-        with self._lock:
+        with self._turn(study, trial):
             return super().sample_relative(study, trial, search_space)
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                            param_distribution: Any) -> Any:
-        with self._lock:
+        with self._turn(study, trial):
             return super().sample_independent(study, trial, param_name, param_distribution)
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any,
                     values: Sequence[float] | None) -> None:
-        with self._lock:
+        with self._turn(study, trial):
             super().after_trial(study, trial, state, values)
 
     def reseed_rng(self) -> None:
