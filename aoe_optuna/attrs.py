@@ -14,6 +14,9 @@ ATTR_INFEASIBLE = "violated_rules"
 ATTR_CONSTRAINTS = "constraints"
 ATTR_BASELINE = "baseline"
 ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trials
+ATTR_BUILD_S = "build_s"  # the build's part of a measurement's cost (0: the cache had it)
+ATTR_SAMPLER_S = "sampler_s"  # from the trial's creation to its config checked
+ATTR_CUT_SHORT = "cut_short"  # timing stopped early, clearly slower: never reported as best
 ATTR_REPEAT_OF = "repeat_of"  # a config measured before: its result is served, not re-measured
 ATTR_HELD_BY = "held_by"  # an earlier trial holds (runs or waits with) the same config
 # A retry that holds the measurement of the trial it retries, made by a worker that was

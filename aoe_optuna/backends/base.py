@@ -56,6 +56,17 @@ class Measurement:
         return cls(ok=False, failure_kind=kind, reason=reason, cost_s=float(cost_s), **kw)
 
 
+@dataclass(frozen=True)
+class BuildAhead:
+    """A config's kernel built before its timing (a build pool's work): how long the build
+    took, whether the cache already held it, and whether it compiled. A failed build is
+    remembered by the backend, so its ``measure`` reports it as it always does."""
+
+    seconds: float
+    cached: bool
+    ok: bool
+
+
 class Backend(Protocol):
     """Builds and times one config of a GEMM kernel."""
 
@@ -120,6 +131,12 @@ class BackendBase(ABC):
         whose noise is fixed per config (the simulator) draws noise ``draw`` > 0.
         """
         return self.measure(config, gemm)
+
+    def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
+        """Build ``config``'s kernel for ``gemm`` now, so that :meth:`measure` only times it
+        (a build pool compiles on other cores while a device times). None: this backend
+        has no separate build (a model, a replayed space); ``measure`` does everything."""
+        return None
 
     @classmethod
     def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]:

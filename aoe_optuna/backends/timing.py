@@ -16,7 +16,13 @@ Policy (used by the cpu driver; the npu host programs follow the same rules in C
    median relative to the mean for normal noise), divided by the median, is
    at most ``rel_precision``; or when ``max_repeats`` samples or
    ``max_seconds`` of timed calls are reached, whichever comes first.
-4. Report the median and the spread, the interquartile range over the median.
+4. Early stop (``stop_above_s`` given: the incumbent's median for this
+   problem): once ``min_repeats`` samples are in, stop as soon as the lower
+   end of the median's 95% interval lies above ``stop_above_s`` by more than
+   ``stop_margin``: the candidate is clearly slower, and timing it to full
+   precision would not change which config wins. The result says it was cut
+   short and gives the interval.
+5. Report the median and the spread, the interquartile range over the median.
 
 The median, not the mean or the minimum: one preempted run on a shared
 machine must not move the result, and the minimum rewards lucky outliers.
@@ -55,12 +61,23 @@ class TimingPolicy:
     max_repeats: int = 100
     rel_precision: float = 0.02
     max_seconds: float = 1.0
+    stop_above_s: float | None = None  # the incumbent's median: stop once clearly above it
+    stop_margin: float = 0.10
 
     def __post_init__(self) -> None:
         if self.warmup < 0 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
             raise ValueError(f"inconsistent timing policy {self}")
         if not 0 < self.rel_precision < 1 or self.max_seconds <= 0:
             raise ValueError(f"inconsistent timing policy {self}")
+        if (self.stop_above_s is not None and not self.stop_above_s > 0) or self.stop_margin < 0:
+            raise ValueError(f"inconsistent timing policy {self}")
+
+    def clearly_slower(self, samples: Sequence[float]) -> bool:
+        """Whether the median's 95% interval lies above the incumbent by the margin."""
+        if self.stop_above_s is None or len(samples) < self.min_repeats:
+            return False
+        low, _high = median_interval(samples)
+        return low > self.stop_above_s * (1.0 + self.stop_margin)
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,7 @@ class TimingResult:
     spread: float  # interquartile range / median
     precision: float  # estimated relative half-width of the median's 95% interval
     samples: tuple[float, ...]
+    cut_short: bool = False  # stopped early: clearly slower than the incumbent
 
     @property
     def repeats(self) -> int:
@@ -87,12 +105,20 @@ def median_precision(samples: Sequence[float]) -> float:
     return Z95 * MEDIAN_EFFICIENCY * sigma / math.sqrt(len(x)) / med
 
 
-def summarize(samples: Sequence[float]) -> TimingResult:
+def median_interval(samples: Sequence[float]) -> tuple[float, float]:
+    """The median's 95% interval (seconds), from :func:`median_precision`."""
+    med = float(np.median(np.asarray(samples, dtype=float)))
+    half = med * median_precision(samples) if len(samples) >= 2 else math.inf
+    return med - half, med + half
+
+
+def summarize(samples: Sequence[float], cut_short: bool = False) -> TimingResult:
     x = np.asarray(samples, dtype=float)
     med = float(np.median(x))
     q1, q3 = np.percentile(x, [25, 75])
     spread = float((q3 - q1) / med) if med > 0 else 0.0
-    return TimingResult(med, spread, median_precision(samples), tuple(float(s) for s in x))
+    return TimingResult(med, spread, median_precision(samples), tuple(float(s) for s in x),
+                        cut_short)
 
 
 def time_call(fn: Callable[[], object], policy: TimingPolicy = TimingPolicy()) -> TimingResult:
@@ -109,6 +135,8 @@ def time_call(fn: Callable[[], object], policy: TimingPolicy = TimingPolicy()) -
         spent += dt
         if len(samples) < policy.min_repeats:
             continue
+        if policy.clearly_slower(samples):
+            return summarize(samples, cut_short=True)
         if spent >= policy.max_seconds or median_precision(samples) <= policy.rel_precision:
             break
     return summarize(samples)

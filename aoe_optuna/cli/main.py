@@ -104,6 +104,11 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", default=None,
                    help="comma-separated device ids, one worker each (sets "
                    "ASCEND_RT_VISIBLE_DEVICES per worker), e.g. 0,1,2,3")
+    p.add_argument("--builders", type=int, default=None, metavar="B",
+                   help="build ahead: B builder cores compile the configs the sampler "
+                   "proposed next while each worker's device times one at a time (the cpu "
+                   "backend's device is a core of its own); e.g. the host's cores minus one "
+                   "per device (default: build, then time, one config at a time)")
     p.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER_S, metavar="SECONDS",
                    help="fail a RUNNING trial that no heartbeat watches and no live process of "
                    "this host owns (optuna ask without tell, a host on a journal file) once it "
@@ -218,6 +223,7 @@ def _tune(args: argparse.Namespace) -> int:
     check_positive(args.timeout, "--timeout", "number of seconds")
     check_positive(args.stale_after, "--stale-after", "number of seconds")
     check_positive(args.target, "--target", "number of tokens/s")
+    check_positive(args.builders, "--builders", "number of builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
     if args.op_source is not None and args.output is None:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
@@ -264,7 +270,8 @@ def _tune(args: argparse.Namespace) -> int:
               f"{spec.space.size:,} configs,", f"{spec.space.n_feasible:,} feasible;",
               f"sampler {choice.name}" + (" (the study's own)," if choice.stored else ","),
               f"seed {choice.seed};", f"backend {spec.backend['name']}"
-              + (f"; {n_workers} workers" if n_workers > 1 else "")]
+              + (f"; {n_workers} workers" if n_workers > 1 else "")
+              + (f"; {args.builders} builders" if args.builders else "")]
     # one line in a log (a piped run's lines are records), fitted to a terminal's width
     for line in wrap_items(header, width if view.console.is_terminal else sys.maxsize,
                            sep=" "):
@@ -272,7 +279,7 @@ def _tune(args: argparse.Namespace) -> int:
     try:
         with view:
             result = session.run(budget, view, n_workers=n_workers, devices=devices,
-                                 stale_after_s=args.stale_after)
+                                 stale_after_s=args.stale_after, builders=args.builders)
     except KeyboardInterrupt:
         resume = (f"aoe-tune --storage {shown_absolute} "
                   f"--study-name {study.study_name}"

@@ -23,7 +23,7 @@ from optuna.exceptions import DuplicatedStudyError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_BASELINE
+from aoe_optuna.attrs import ATTR_BASELINE, ATTR_CUT_SHORT
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
 from aoe_optuna.study.storage.write_once import set_once
@@ -168,8 +168,9 @@ def config_baseline_trial(study: optuna.Study, baseline: dict[str, Any] | None
 
 
 def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    """The best measurement, whichever state its trial was left in (see ``measured_results``)."""
-    results = measured_results(study)
+    """The best measurement, whichever state its trial was left in (see ``measured_results``);
+    never one whose timing was cut short (clearly slower than the incumbent of its time)."""
+    results = [t for t in measured_results(study) if not t.user_attrs.get(ATTR_CUT_SHORT)]
     if not results:
         return None
     pick = min if study.direction == StudyDirection.MINIMIZE else max

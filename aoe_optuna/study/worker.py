@@ -41,6 +41,7 @@ class WorkerTask:
     budget: Budget
     stale_after_s: float | None
     max_idle: int | None
+    builders: int | None = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,7 +53,8 @@ def _run_session(task: WorkerTask) -> None:
 
     session = StudySession.open(task.storage_url, study_name=task.study_name,
                                 sampler=task.sampler, worker_index=task.index)
-    session.run(task.budget, stale_after_s=task.stale_after_s, max_idle=task.max_idle)
+    session.run(task.budget, stale_after_s=task.stale_after_s, max_idle=task.max_idle,
+                builders=task.builders)
 
 
 def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: str) -> int:
@@ -83,6 +85,7 @@ def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: s
     p.add_argument("--budget", required=True, help="JSON: the fields of Budget")
     p.add_argument("--stale-after", type=float, default=None)
     p.add_argument("--max-idle", type=int, default=None)
+    p.add_argument("--builders", type=int, default=None)
     args = p.parse_args(argv)
     storage_url = os.environ.get(STORAGE_ENV)
     if not storage_url:
@@ -92,7 +95,8 @@ def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: s
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     task = WorkerTask(storage_url, args.study_name, args.index,
                       SamplerRequest(sampler["name"], sampler["kwargs"], sampler["seed"]),
-                      Budget(**json.loads(args.budget)), args.stale_after, args.max_idle)
+                      Budget(**json.loads(args.budget)), args.stale_after, args.max_idle,
+                      args.builders)
     try:
         run(task)
     except KeyboardInterrupt:

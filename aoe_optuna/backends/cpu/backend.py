@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.base import BackendBase, Measurement
-from aoe_optuna.backends.cpu.kernel import TILE_RANGE, render
+from aoe_optuna.backends.base import BackendBase, BuildAhead, Measurement
+from aoe_optuna.backends.cpu.kernel import TILE_RANGE, CpuKernel, render
 from aoe_optuna.backends.kernel_build import (
     BuildCache,
+    BuildResult,
     failure_from_run,
     first_lines,
     run_limited,
@@ -66,6 +67,8 @@ _OPTIONS: dict[str, tuple[type | tuple[type, ...], Any, Any, str]] = {
     "seed": (int, 0, lambda v: v >= 0, "a non-negative integer"),
     "max_accuracy_loss": ((int, float), None, lambda v: v >= 0,
                           "a non-negative relative error, e.g. 0.01"),
+    "early_stop_margin": ((int, float), 0.10, lambda v: 0 <= v < 10,
+                          "a relative margin such as 0.1 (0: time every config in full)"),
 }
 
 
@@ -103,13 +106,15 @@ class CpuBackend(BackendBase):
         max_seconds: float = 1.0,
         seed: int = 0,
         max_accuracy_loss: float | None = None,
+        early_stop_margin: float = 0.10,
         fault: str | None = None,
     ) -> None:
         for key, value in [("threads", threads), ("timeout_s", timeout_s),
                            ("build_timeout_s", build_timeout_s), ("compiler", compiler),
                            ("rel_precision", rel_precision), ("min_repeats", min_repeats),
                            ("max_repeats", max_repeats), ("max_seconds", max_seconds),
-                           ("seed", seed), ("max_accuracy_loss", max_accuracy_loss)]:
+                           ("seed", seed), ("max_accuracy_loss", max_accuracy_loss),
+                           ("early_stop_margin", early_stop_margin)]:
             _check_option(key, value)
         if max_repeats < min_repeats:
             raise ValueError(f"max_repeats: expected at least min_repeats ({min_repeats}), "
@@ -125,6 +130,9 @@ class CpuBackend(BackendBase):
             repr(float(max_seconds)), "--seed", str(seed),
         ]
         self.max_accuracy_loss = max_accuracy_loss
+        # A timing stops once clearly slower than the incumbent (its caller's stop_above_s)
+        # by this margin; 0: never (see aoe_optuna.backends.timing).
+        self.early_stop_margin = float(early_stop_margin) or None
         self.fault = fault
         if work_dir is None:
             remove_orphaned_work_dirs()
@@ -165,8 +173,11 @@ class CpuBackend(BackendBase):
         return cls(**dict(options))
 
     # ----------------------------------------------------------------- measure
-    def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
-        """Build and time ``config`` on ``gemm``; never raises for a bad candidate."""
+    def measure(self, config: Mapping[str, Any], gemm: Gemm,
+                stop_above_s: float | None = None) -> Measurement:
+        """Build and time ``config`` on ``gemm``; never raises for a bad candidate.
+        ``stop_above_s``: the incumbent's latency; timing ends early once the config is
+        clearly slower (``extra["cut_short"]``, with the median's interval)."""
         if gemm.batch > 1:
             return Measurement.failure("unsupported", f"batch={gemm.batch}: the cpu kernel "
                                        "times one matrix, not a batched launch")
@@ -175,22 +186,11 @@ class CpuBackend(BackendBase):
         def cost() -> float:
             return time.perf_counter() - start
 
-        try:
-            kernel = render(config)
-        except ParamError as exc:
-            return Measurement.failure("unsupported", f"config refused: {exc}", cost())
-        source = kernel.source
-        if self.fault == "build":
-            source += "\n#error fault injected by the test-only switch fault='build'\n"
-        try:
-            toolchain = toolchain_id(self.compiler)
-        except ToolchainError as exc:
-            return Measurement.failure("unsupported", str(exc), cost())
-        build = self.cache.get_or_build(
-            {SOURCE: source},
-            [[self.compiler, *kernel.flags, "-o", LIBRARY, SOURCE]],
-            LIBRARY, toolchain, self.build_timeout_s,
-        )
+        built = self._build(config)
+        if isinstance(built, Measurement):
+            return Measurement.failure(built.failure_kind or "build", built.reason, cost(),
+                                       extra=built.extra)
+        kernel, build = built
         if build.failed_run is not None:
             failed = failure_from_run(build.failed_run, "build", "build", cost())
             assert failed is not None
@@ -205,6 +205,9 @@ class CpuBackend(BackendBase):
             "--quantized", str(int(canon["quantization"])),
             "--output-align", str(canon["output_align"]), *self.timing_args,
         ]
+        if stop_above_s is not None and self.early_stop_margin is not None:
+            argv += ["--stop-above", repr(float(stop_above_s)),
+                     "--stop-margin", repr(self.early_stop_margin)]
         if self.fault in ("segfault", "hang", "wrong"):
             argv += ["--fault", self.fault]
         run = run_limited(argv, self.timeout_s, env={**os.environ, **SINGLE_THREAD_ENV})
@@ -223,6 +226,8 @@ class CpuBackend(BackendBase):
             "max_error": result["max_error"],
             "tolerance": result["tolerance"],
             "repeats": result["repeats"],
+            "cut_short": bool(result.get("cut_short", False)),
+            "interval_s": result.get("interval_s"),
             "gflops": gemm.flops / latency / 1e9,
             "build_cached": build.cached,
             "build_s": build.seconds,
@@ -235,6 +240,37 @@ class CpuBackend(BackendBase):
                 "accuracy", f"accuracy loss {loss:.3g} exceeds max_accuracy_loss "
                 f"{self.max_accuracy_loss:g}", cost(), extra=extra)
         return Measurement.success(latency, cost(), spread=float(result["spread"]), extra=extra)
+
+    def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
+        """Compile ``config``'s library into the build cache (the kernel is the same for
+        every GEMM); :meth:`measure` then finds it there, or the failure remembered."""
+        del gemm
+        built = self._build(config)
+        if isinstance(built, Measurement):
+            return BuildAhead(0.0, cached=False, ok=False)
+        _kernel, build = built
+        return BuildAhead(build.seconds, cached=build.cached, ok=build.ok)
+
+    def _build(self, config: Mapping[str, Any]) -> tuple[CpuKernel, BuildResult] | Measurement:
+        """The rendered kernel and its build (from the cache, or compiled now), or the
+        failure of a config the template or the toolchain refuses."""
+        try:
+            kernel = render(config)
+        except ParamError as exc:
+            return Measurement.failure("unsupported", f"config refused: {exc}")
+        source = kernel.source
+        if self.fault == "build":
+            source += "\n#error fault injected by the test-only switch fault='build'\n"
+        try:
+            toolchain = toolchain_id(self.compiler)
+        except ToolchainError as exc:
+            return Measurement.failure("unsupported", str(exc))
+        build = self.cache.get_or_build(
+            {SOURCE: source},
+            [[self.compiler, *kernel.flags, "-o", LIBRARY, SOURCE]],
+            LIBRARY, toolchain, self.build_timeout_s,
+        )
+        return kernel, build
 
     def close(self) -> None:
         """Remove the temporary work directory (a given ``work_dir`` is kept)."""

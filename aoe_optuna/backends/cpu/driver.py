@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from aoe_optuna.backends.kernel_build.process import EXIT_WRONG_RESULT
-from aoe_optuna.backends.timing import TimingPolicy, time_call
+from aoe_optuna.backends.timing import TimingPolicy, median_interval, time_call
 
 FP32_EPS = 2.0**-23
 FAULTS = ("segfault", "hang", "wrong")
@@ -101,6 +101,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-repeats", type=int, default=50)
     p.add_argument("--rel-precision", type=float, default=0.02)
     p.add_argument("--max-seconds", type=float, default=1.0)
+    p.add_argument("--stop-above", type=float, default=None,
+                   help="the incumbent's median (s): stop timing once clearly above it")
+    p.add_argument("--stop-margin", type=float, default=0.10)
     p.add_argument("--fault", choices=FAULTS, default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -159,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     if wrong("first call"):
         return EXIT_WRONG_RESULT
     timing = time_call(call, TimingPolicy(a.warmup, a.min_repeats, a.max_repeats,
-                                          a.rel_precision, a.max_seconds))
+                                          a.rel_precision, a.max_seconds, a.stop_above,
+                                          a.stop_margin))
     if wrong("after timing"):
         return EXIT_WRONG_RESULT
     loss = float(np.linalg.norm(c - reference) / max(float(np.linalg.norm(reference)), 1e-30))
@@ -168,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         "spread": timing.spread,
         "precision": timing.precision,
         "repeats": timing.repeats,
+        "cut_short": timing.cut_short,
+        "interval_s": list(median_interval(timing.samples)),
         "max_error": max(errors),
         "tolerance": tol,
         "accuracy_loss": loss,

@@ -19,6 +19,7 @@ from aoe_optuna.study.report import dashboard_writers
 from aoe_optuna.study.report.dashboard_plot import save_convergence_plot
 from aoe_optuna.study.report.text_fit import rate_text, wrap_command, wrap_items
 from aoe_optuna.study.run.loop import RunResult
+from aoe_optuna.study.run.time_split import TimeSplit
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Summary:
     folder: Path = field(default_factory=Path.cwd)  # where the run was started
     # a simulated run's tokens/s error band (aoe_optuna.calibration), None for measurements
     band: str | None = None
+    time_split: list[str] = field(default_factory=list)  # where the wall-clock went
 
     @property
     def speedup(self) -> float | None:
@@ -83,6 +85,7 @@ def summarise(
         export_kind=export_kind(spec),
         folder=folder if folder is not None else Path.cwd(),
         band=simulated_band(spec, None if best is None else best.value),
+        time_split=TimeSplit.of(study.get_trials(deepcopy=False)).items(),
     )
 
 
@@ -166,6 +169,8 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
                     f"repeated proposals served from storage {s.repeats:,}",
                     f"failures {s.failed:,}", f"measurement time {s.virtual_s:,.0f} s",
                     f"wall {s.wall_s:,.1f} s"], width))
+    if s.time_split:
+        say(wrap_items(s.time_split, width, first="time: "))
     if s.best_params:
         say(wrap_items([f"{k}={v}" for k, v in s.best_params.items()], width,
                        first="best config: "))
@@ -201,6 +206,7 @@ def summary_markdown(s: Summary) -> str:
             f"repeats served from storage {s.repeats}, failures {s.failed}, "
             f"measurement time {s.virtual_s:,.0f} s.",
             "",
+            *([f"Time: {', '.join(s.time_split)}.", ""] if s.time_split else []),
             "Next: `" + next_steps(s)[0] + "`",
         ]
     )

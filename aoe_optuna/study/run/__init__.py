@@ -1,1 +1,2 @@
-"""Running trials: the objective, the run loop and its budget, the pool of worker processes."""
+"""Running a study's trials: the objective, the loop and its budget, the worker pool,
+the build pool and device leases."""

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from aoe_optuna.attrs import ATTR_CUT_SHORT
+from aoe_optuna.study.run.build_pool import PoolPlan, pool_objective
 from aoe_optuna.study.run.objective import (
     ATTR_COST,
     ATTR_INFEASIBLE,
@@ -27,6 +29,7 @@ from aoe_optuna.study.run.objective import (
     count_measured,
     is_measured,
 )
+from aoe_optuna.study.run.pipeline_clock import pooled_clock_s
 from aoe_optuna.study.trials.ended_elsewhere import told_too_late, what_became_of
 from aoe_optuna.study.trials.fault_points import fault_point
 from aoe_optuna.study.trials.recovery import WorkerTaggingSampler, held_elsewhere, sweep_dead_trials
@@ -81,11 +84,14 @@ class StudyProgress:
                 if held_elsewhere(t):
                     p.held.append(t)
             p.virtual_s += float(t.user_attrs.get(ATTR_COST, 0.0) or 0.0)
-            if t.state == TrialState.COMPLETE and (
+            if t.state == TrialState.COMPLETE and not t.user_attrs.get(ATTR_CUT_SHORT) and (
                 p.best is None or (t.value or 0) > (p.best.value or 0)
             ):
                 p.best = t
         p.measured = count_measured(trials)
+        pooled = pooled_clock_s(trials)
+        if pooled is not None:  # built ahead: builds overlap the device's timings
+            p.virtual_s = pooled
         return p
 
 
@@ -213,8 +219,12 @@ def run_study(
     on_update: Callable[[StudyProgress], None] = lambda p: None,
     stale_after_s: float | None = None,
     max_idle: int = MAX_IDLE_IN_A_ROW,
+    pool: PoolPlan | None = None,
 ) -> RunResult:
     """Optimise until the budget is spent; KeyboardInterrupt propagates to the caller.
+
+    ``pool``: build ahead on its builders and time under its device lease
+    (:mod:`aoe_optuna.study.run.build_pool`), its builders + 1 trials at a time.
 
     ``stale_after_s``: end RUNNING trials that nothing watches after this long
     (see :func:`aoe_optuna.study.trials.recovery.sweep_dead_trials`). ``max_idle``: stop after
@@ -231,7 +241,10 @@ def run_study(
     timeout = budget.time_s if budget.wall_time else None
     if budget.n_measurements is not None:
         objective.may_measure = BudgetGuard(study, budget.n_measurements)
-    if not isinstance(study.sampler, WorkerTaggingSampler):
+    n_jobs = 1
+    if pool is not None:
+        n_jobs = pool_objective(study, objective, pool)
+    elif not isinstance(study.sampler, WorkerTaggingSampler):
         study.sampler = WorkerTaggingSampler(study.sampler)
     while True:
         left = None if timeout is None else timeout - (time.monotonic() - started)
@@ -242,6 +255,7 @@ def run_study(
                 objective,
                 n_trials=None,
                 timeout=left,
+                n_jobs=n_jobs,
                 callbacks=[stopper],
                 catch=(MeasurementFailed,),
                 gc_after_trial=False,

@@ -31,20 +31,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import (
+    ATTR_BUILD_S,
     ATTR_CONSTRAINTS,
     ATTR_COST,
+    ATTR_CUT_SHORT,
     ATTR_FAILURE,
     ATTR_FAILURE_KIND,
     ATTR_HELD_BY,
     ATTR_INFEASIBLE,
     ATTR_MEASURED,
     ATTR_REPEAT_OF,
+    ATTR_SAMPLER_S,
     ATTR_SURPLUS,
     ATTR_TOKENS_PER_S,
     OPTUNA_FIXED_PARAMS_KEY,
@@ -74,16 +78,23 @@ class Evaluation:
     tokens_per_s: float = float("nan")
     latency_s: dict[str, float] = field(default_factory=dict)
     cost_s: float = 0.0
+    build_s: float = 0.0  # the build's part of cost_s
     failure_kind: str | None = None
     reason: str = ""
     tflops: float = float("nan")
     roofline_fraction: float = float("nan")
     accuracy_loss: float | None = None
     log: str = ""  # a failure's full log, when the backend gave one
+    # where the measurement's wall-clock went (a build pool's build_s, queue_s, time_s)
+    phases: dict[str, Any] = field(default_factory=dict)
+    # timing stopped early, clearly slower than the incumbent: the medians' 95% intervals
+    cut_short: bool = False
+    interval_s: dict[str, list[float]] = field(default_factory=dict)
 
     def user_attrs(self) -> dict[str, Any]:
         """The result's attributes in write order; ``measured`` last marks it whole."""
-        attrs: dict[str, Any] = {ATTR_COST: round(self.cost_s, 6)}
+        attrs: dict[str, Any] = {ATTR_COST: round(self.cost_s, 6),
+                                 ATTR_BUILD_S: round(self.build_s, 6)}
         if self.ok:
             attrs.update(
                 tokens_per_s=self.tokens_per_s,
@@ -96,6 +107,11 @@ class Evaluation:
             attrs.update({ATTR_FAILURE_KIND: self.failure_kind, ATTR_FAILURE: self.reason[:2000]})
         if self.accuracy_loss is not None:
             attrs["accuracy_loss"] = self.accuracy_loss
+        if self.cut_short:
+            attrs[ATTR_CUT_SHORT] = True
+            attrs["interval_us"] = {k: [round(v * 1e6, 3) for v in lo_hi]
+                                    for k, lo_hi in self.interval_s.items()}
+        attrs.update(self.phases)
         attrs[ATTR_MEASURED] = True
         return attrs
 
@@ -121,6 +137,12 @@ class Evaluator:
         self.backend = backend
         self.roofline = roofline_tokens_per_s
         self.max_accuracy_loss = max_accuracy_loss
+        # Early stop against the best config this evaluator timed in full: only where the
+        # value is one GEMM's latency, so a config cut short cannot have been the winner.
+        margin = getattr(backend, "early_stop_margin", None)
+        self.stops_early = margin is not None and len(workload.gemms) == 1
+        self.incumbent: dict[str, float] = {}
+        self._incumbent_tps = float("-inf")
 
     @classmethod
     def of_spec(cls, spec: StudySpec, backend: Backend | None = None,
@@ -134,14 +156,22 @@ class Evaluator:
 
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
         latencies: dict[str, float] = {}
-        cost = 0.0
+        cost = build = 0.0
         worst_loss: float | None = None
+        cut_short: dict[str, list[float]] = {}
         for gemm in self.workload.gemms:
-            m = self.backend.measure(full_config, gemm)
+            above = self.incumbent.get(gemm.name) if self.stops_early else None
+            if above is not None:
+                m = self.backend.measure(full_config, gemm, stop_above_s=above)  # type: ignore[call-arg]
+            else:
+                m = self.backend.measure(full_config, gemm)
             cost += m.cost_s
+            build += float((m.extra or {}).get("build_s", 0.0) or 0.0)
+            if m.ok and m.extra and m.extra.get("cut_short"):
+                cut_short[gemm.name] = [float(v) for v in m.extra.get("interval_s") or ()]
             if not m.ok:
                 return Evaluation(
-                    ok=False, cost_s=cost, failure_kind=m.failure_kind,
+                    ok=False, cost_s=cost, build_s=build, failure_kind=m.failure_kind,
                     reason=f"{gemm.name} {gemm.M}x{gemm.K}x{gemm.N}: {m.reason}",
                     log=str(m.extra.get(FAILURE_LOG, "")) if m.extra else "",
                 )
@@ -156,18 +186,21 @@ class Evaluator:
             and worst_loss > self.max_accuracy_loss
         ):
             return Evaluation(
-                ok=False, cost_s=cost, failure_kind="accuracy", accuracy_loss=worst_loss,
+                ok=False, cost_s=cost, build_s=build, failure_kind="accuracy",
+                accuracy_loss=worst_loss,
                 reason=f"relative error {worst_loss:.3g} exceeds the allowed "
                 f"{self.max_accuracy_loss:.3g} (accuracy.max_relative_error)",
             )
         tps = self.workload.tokens_per_s(latencies)
         gemm_time = sum(g.count * latencies[g.name] for g in self.workload.gemms)
         flops = sum(g.count * g.flops for g in self.workload.gemms)
+        if not cut_short and tps > self._incumbent_tps:
+            self.incumbent, self._incumbent_tps = dict(latencies), tps
         return Evaluation(
-            ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost,
+            ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost, build_s=build,
             tflops=flops / gemm_time / 1e12,
             roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
-            accuracy_loss=worst_loss,
+            accuracy_loss=worst_loss, cut_short=bool(cut_short), interval_s=cut_short,
         )
 
 
@@ -262,7 +295,11 @@ class TuningObjective:
             trial.set_user_attr(ATTR_MEASURED, False)
             raise optuna.TrialPruned("the measurement budget is taken by earlier trials")
         fault_point("measure")
+        asked = trial.datetime_start
+        sampler_s = (datetime.now() - asked).total_seconds() if asked is not None else None
         result = self.evaluator.evaluate(self.space.full_config(config))
+        if sampler_s is not None:  # proposing and checking it, before any build
+            result.phases[ATTR_SAMPLER_S] = round(sampler_s, 4)
         if not result.ok and result.log:
             _keep_log(trial, result)
             fault_point("log")
@@ -341,7 +378,7 @@ def _serve_repeat(trial: optuna.Trial, earlier: FrozenTrial) -> float:
     """
     trial.set_user_attr(ATTR_REPEAT_OF, earlier.number)
     for key in ("tokens_per_s", "latency_us", "tflops", "roofline_fraction",
-                ATTR_FAILURE_KIND, ATTR_FAILURE):
+                ATTR_FAILURE_KIND, ATTR_FAILURE, ATTR_CUT_SHORT, "interval_us"):
         if key in earlier.user_attrs:
             trial.set_user_attr(key, earlier.user_attrs[key])
     if earlier.state == TrialState.COMPLETE:

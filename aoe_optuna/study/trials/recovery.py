@@ -84,11 +84,15 @@ class WorkerTaggingSampler(optuna.samplers.BaseSampler):
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self.current = trial._trial_id
+        self.tag(study, trial)
+        self.inner.before_trial(study, trial)
+
+    def tag(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        """Record this worker and a first heartbeat on the new trial."""
         storage = study._storage
         storage.set_trial_user_attr(trial._trial_id, WORKER_ATTR, self.identity)
         if isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage):
             storage.record_heartbeat(trial._trial_id)
-        self.inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict:
         return self.inner.infer_relative_search_space(study, trial)

@@ -1,0 +1,71 @@
+"""Where a study's wall-clock went: building, queueing, timing and proposing.
+
+Read from the trials' user attributes (so the dashboard, which shows them per
+trial, and the summary agree): ``build_s`` (the build's part of the cost; 0
+when the build cache had it), ``time_s`` (timing on the device; without a
+pool, the rest of the cost), ``queue_s`` (waiting for a builder or for the
+device), ``sampler_s`` (from the trial's creation to its config checked).
+Builds saved are measurements whose build the cache already held, and
+repeated proposals answered from storage (nothing built, nothing timed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from optuna.trial import FrozenTrial
+
+from aoe_optuna.attrs import ATTR_BUILD_S, ATTR_COST, ATTR_REPEAT_OF, ATTR_SAMPLER_S
+from aoe_optuna.study.run.pipeline_clock import jobs_of, pooled_clock_s, serial_finish_times
+
+
+@dataclass(frozen=True)
+class TimeSplit:
+    build_s: float
+    time_s: float
+    queue_s: float
+    sampler_s: float
+    saved_by_cache: int
+    saved_by_duplicates: int
+    builders: int | None  # the pool's builders, None without one
+    pooled_s: float | None  # the clock on the pool (None without one)
+    serial_s: float  # the same measurements built and timed in turn
+
+    @classmethod
+    def of(cls, trials: Sequence[FrozenTrial]) -> TimeSplit:
+        build = timing = queue = sampler = 0.0
+        cache = duplicates = 0
+        builders = [t.user_attrs.get("builders") for t in trials]
+        for t in trials:
+            a = t.user_attrs
+            if ATTR_REPEAT_OF in a:
+                duplicates += 1
+                continue
+            cost = a.get(ATTR_COST)
+            if not isinstance(cost, (int, float)):
+                continue
+            b = float(a.get(ATTR_BUILD_S, 0.0) or 0.0)
+            build += b
+            timing += float(a.get("time_s", cost - b) or 0.0)
+            queue += float(a.get("queue_s", 0.0) or 0.0)
+            sampler += float(a.get(ATTR_SAMPLER_S, 0.0) or 0.0)
+            cache += bool(a.get("build_cached")) or (ATTR_BUILD_S in a and b == 0.0)
+        counts = [b for b in builders if isinstance(b, int) and b > 0]
+        serial = serial_finish_times(jobs_of(trials))
+        return cls(build, timing, queue, sampler, cache, duplicates,
+                   max(counts) if counts else None, pooled_clock_s(trials),
+                   serial[-1] if serial else 0.0)
+
+    def items(self) -> list[str]:
+        """The split as summary items, e.g. ``build 1,200 s``."""
+        items = [f"build {self.build_s:,.0f} s", f"timing {self.time_s:,.1f} s",
+                 f"sampler {self.sampler_s:,.1f} s"]
+        if self.builders is not None:
+            items.insert(2, f"queue {self.queue_s:,.1f} s")
+        items += [f"builds saved by the cache {self.saved_by_cache:,}",
+                  f"by duplicates {self.saved_by_duplicates:,}"]
+        if self.builders is not None and self.pooled_s is not None:
+            items.append(f"on {self.builders} builders {self.pooled_s:,.0f} s "
+                         f"(built and timed in turn {self.serial_s:,.0f} s)")
+        return items
