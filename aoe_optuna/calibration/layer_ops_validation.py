@@ -25,11 +25,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 
-from aoe_optuna.backends.simulator import decode_attention, prefill_attention
+from aoe_optuna.backends.simulator import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.backends.simulator.vector_ops import default_vector_cost
 from aoe_optuna.calibration.published_layer_ops import FIGURES, KINDS, LayerOpFigure
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.decode_attention import DecodeAttention
+from aoe_optuna.space.mla_attention import MlaDecodeAttention
 from aoe_optuna.space.prefill_attention import PrefillAttention, cann_default_tiling
+from aoe_optuna.workload.vector_ops import KINDS as VECTOR_KINDS
+from aoe_optuna.workload.vector_ops import VectorOp
 
 RANK_GAP = 0.15  # published times this far apart make a ranking pair
 RISEN = 1.15  # a hosted figure this far above its host's floor carries kernel time
@@ -70,6 +74,14 @@ def kernel_us(figure: LayerOpFigure) -> float:
         if figure.tiling == "best":
             return decode_attention.best_tiling(profile, shape)[1].total_s * 1e6
         return decode_attention.default_cost(profile, shape).total_s * 1e6
+    if figure.kind == "mla_decode_attention":  # the catlass template's default tiling
+        shape = MlaDecodeAttention(**{k: s[k] for k in (
+            "batch", "q_heads", "context", "kv_lora_rank", "qk_rope_head_dim",
+            "dtype_bytes")})
+        return mla_attention.default_cost(profile, shape).total_s * 1e6
+    if figure.kind in VECTOR_KINDS:  # every vector core, the largest tile UB holds
+        op = VectorOp(figure.kind, s["rows"], s["width"], s["dtype"])
+        return default_vector_cost(profile, op)[1].total_s * 1e6
     raise ValueError(f"{figure.source}: no model for kind {figure.kind!r}")
 
 

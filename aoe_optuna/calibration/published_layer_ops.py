@@ -9,18 +9,28 @@ framework, not of the chip, so each such source gives its floor from its
 smallest shape (the row marked ``fit``) and every other row checks. No chip
 constant of the attention or vector models was fitted to any row here.
 
+The vector kernels and MLA decode are checked by cann-bench's baselines:
+CANN's own RmsNorm, SwiGlu and fused-attention kernels timed one by one on
+the cores (no host floor), each case with its full shape. Cases whose
+baseline launches more than the one kernel (a Slice before a SwiGlu, the
+Concat/Broadcast around ApplyRotaryPosEmb) are left out: their time is not
+one kernel's.
+
 Searched and not used (see ``NOT_USED``): figures on another chip (Ascend
-950, Atlas A3), Triton-compiled kernels and timings without their shape.
+950, Atlas A3) or an unnamed one, Triton-compiled kernels, timings without
+their shape and timings of several kernels together.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 PTO_ISA = "pto-isa"
 PTO_KERNELS = "pto-kernels"
 PYPTO = "pypto-lib"
+CANN_BENCH = "cann-bench"
 
 SOURCES: dict[str, str] = {
     PTO_ISA: ("cannmirror/pto-isa demos/torch_jit/flash_atten/README.md"
@@ -30,6 +40,11 @@ SOURCES: dict[str, str] = {
               "(an earlier run, 50 warm-up and 200 timed calls; fa_benchmark.py)"),
     PTO_KERNELS: "https://github.com/huawei-csl/pto-kernels/pull/193 (2026-06-26)",
     PYPTO: "https://github.com/hw-native-sys/pypto-lib/issues/622 (comment of 2026-06-29)",
+    CANN_BENCH: ("hicann/cann-bench tasks/level1/swi_glu, tasks/level2/rms_norm and "
+                 "tasks/level4/mla cases.csv@0f40c15d7b99314986468fb8fbab61caa0209a49, column "
+                 "baseline_perf_us: the CANN kernels each case's note lists, timed on a 910B2 "
+                 "(the baseline hardware of docs/spec/benchmark_spec.md and "
+                 "src/kernel_eval/utils/baseline_resolver.py)"),
 }
 
 # How each source timed its figures.
@@ -38,6 +53,9 @@ EAGER_LOOP = ("NPU events around 50 back-to-back eager torch_npu calls after 10 
 JIT_LOOP = "us/iter of a loop of JIT-launched calls from torch (host dispatch overlaps; L2 warm)"
 ON_CORE = ("AI-core on-core time from the runtime's L2 swimlane trace, cross-checked "
            "against the device log (kernel only, no host)")
+PROFILED_COLD = ("kernel Duration from torch_npu.profiler's kernel_details.csv, median of the "
+                 "timed steps, clock raised and L2 cleared before each step (kernel only, "
+                 "no host)")
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,78 @@ _PAGED_US = {4096: 84.563, 8192: 83.516, 16384: 84.572, 32768: 124.251,
 _CCE_SHAPE = {"batch": 16, "q_heads": 40, "kv_heads": 8, "head_dim": 128, "context": 4096,
               "page_tokens": 128, "kv_layout": "BSND", "dtype_bytes": 2}
 
+_CANN_BENCH_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+
+# cann-bench tasks/level2/rms_norm: case: (x shape, dtype, us); gamma is x's last dim.
+_RMSNORM_US = {
+    1: ((32, 128, 768), "float16", 21.16), 2: ((32, 128, 1024), "float32", 31.90),
+    3: ((32, 128, 2048), "bfloat16", 64.60), 4: ((16, 256, 4096), "float16", 75.66),
+    5: ((8, 512, 8192), "float32", 145.76), 6: ((4, 1023, 4097), "bfloat16", 81.26),
+    7: ((63, 67, 1023), "float16", 26.58), 8: ((16, 511, 2049), "float32", 132.02),
+    9: ((8, 1021, 4099), "bfloat16", 154.34), 10: ((33, 127, 769), "float16", 24.56),
+    11: ((31, 129, 2049), "float32", 69.00), 12: ((17, 255, 4097), "bfloat16", 85.42),
+    13: ((7, 1009, 1021), "float16", 35.02), 14: ((11, 367, 373), "float32", 24.82),
+    15: ((1000003, 2), "bfloat16", 1146.06), 16: ((11, 13, 17, 67), "float16", 10.88),
+    17: ((3, 7, 11, 4096), "float32", 11.10), 18: ((2, 511, 8192), "bfloat16", 30.40),
+    19: ((4, 255, 4096), "float16", 24.34), 20: ((2, 3, 17, 1024, 128), "float32", 67.78),
+}
+
+# cann-bench tasks/level1/swi_glu: case: (input shape, split dim, dtype, us), the cases
+# whose baseline is the SwiGlu kernel alone (6, 8, 13, 16, 17, 19 add a Slice).
+_SWIGLU_US = {
+    1: ((1024, 2048), -1, "float16", 15.44), 2: ((2048, 4096), -1, "float32", 35.86),
+    3: ((4096, 8192), -1, "bfloat16", 58.84), 4: ((8192, 16384), 0, "float16", 288.77),
+    5: ((2039, 65520), -1, "float32", 748.86), 7: ((1009, 2016), -1, "float16", 16.10),
+    9: ((363, 367, 14), -1, "bfloat16", 228.19), 10: ((2049, 1024), 1, "float16", 15.46),
+    11: ((3, 7, 13, 1018), -1, "float32", 9.62), 12: ((1000003, 2), 1, "bfloat16", 1655.61),
+    14: ((3, 7, 11, 13, 1012), -1, "float16", 21.04), 15: ((512, 4096), -1, "float32", 18.28),
+    18: ((2, 1023, 4096), -1, "float32", 36.44), 20: ((2, 3, 17, 512, 100), -1, "float32", 78.12),
+}
+
+# cann-bench tasks/level4/mla, the decode cases (one query token, latent 512 + rope 64,
+# one KV head, the whole cache contiguous): case: (batch, q heads, context, layout,
+# dtype, us). Case 7 has no baseline; case 11's note and shape disagree on its context.
+_MLA_DECODE_US = {
+    8: (16, 128, 2048, "BSND", "float16", 117.96), 9: (32, 128, 2048, "BSND", "bfloat16", 187.72),
+    10: (60, 128, 2048, "BSND", "float16", 287.75), 12: (60, 64, 2048, "BSND", "float16", 272.99),
+    16: (60, 128, 2048, "BNSD", "float16", 293.71),
+}
+
+
+def split_rows_width(shape: tuple[int, ...], dim: int) -> tuple[int, int]:
+    """An elementwise kernel's output as rows x width: the dims before ``dim`` are rows,
+    half of ``dim`` and the dims after it one contiguous row of each half."""
+    d = dim % len(shape)
+    return math.prod(shape[:d]), shape[d] // 2 * math.prod(shape[d + 1:])
+
+
+def _norm(case: int, shape: tuple[int, ...], dtype: str, us: float) -> LayerOpFigure:
+    return LayerOpFigure(
+        CANN_BENCH, "rmsnorm", "cann_rmsnorm",
+        f"RmsNorm case {case}: x {list(shape)}, gamma [{shape[-1]}], {dtype}", "Ascend910B2",
+        {"rows": math.prod(shape[:-1]), "width": shape[-1],
+         "dtype": _CANN_BENCH_DTYPES[dtype]}, us, PROFILED_COLD)
+
+
+def _swiglu(case: int, shape: tuple[int, ...], dim: int, dtype: str,
+            us: float) -> LayerOpFigure:
+    rows, width = split_rows_width(shape, dim)
+    return LayerOpFigure(
+        CANN_BENCH, "swiglu", "cann_swiglu",
+        f"SwiGlu case {case}: x {list(shape)} split on dim {dim}, {dtype}", "Ascend910B2",
+        {"rows": rows, "width": width, "dtype": _CANN_BENCH_DTYPES[dtype]}, us, PROFILED_COLD)
+
+
+def _mla_decode(case: int, batch: int, heads: int, context: int, layout: str, dtype: str,
+                us: float) -> LayerOpFigure:
+    return LayerOpFigure(
+        CANN_BENCH, "mla_decode_attention", "cann_fia",
+        f"FusedInferAttentionScore MLA decode case {case}: b{batch}, {heads} Q heads, "
+        f"1 KV head, {context} tokens, d 512 + 64, {layout}, {dtype}", "Ascend910B2",
+        {"batch": batch, "q_heads": heads, "context": context, "kv_lora_rank": 512,
+         "qk_rope_head_dim": 64, "kv_layout": layout, "dtype_bytes": 2}, us, PROFILED_COLD)
+
+
 FIGURES: tuple[LayerOpFigure, ...] = (
     *(_fia(sq, sk, host, us) for (sq, sk), pair in _FUSED_US.items()
       for host, us in zip(("aarch64", "x86_64"), pair, strict=True)),
@@ -149,6 +239,9 @@ FIGURES: tuple[LayerOpFigure, ...] = (
                   "CCE paged attention (#899 port), best tiling (batch-head split), "
                   "b16 h40 kv8 d128 s4096 bs128 bf16", "Ascend910B2", _CCE_SHAPE, 343.0,
                   ON_CORE, tiling="best"),
+    *(_norm(case, *row) for case, row in _RMSNORM_US.items()),
+    *(_swiglu(case, *row) for case, row in _SWIGLU_US.items()),
+    *(_mla_decode(case, *row) for case, row in _MLA_DECODE_US.items()),
 )
 
 
@@ -195,6 +288,28 @@ NOT_USED: tuple[tuple[str, str], ...] = (
     ("https://github.com/vllm-project/vllm-omni/pull/6908",
      "npu_rotary_mul on a 910B2C, T 1, H 20, D 64: 0.201 ms for q and k with layout"
      " conversions around them, a host-bound sequence, not one kernel's time"),
+    ("tile-ai/tilelang-ascend examples/pos_embedding/RotaryPositionEmbedding/bench_mark.md"
+     "@628f8a416deaf69161217100ea98876704532fd6",
+     "aclnnRotaryPositionEmbedding, 13 shapes (x [B, S, N, D] up to 64 x 64 x 128), msprof"
+     " Task Duration 7.6-21.5 us: the chip is not named"),
+    ("hicann/cann-bench tasks/level2/apply_rotary_pos_emb@0f40c15",
+     "every case's baseline adds ConcatD, BroadcastTo or Transpose kernels to"
+     " ApplyRotaryPosEmb: not one kernel's time"),
+    ("hicann/cann-bench tasks/level1/swi_glu@0f40c15 cases 6, 8, 13, 16, 17, 19",
+     "a Slice kernel runs before the SwiGlu: two kernels' time"),
+    ("hicann/cann-bench tasks/level4/mla@0f40c15 prefill, MTP and case 11",
+     "prefill over the latent (no model of it), two query tokens per sequence (the MLA"
+     " model takes one), case 11's note (4096 tokens) disagrees with its shape (1024)"),
+    ("hicann/cann-bench tasks/level3/add_rms_norm_dynamic_quant@0f40c15",
+     "AddRmsNorm fused with a dynamic int8 quantisation: not the add_rmsnorm kernel"),
+    ("https://github.com/flagos-ai/FlagGems-vllm/pull/762",
+     "gemma_rmsnorm on a 910B, 3-9 us: the torch reference is several eager ops"
+     " (pow, mean, rsqrt, mul), not CANN's RmsNorm"),
+    ("https://github.com/hw-native-sys/pypto-lib/issues/1054",
+     "msprof per-kernel table of DeepSeek-V4-Flash decode: an Ascend 950PR"),
+    ("https://github.com/linkedin/Liger-Kernel/issues/1159",
+     "Atlas 900 A2 benchmark of rms_norm, swiglu and rope against torch: pass/fail marks"
+     " only, and the torch side is composed of eager ops"),
 )
 
 # The kinds searched for, named as the knowledge base files them (its ops; the band kinds).
