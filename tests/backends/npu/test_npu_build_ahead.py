@@ -14,16 +14,23 @@ import os
 import time
 from pathlib import Path
 
+import optuna
 import pytest
 
 from aoe_optuna.attrs import ATTR_BUILD_S
 from aoe_optuna.backends.kernel_build import BuildCache
 from aoe_optuna.backends.npu.backend import NpuBackend
 from aoe_optuna.backends.npu.cann import CannToolkit
+from aoe_optuna.cli.main import main
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.loader import spec_from_dict
-from aoe_optuna.study.run.build_pool import ATTR_BUILD_CACHED, ATTR_TIME_S, ATTR_TIMED_AT
+from aoe_optuna.study.run.build_pool import (
+    ATTR_BUILD_CACHED,
+    ATTR_BUILDERS,
+    ATTR_TIME_S,
+    ATTR_TIMED_AT,
+)
 from aoe_optuna.study.run.device_lease import LEASE_DIR_ENV
 from aoe_optuna.study.run.loop import Budget
 from aoe_optuna.study.session import SamplerRequest, StudySession
@@ -157,3 +164,31 @@ def test_builders_compile_while_the_device_times_one_at_a_time(
     builds = _stamps(stand_ins / "builds", "--build", "--build done")
     assert any(b0 < r1 and r0 < b1 for b0, b1 in builds for r0, r1 in runs), \
         "no build ran while the device timed"
+
+
+@pytest.mark.slow  # about 6 s: two aoe-tune runs of three stand-in builds and timings
+def test_aoe_tune_on_the_npu_builds_ahead_by_default_and_not_with_builders_0(
+        tmp_path: Path, stand_ins: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    home = make_toolkit(tmp_path / "tk", "8.5.0", soc="Ascend910B2")
+    spec = tmp_path / "npu.json"
+    spec.write_text(json.dumps({
+        "op_name": "Gemm", "hardware": {"soc": "Ascend910B2"},
+        "search_space": {"tile_m": [64, 128], "tile_n": [128, 256], "tile_k": [32, 64]},
+        "workload": {"gemm": {"M": 256, "K": 256, "N": 256, "dtype": "fp16"}},
+        "backend": {"name": "npu", "kernel": "simple", "cann": str(home), "timeout_s": 60}}))
+    monkeypatch.setenv("AOE_BUILD_CACHE", str(tmp_path / "cache"))
+    url = f"sqlite:///{tmp_path / 'npu.db'}"
+    spare = len(os.sched_getaffinity(0)) - 1  # one core for the card's host program
+    for name, extra in (("default", []), ("serial", ["--builders", "0"])):
+        assert main(["--config", str(spec), "--storage", url, "--study-name", name,
+                     "--n-trials", "3", "--sampler", "random", "--seed", "0",
+                     "--no-progress", *extra]) == 0
+        err = capsys.readouterr().err
+        trials = measured(optuna.load_study(study_name=name, storage=url))
+        assert len(trials) == 3 and all(t.value for t in trials)
+        pooled = {t.user_attrs.get(ATTR_BUILDERS) for t in trials}
+        if name == "default" and spare >= 1:
+            assert pooled == {spare} and "builders (the npu default; --builders 0: none)" in err
+        else:
+            assert pooled == {None} and "builders" not in err, err
