@@ -61,10 +61,10 @@ def stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cmake.write_text("#!/bin/sh\n"
                      f'echo "$(date +%s.%N) $1" >> {logs}/builds\n'
                      f'echo "$*" >> {logs}/argv\n'
+                     f"sleep {STEP_S}\n"
                      f'if [ "$1" = "-S" ] && [ -e {logs}/fail ]; then\n'
                      '  echo "CMake Error at CMakeLists.txt:1 (project): injected" >&2\n'
                      "  exit 1\nfi\n"
-                     f"sleep {STEP_S}\n"
                      'if [ "$1" = "--install" ]; then\n'
                      f"  mkdir -p out/bin && cp {bench} out/bin/gemm_bench\nfi\n"
                      f'echo "$(date +%s.%N) $1 done" >> {logs}/builds\n')
@@ -109,9 +109,10 @@ def test_a_failed_build_ahead_is_the_measurements_build_failure(
     (stand_ins / "fail").touch()
     backend = _backend(tmp_path)
     built = backend.build_ahead(default_config(), Gemm(256, 256, 256))
-    assert built is not None and not built.ok
+    assert built is not None and not built.ok and built.seconds >= STEP_S
     m = backend.measure(default_config(), Gemm(256, 256, 256))
     assert not m.ok and m.failure_kind == "build" and "injected" in m.reason, m
+    assert m.cost_s < STEP_S  # the failed build is charged once, by the build ahead
     assert backend.cache.builds == 1 and not _lines(stand_ins / "runs")
 
 
