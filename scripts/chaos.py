@@ -3,6 +3,8 @@
     python scripts/chaos.py                        # all four storages, every part
     python scripts/chaos.py --only specs --rounds 20   # different specs on one new study
     python scripts/chaos.py --storages sqlite --kills 20 --pauses 3   # a quick look
+    python scripts/chaos.py --builders 1 ...       # every aoe-tune with a build pool
+    python scripts/chaos.py --only pool --storages sqlite --kills 10 --budget 40
 
 Part 1 (chaos): ``--workers`` separate ``aoe-tune`` processes tune one study
 (the simulator study studies/qwen25_7b_decode_910b2.json, random sampler) to
@@ -19,6 +21,16 @@ one spec per study, every other run exits 2 in one line having measured nothing.
 Part 4 (exports): three studies measured once, then per round three
 ``aoe-tune export ... --kb`` of them at once into one new knowledge base:
 every entry that each export writes alone must be in it.
+Part 5 (pool; only with ``--only pool``): one ``aoe-tune --builders B`` (B from
+``--builders``, at least 1) on a study of small real cpu GEMMs (gcc builds,
+timings on a pinned core) is SIGKILLed with its process group (its builds
+and its timing in flight) 1.5-5 s after each start, ``--kills`` times; then
+the same command runs to ``--budget``. Every result completed before a kill
+must still be there.
+
+``--builders B`` passes ``--builders B`` to every ``aoe-tune`` the parts
+start, so parts 1-4 run with a build pool too (on the simulator the pool's
+threads share each worker's trials; the lease is per process).
 
 Checks, from the storage and each worker's own output: exactly the budget
 measured, no config measured twice, the best measured result is the one the
@@ -102,10 +114,24 @@ class Worker:
             os.killpg(self.proc.pid, sig)
 
 
+BUILDERS: list[str] = []  # ["--builders", "B"] with --builders B: added to every aoe-tune
+POOL_SPACE = {
+    "tile_m": [16, 32, 64], "tile_n": [16, 32, 64], "tile_k": [16, 32, 64],
+    "pipeline": [0, 1, 2], "l1_prefetch": [0, 1], "output_align": [0, 1],
+    "opt_level": ["O1", "O2"], "schedule": ["default", "balanced"],
+    "unroll_factor": [0, 4], "layout": ["row_major"], "quantization": [False],
+}
+
+
+def _tune(*argv: str) -> list[str]:
+    """An ``aoe-tune`` command line, with the build pool of ``--builders``."""
+    return [AOE_TUNE, *argv, *BUILDERS]
+
+
 def _worker_argv(url: str, study: str, budget: int) -> list[str]:
-    return [AOE_TUNE, "--config", SPEC, "--storage", url, "--study-name", study,
-            "--n-trials", str(budget), "--sampler", "random", "--no-progress",
-            "--timeout", "1e9"]  # the spec's 3600 s of simulated time would end it at ~120
+    return _tune("--config", SPEC, "--storage", url, "--study-name", study,
+                 "--n-trials", str(budget), "--sampler", "random", "--no-progress",
+                 "--timeout", "1e9")  # the spec's 3600 s of simulated time would end it at ~120
 
 
 # ----------------------------------------------------------------- part 1: chaos
@@ -241,9 +267,9 @@ def specs(target: Target, tmp: Path, args: argparse.Namespace, rng: random.Rando
         logs = tmp / f"specs-{target.label}-{r}"
         logs.mkdir()
         batches = rng.sample(SPEC_BATCHES, rng.choice((2, 3)))
-        workers = [Worker(i, [AOE_TUNE, "--config", str(files[b]), "--storage", fresh.url,
-                              "--study-name", study, "--n-trials", str(SPECS_BUDGET),
-                              "--sampler", "random", "--no-progress", "--timeout", "1e9"],
+        workers = [Worker(i, _tune("--config", str(files[b]), "--storage", fresh.url,
+                                   "--study-name", study, "--n-trials", str(SPECS_BUDGET),
+                                   "--sampler", "random", "--no-progress", "--timeout", "1e9"),
                           logs) for i, b in enumerate(batches)]
         for w in workers:  # all in the same second
             w.start()
@@ -316,9 +342,9 @@ def exports(target: Target, tmp: Path, args: argparse.Namespace) -> str:
     logs.mkdir()
     names = [f"export-b{b}" for b in SPEC_BATCHES]
     for batch, name in zip(SPEC_BATCHES, names, strict=True):  # the studies, one at a time
-        subprocess.run([AOE_TUNE, "--config", str(files[batch]), "--storage", target.url,
-                        "--study-name", name, "--n-trials", "3", "--sampler", "random",
-                        "--no-progress"], check=True, capture_output=True, timeout=600)
+        subprocess.run(_tune("--config", str(files[batch]), "--storage", target.url,
+                             "--study-name", name, "--n-trials", "3", "--sampler", "random",
+                             "--no-progress"), check=True, capture_output=True, timeout=600)
     expected: set[tuple[object, ...]] = set()
     for name in names:  # what each export writes alone
         alone = logs / f"alone-{name}.json"
@@ -356,8 +382,68 @@ def _kb_keys(kb: Path) -> set[tuple[object, ...]]:
     return {tuple(e.get(f) for f in KEY_FIELDS) for e in entries}
 
 
+# ----------------------------------------------------------------- part 5: pool
+def pool(target: Target, tmp: Path, args: argparse.Namespace, rng: random.Random) -> str:
+    """Kill a pooled cpu-backend run ``--kills`` times, then finish it (see the module)."""
+    fresh, study = _fresh(target, tmp, 0, "pool")
+    spec = tmp / "pool-cpu.json"
+    spec.write_text(json.dumps({
+        "op_name": "GemmKernel", "search_space": POOL_SPACE,
+        "optimization_objective": "throughput", "hardware": {"soc": "Ascend910B2"},
+        "workload": {"gemm": {"M": 64, "K": 64, "N": 64, "dtype": "fp32"}},
+        "backend": {"name": "cpu", "max_seconds": 0.05,
+                    "work_dir": str(tmp / f"pool-builds-{target.label}")}}))
+    argv = [AOE_TUNE, "--config", str(spec), "--storage", fresh.url, "--study-name", study,
+            "--n-trials", str(args.budget), "--builders", str(max(1, args.builders)),
+            "--sampler", "random", "--no-progress"]
+    logs = tmp / f"pool-{target.label}"
+    logs.mkdir()
+    started = time.monotonic()
+    kept: dict[int, float | None] = {}
+    lost = 0
+    for k in range(args.kills):
+        with open(logs / f"run{k}.log", "wb") as log:
+            proc = subprocess.Popen([*argv, "--seed", str(k)], stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        time.sleep(rng.uniform(1.5, 5.0))  # start-up takes about 1.5 s
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        done = _completed(fresh, study)
+        lost += sum(1 for n, v in kept.items() if done.get(n) != v)
+        kept = done
+    before = _count_measured(fresh, study)
+    with open(logs / "final.log", "wb") as log:
+        final = subprocess.run([*argv, "--seed", "999"], stdout=log, stderr=subprocess.STDOUT,
+                               timeout=FINISH_LIMIT_S)
+    done = _completed(fresh, study)
+    lost += sum(1 for n, v in kept.items() if done.get(n) != v)
+    audit = _audit(fresh, study, tmp, export=False)
+    return (f"| {target.label} | {max(1, args.builders)} | {args.kills} | {args.budget} "
+            f"| {before} | {audit['measured']} | {audit['duplicates']} | {audit['running']} "
+            f"| {lost} | {final.returncode} | {_tracebacks(logs)} "
+            f"| {time.monotonic() - started:.0f} |")
+
+
+def _completed(target: Target, study: str) -> dict[int, float | None]:
+    """Trial number -> value of the study's COMPLETE trials (none before it exists)."""
+    try:
+        held = optuna.load_study(study_name=study, storage=_reader(target.audit_url))
+    except KeyError:
+        return {}
+    return {t.number: t.value for t in held.get_trials(states=(TrialState.COMPLETE,))}
+
+
+def _count_measured(target: Target, study: str) -> int:
+    try:
+        held = optuna.load_study(study_name=study, storage=_reader(target.audit_url))
+    except KeyError:
+        return 0
+    return sum(1 for t in held.get_trials() if is_measured(t))
+
+
 # ----------------------------------------------------------------- checks
-def _audit(target: Target, study: str, tmp: Path) -> dict[str, int]:
+def _audit(target: Target, study: str, tmp: Path, export: bool = True) -> dict[str, int]:
     storage = _reader(target.audit_url)
     trials = optuna.load_study(study_name=study, storage=storage).get_trials()
     measured = [t for t in trials if is_measured(t)]
@@ -367,7 +453,8 @@ def _audit(target: Target, study: str, tmp: Path) -> dict[str, int]:
         "measured": len(measured),
         "duplicates": sum(c - 1 for c in configs.values()),
         "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
-        "missing": int(best is not None and not _exported(target, study, tmp, best)),
+        "missing": int(export and best is not None
+                       and not _exported(target, study, tmp, best)),
     }
 
 
@@ -449,7 +536,11 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--storages", default=",".join(STORAGES),
                     help=f"comma-separated, from {', '.join(STORAGES)}")
-    ap.add_argument("--only", choices=("chaos", "together", "specs", "exports"))
+    ap.add_argument("--only", choices=("chaos", "together", "specs", "exports", "pool"),
+                    help="one part; pool runs only when named")
+    ap.add_argument("--builders", type=int, default=0, metavar="B",
+                    help="pass --builders B to every aoe-tune (0: no build pool); "
+                         "the pool part uses at least 1")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--budget", type=int, default=300, help="measurements of the chaos study")
     ap.add_argument("--kills", type=int, default=100)
@@ -463,6 +554,10 @@ def main() -> int:
     unknown = sorted(set(names) - set(STORAGES))
     if unknown:
         ap.error(f"--storages: unknown {unknown[0]!r}: expected some of {', '.join(STORAGES)}")
+    if args.builders < 0:
+        ap.error(f"--builders: expected 0 or a positive number, got {args.builders}")
+    if args.builders:
+        BUILDERS[:] = ["--builders", str(args.builders)]
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="aoe-chaos-") as d:
@@ -501,6 +596,13 @@ def main() -> int:
                 print("|---|---|---|---|---|---|---|---|")
                 for t in targets:
                     print(exports(t, tmp, args), flush=True)
+            if args.only == "pool":
+                print("| storage | builders | kills | budget | measured by the killed runs | "
+                      "measured | duplicate configs | left RUNNING | results lost | "
+                      "final exit | outputs with a traceback | wall s |")
+                print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                for t in targets:
+                    print(pool(t, tmp, args, rng), flush=True)
     return 0
 
 

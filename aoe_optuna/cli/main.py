@@ -107,8 +107,9 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--builders", type=int, default=None, metavar="B",
                    help="build ahead: B builder cores compile the configs the sampler "
                    "proposed next while each worker's device times one at a time (the cpu "
-                   "backend's device is a core of its own); e.g. the host's cores minus one "
-                   "per device (default: build, then time, one config at a time)")
+                   "backend's device is a core of its own); 0: build, then time, one config "
+                   "at a time (default on the npu backend: the host's cores minus one per "
+                   "device, shared out over the devices; elsewhere 0)")
     p.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER_S, metavar="SECONDS",
                    help="fail a RUNNING trial that no heartbeat watches and no live process of "
                    "this host owns (optuna ask without tell, a host on a journal file) once it "
@@ -223,7 +224,9 @@ def _tune(args: argparse.Namespace) -> int:
     check_positive(args.timeout, "--timeout", "number of seconds")
     check_positive(args.stale_after, "--stale-after", "number of seconds")
     check_positive(args.target, "--target", "number of tokens/s")
-    check_positive(args.builders, "--builders", "number of builder cores")
+    if args.builders is not None and args.builders < 0:
+        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
+                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
     if args.op_source is not None and args.output is None:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
@@ -234,6 +237,7 @@ def _tune(args: argparse.Namespace) -> int:
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     if spec is not None and args.output is not None:
         _check_kernel_export(args, spec)
+    from aoe_optuna.study.run.pool_default import builders_for
 
     # Optuna logs every failed trial with a traceback; the progress view says it in one line.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -242,6 +246,7 @@ def _tune(args: argparse.Namespace) -> int:
     study, spec = session.study, session.spec
     if args.config is None and args.output is not None:
         _check_kernel_export(args, spec)
+    builders = builders_for(spec.backend["name"], args.builders, n_workers)
     shown_storage = redact_url(args.storage)
     roofline = study.user_attrs.get(ROOFLINE_ATTR)
     budget = Budget(
@@ -271,7 +276,9 @@ def _tune(args: argparse.Namespace) -> int:
               f"sampler {choice.name}" + (" (the study's own)," if choice.stored else ","),
               f"seed {choice.seed};", f"backend {spec.backend['name']}"
               + (f"; {n_workers} workers" if n_workers > 1 else "")
-              + (f"; {args.builders} builders" if args.builders else "")]
+              + (f"; {builders} builders" if builders else "")
+              + (" (the npu default; --builders 0: none)"
+                 if builders and args.builders is None else "")]
     # one line in a log (a piped run's lines are records), fitted to a terminal's width
     for line in wrap_items(header, width if view.console.is_terminal else sys.maxsize,
                            sep=" "):
@@ -279,7 +286,8 @@ def _tune(args: argparse.Namespace) -> int:
     try:
         with view:
             result = session.run(budget, view, n_workers=n_workers, devices=devices,
-                                 stale_after_s=args.stale_after, builders=args.builders)
+                                 stale_after_s=args.stale_after, builders=builders,
+                                 host_devices=n_workers)
     except KeyboardInterrupt:
         resume = (f"aoe-tune --storage {shown_absolute} "
                   f"--study-name {study.study_name}"

@@ -135,13 +135,14 @@ def run_here_or_on_workers(
     builders: int | None = None,
     device_kind: str | None = None,
     worker_index: int = 0,
+    host_devices: int = 1,
 ) -> RunResult:
     """The one run of every study: measure until ``budget`` is spent, on this process
     (``objective()`` under the budget guard) or on ``n_workers`` processes of
     ``worker_module`` that each open the study by name. ``max_idle``: stop after this
     many proposals in a row that measure nothing. ``builders``: each process builds
     ahead on that many builders while its device (of the ``device_kind`` backend)
-    times."""
+    times; a card's host program keeps one of the last ``host_devices`` cores."""
     if n_workers <= 1:
         extra = {} if max_idle is None else {"max_idle": max_idle}
         pool = None
@@ -150,7 +151,8 @@ def run_here_or_on_workers(
 
             if device_kind is None:
                 raise SessionError("--builders: this study has no backend to build for")
-            pool = PoolPlan.for_host(builders, device_of(device_kind), worker_index)
+            pool = PoolPlan.for_host(builders, device_of(device_kind), worker_index,
+                                     reserve=host_devices if device_kind == "npu" else 0)
         return run_study(study, objective(), budget, on_update,
                          stale_after_s=stale_after_s, pool=pool, **extra)
     from aoe_optuna.study.run.worker_pool import WORKER_MODULE, WorkerPlan, run_workers
@@ -158,7 +160,8 @@ def run_here_or_on_workers(
     if storage_url == IN_MEMORY:
         raise SessionError("a study held in memory cannot run on worker processes")
     plan = WorkerPlan(storage_url, study.study_name, sampler, budget, stale_after_s,
-                      max_idle, module=worker_module or WORKER_MODULE, builders=builders)
+                      max_idle, module=worker_module or WORKER_MODULE, builders=builders,
+                      host_devices=n_workers)
     return run_workers(study, budget, on_update, plan, n_workers, list(devices))
 
 
@@ -271,6 +274,7 @@ class StudySession:
         stale_after_s: float | None = None,
         max_idle: int | None = None,
         builders: int | None = None,
+        host_devices: int = 1,
     ) -> RunResult:
         """Measure until ``budget`` is spent, here or on ``n_workers`` worker processes.
         ``max_idle``: stop after this many proposals in a row that measure nothing.
@@ -280,7 +284,8 @@ class StudySession:
             self.study, self.objective, budget, on_update, storage_url=self.storage_url,
             sampler=self.sampler_choice, n_workers=n_workers, devices=devices,
             stale_after_s=stale_after_s, max_idle=max_idle, builders=builders,
-            device_kind=self.spec.backend["name"], worker_index=self.worker_index)
+            device_kind=self.spec.backend["name"], worker_index=self.worker_index,
+            host_devices=host_devices)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class WorkerTask:
     stale_after_s: float | None
     max_idle: int | None
     builders: int | None = None
+    host_devices: int = 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,7 +55,7 @@ def _run_session(task: WorkerTask) -> None:
     session = StudySession.open(task.storage_url, study_name=task.study_name,
                                 sampler=task.sampler, worker_index=task.index)
     session.run(task.budget, stale_after_s=task.stale_after_s, max_idle=task.max_idle,
-                builders=task.builders)
+                builders=task.builders, host_devices=task.host_devices)
 
 
 def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: str) -> int:
@@ -86,6 +87,7 @@ def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: s
     p.add_argument("--stale-after", type=float, default=None)
     p.add_argument("--max-idle", type=int, default=None)
     p.add_argument("--builders", type=int, default=None)
+    p.add_argument("--host-devices", type=int, default=1)
     args = p.parse_args(argv)
     storage_url = os.environ.get(STORAGE_ENV)
     if not storage_url:
@@ -96,7 +98,7 @@ def serve(argv: Sequence[str] | None, run: Callable[[WorkerTask], None], prog: s
     task = WorkerTask(storage_url, args.study_name, args.index,
                       SamplerRequest(sampler["name"], sampler["kwargs"], sampler["seed"]),
                       Budget(**json.loads(args.budget)), args.stale_after, args.max_idle,
-                      args.builders)
+                      args.builders, args.host_devices)
     try:
         run(task)
     except KeyboardInterrupt:

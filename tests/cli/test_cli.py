@@ -152,6 +152,7 @@ BAD_COMMAND_LINES = [
     (["--config", QWEN, "--n-trials", "0"], "--n-trials"),
     (["--config", QWEN, "--n-trials", "ten"], "--n-trials"),
     (["--config", QWEN, "--timeout", "-5"], "--timeout"),
+    (["--config", QWEN, "--builders", "-1"], "--builders: expected 0 (no build pool)"),
     (["--config", QWEN, "--op-source", "x.cpp"], "--output"),
     (["--config", QWEN, "--op-source", "nofile.cpp", "--output", "o.cpp"], "--op-source"),
     (["--config", QWEN, "--bogus"], "--bogus"),

@@ -13,6 +13,7 @@ does not compile is not recompiled when a sampler proposes it again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -105,8 +106,8 @@ class BuildCache:
             self.hits += 1
             return BuildResult(key, path, cached=True, seconds=0.0)
         if key in self._failures:
-            self.hits += 1
-            return self._failures[key]
+            self.hits += 1  # remembered: nothing is built, no time is spent this time
+            return dataclasses.replace(self._failures[key], cached=True, seconds=0.0)
         self.builds += 1
         work = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=self.root / "work"))
         try:

@@ -7,6 +7,9 @@ workload), run the host program under a time limit on one device
 (:mod:`.commands`), and read its result line or what msprof wrote
 (:mod:`.results`). A compiler error, an ACL error, a crash, a hang or a
 wrong result is a failed Measurement with its kind; the study goes on.
+With a build pool (``--builders``), ``build_ahead`` runs the build step alone
+on a builder, and ``measure`` finds the artifact (or the remembered failure)
+in the cache and only times it, under the device's lease.
 
 Kernels: ``kernel: simple`` is the shipped Ascend C kernel above; ``kernel:
 catlass`` renders the config as a catlass instantiation (:mod:`.catlass_args`,
@@ -29,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, Measurement
+from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, BuildAhead, Measurement
 from aoe_optuna.backends.kernel_build import BuildCache, failure_from_run, run_limited, run_log
 from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
 from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args, shape_reason
@@ -92,6 +95,17 @@ KERNEL_CHOICES = ("auto", *KERNELS)
 # another kernel template and host program than the two this backend renders.
 BATCHED_REFUSAL = ("batch={batch}: a batched GEMM runs catlass's Gemm::Kernel::BatchedMatmul "
                    "(examples/01_batched_matmul), which the npu backend does not render")
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmBuild:
+    """A GEMM config's build: its project files, build commands and toolchain key (the
+    build cache's key), and the copy plan when some operand is copied row by row."""
+
+    files: Mapping[str, str]
+    commands: list[list[str]]
+    toolchain: str
+    copy_plan: dict[str, str] | None = None
 
 
 def default_cache_root() -> Path:
@@ -183,6 +197,31 @@ class NpuBackend(BackendBase):
             lambda installed, device: program.argv(installed, self.timing_args, device))
 
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
+        build = self._gemm_build(config, gemm)
+        if isinstance(build, Measurement):
+            return build
+        measured = self._build_and_run(build.files, build.commands, build.toolchain,
+                                       self._gemm_argv(gemm))
+        if build.copy_plan is not None:
+            # Correct but slower: strides past 16 bits are copied row by row (limits.py).
+            return replace(measured, extra={**measured.extra, "copy_plan": build.copy_plan})
+        return measured
+
+    def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
+        """Compile ``config``'s GEMM (the simple kernel or its catlass instantiation) into
+        the build cache on this host core, so that :meth:`measure` only times it on the
+        device; a refused config or a failed build is reported by ``measure`` as always
+        (the cache remembers the failure)."""
+        build = self._gemm_build(config, gemm)
+        if isinstance(build, Measurement):
+            return BuildAhead(0.0, cached=False, ok=False)
+        built = self.cache.get_or_build(dict(build.files), build.commands, ARTIFACT,
+                                        build.toolchain, self.timeout_s,
+                                        env=build_env(self.toolkit, os.environ))
+        return BuildAhead(built.seconds, cached=built.cached, ok=built.ok)
+
+    def _gemm_build(self, config: Mapping[str, Any], gemm: Gemm) -> GemmBuild | Measurement:
+        """What ``config``'s GEMM kernel builds from, or why it is not built."""
         if gemm.batch > 1:
             return Measurement.failure("unsupported", BATCHED_REFUSAL.format(batch=gemm.batch))
         try:
@@ -190,22 +229,18 @@ class NpuBackend(BackendBase):
         except RenderError as exc:
             return Measurement.failure("infeasible", str(exc))
         if self.kernel == "catlass":
-            return self._measure_catlass(cfg, gemm)
+            return self._catlass_build(cfg, gemm)
         why = (unsupported_reason(cfg, gemm.dtype, gemm.K)
                or simple_shape_reason(gemm.M, gemm.K, gemm.N))
         if why is not None:
             return Measurement.failure("unsupported", why)
-        files = render_project(cfg, gemm.dtype, self.profile, self.run_mode)
-        measured = self._build_and_run(
-            files, build_commands(self.toolkit, self.profile.soc, self.run_mode),
-            self.toolkit.toolchain_id, self._gemm_argv(gemm))
         plan = copy_plan(cfg, gemm.M, gemm.K, gemm.N)
-        if any(v != "one" for v in plan.values()):
-            # Correct but slower: strides past 16 bits are copied row by row (limits.py).
-            return replace(measured, extra={**measured.extra, "copy_plan": plan})
-        return measured
+        return GemmBuild(render_project(cfg, gemm.dtype, self.profile, self.run_mode),
+                         build_commands(self.toolkit, self.profile.soc, self.run_mode),
+                         self.toolkit.toolchain_id,
+                         plan if any(v != "one" for v in plan.values()) else None)
 
-    def _measure_catlass(self, cfg: Mapping[str, Any], gemm: Gemm) -> Measurement:
+    def _catlass_build(self, cfg: Mapping[str, Any], gemm: Gemm) -> GemmBuild | Measurement:
         """The config as a catlass instantiation; what catlass lacks is ``unsupported``."""
         assert self.catlass_home is not None
         if self.run_mode not in CATLASS_RUN_MODES:
@@ -219,11 +254,11 @@ class NpuBackend(BackendBase):
         if why is not None:
             return Measurement.failure("unsupported", why)
         build_system = catlass_build_system(self.catlass_home)
-        files = render_catlass_project(args, cfg, self.profile, self.run_mode, build_system)
-        commands = catlass_build_commands(self.catlass_home, args, self.run_mode)
-        toolchain = (f"{self.toolkit.toolchain_id}|catlass|{self.catlass_home.resolve()}|"
-                     f"{catlass_revision(self.catlass_home)}")
-        return self._build_and_run(files, commands, toolchain, self._gemm_argv(gemm))
+        return GemmBuild(
+            render_catlass_project(args, cfg, self.profile, self.run_mode, build_system),
+            catlass_build_commands(self.catlass_home, args, self.run_mode),
+            f"{self.toolkit.toolchain_id}|catlass|{self.catlass_home.resolve()}|"
+            f"{catlass_revision(self.catlass_home)}")
 
     def _gemm_argv(self, gemm: Gemm) -> Callable[[Path, int], list[str]]:
         return lambda installed, device: bench_command(installed, gemm, self.timing_args,

@@ -83,16 +83,20 @@ class PoolPlan:
 
     @classmethod
     def for_host(cls, builders: int, device: str | None = None, device_index: int = 0,
-                 lease_timeout_s: float = 600.0) -> PoolPlan:
+                 lease_timeout_s: float = 600.0, reserve: int = 0) -> PoolPlan:
         """The plan on this host. ``device`` None: the cpu backend's device, a core of
         its own (the last usable one, counted down by ``device_index``) with builds on
-        the rest; a named device (a card) pins nothing."""
-        if device is not None:
-            return cls(builders, DeviceLease(device, lease_timeout_s))
+        the rest. A named device (a card) pins nothing, unless ``reserve`` (the devices
+        on this host) keeps the last ``reserve`` cores for their host programs: the
+        timing runs on this device's, the builds on the cores no device keeps."""
         cpus = usable_cpus()
-        core = cpus[-1 - device_index % len(cpus)]
-        rest = frozenset(cpus) - {core}
-        return cls(builders, DeviceLease(f"cpu-core-{core}", lease_timeout_s),
+        if device is not None and not 0 < reserve < len(cpus):
+            return cls(builders, DeviceLease(device, lease_timeout_s))
+        kept = cpus[-reserve:] if device is not None else cpus
+        core = kept[-1 - device_index % len(kept)]
+        rest = frozenset(cpus) - (set(kept) if device is not None else {core})
+        name = device if device is not None else f"cpu-core-{core}"
+        return cls(builders, DeviceLease(name, lease_timeout_s),
                    build_cpus=rest or frozenset(cpus), timing_cpus=frozenset({core}))
 
 

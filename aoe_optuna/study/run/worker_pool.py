@@ -49,6 +49,7 @@ class WorkerPlan:
     max_idle: int | None = None  # proposals in a row that measure nothing before a stop
     module: str = WORKER_MODULE  # the worker's ``python -m`` module (a study kind's own)
     builders: int | None = None  # each worker's build pool (None: build and time in turn)
+    host_devices: int = 1  # workers on this host: a card's host program keeps a core each
 
     def argv(self, index: int) -> list[str]:
         """Worker ``index``'s command line (the storage URL goes in its environment)."""
@@ -59,7 +60,8 @@ class WorkerPlan:
                 "--budget", json.dumps(dataclasses.asdict(self.budget)),
                 *(["--stale-after", str(self.stale_after_s)] if self.stale_after_s else []),
                 *(["--max-idle", str(self.max_idle)] if self.max_idle is not None else []),
-                *(["--builders", str(self.builders)] if self.builders is not None else [])]
+                *(["--builders", str(self.builders), "--host-devices",
+                   str(self.host_devices)] if self.builders is not None else [])]
 
 
 def worker_env(index: int, devices: list[str], storage_url: str | None = None) -> dict[str, str]:

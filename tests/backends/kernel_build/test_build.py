@@ -67,7 +67,9 @@ def test_compiler_error_is_a_build_failure_and_not_retried(tmp_path, toolchain: 
     m = failure_from_run(result.failed_run, "build", "build")
     assert m is not None and m.failure_kind == "build"
     assert "error" in m.reason and "x.c" in m.reason
-    assert cache.get_or_build({"x.c": BROKEN_C}, COMMANDS, "lib.so", toolchain, 60) is result
+    again = cache.get_or_build({"x.c": BROKEN_C}, COMMANDS, "lib.so", toolchain, 60)
+    assert not again.ok and again.failed_run is result.failed_run
+    assert again.cached and again.seconds == 0.0  # remembered: nothing built, no time spent
     assert cache.builds == 1
     assert list((tmp_path / "work").iterdir()) == []
 
