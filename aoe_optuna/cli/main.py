@@ -276,7 +276,7 @@ def _tune(args: argparse.Namespace) -> int:
               f"sampler {choice.name}" + (" (the study's own)," if choice.stored else ","),
               f"seed {choice.seed};", f"backend {spec.backend['name']}"
               + (f"; {n_workers} workers" if n_workers > 1 else "")
-              + (f"; {builders} builders" if builders else "")
+              + (f"; {builders} builder{'s' if builders != 1 else ''}" if builders else "")
               + (" (the npu default; --builders 0: none)"
                  if builders and args.builders is None else "")]
     # one line in a log (a piped run's lines are records), fitted to a terminal's width

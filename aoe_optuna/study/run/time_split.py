@@ -66,6 +66,7 @@ class TimeSplit:
         items += [f"builds saved by the cache {self.saved_by_cache:,}",
                   f"by duplicates {self.saved_by_duplicates:,}"]
         if self.builders is not None and self.pooled_s is not None:
-            items.append(f"on {self.builders} builders {self.pooled_s:,.0f} s "
+            items.append(f"on {self.builders} builder{'s' if self.builders != 1 else ''} "
+                         f"{self.pooled_s:,.0f} s "
                          f"(built and timed in turn {self.serial_s:,.0f} s)")
         return items
