@@ -190,6 +190,8 @@ def test_aoe_tune_on_the_npu_builds_ahead_by_default_and_not_with_builders_0(
         assert len(trials) == 3 and all(t.value for t in trials)
         pooled = {t.user_attrs.get(ATTR_BUILDERS) for t in trials}
         if name == "default" and spare >= 1:
-            assert pooled == {spare} and "builders (the npu default; --builders 0: none)" in err
+            noun = "builder" if spare == 1 else "builders"
+            said = f"{spare} {noun} (the npu default; --builders 0: none)"
+            assert pooled == {spare} and said in err
         else:
-            assert pooled == {None} and "builders" not in err, err
+            assert pooled == {None} and "builder" not in err, err
