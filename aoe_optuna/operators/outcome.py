@@ -34,6 +34,7 @@ from aoe_optuna.operators.units import LAYER_OP_ATTR
 from aoe_optuna.space.params import default_config
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.report import dashboard_writers
+from aoe_optuna.study.report.text_fit import wrap_items
 from aoe_optuna.workload.step_split import describe_fractions
 
 OBJECTIVE = "TFLOPS"  # a shape's own figure in the knowledge base (higher is better)
@@ -93,8 +94,9 @@ def print_result(result: OperatorResult, console: Console | None = None) -> None
     for row in rows(result):
         table.add_row(*row)
     console.print(table)
-    for line in end_to_end_lines(result):
-        console.print(line)
+    for line in end_to_end_lines(result):  # broken between words, as the run summary is
+        for piece in wrap_items(line.split(" "), console.width, sep=" "):
+            console.print(piece, soft_wrap=True, markup=False, highlight=False)
 
 
 def end_to_end_lines(result: OperatorResult) -> list[str]:
