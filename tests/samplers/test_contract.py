@@ -225,16 +225,16 @@ def _check_no_config_twice(spec: StudySpec, trials: list[FrozenTrial], n: int) -
 def test_worker_processes_measure_no_config_twice(
     name: str, spec_file: Path, tmp_path: Path
 ) -> None:
-    """aoe-tune --n-workers 3: real processes, each with its own sampler, one study."""
+    """aoe-tune --n-workers 2: real processes, each with its own sampler, one study."""
     url = f"sqlite:///{tmp_path / 'aoe.db'}"
     proc = subprocess.run(
         [str(AOE_TUNE), "--config", str(spec_file), "--storage", url, "--study-name", "p",
-         "--n-trials", "24", "--n-workers", "3", "--sampler", name, "--seed", "0",
+         "--n-trials", "20", "--n-workers", "2", "--sampler", name, "--seed", "0",
          "--no-progress"], capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     trials = _trials(url, "p")
     assert not [t for t in trials if t.state == TrialState.RUNNING]
     measured = Counter(_key(t.params) for t in trials if is_measured(t))
-    assert sum(measured.values()) == 24 and max(measured.values()) == 1, measured.most_common(2)
+    assert sum(measured.values()) == 20 and max(measured.values()) == 1, measured.most_common(2)
     assert all(_feasible(load_spec(spec_file).space, t.params) for t in trials)
