@@ -19,12 +19,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aoe_optuna.calibration.band_kinds import KINDS, LABELS
-from aoe_optuna.calibration.held_out import HeldOutRow
+
+if TYPE_CHECKING:  # the rows' fits (scipy) are loaded by whoever makes rows, not by a reader
+    from aoe_optuna.calibration.held_out import HeldOutRow
 
 QUANTILE = 0.8
 QUANTILE_FROM = 10  # fewer held-out figures than this: the high mark is the largest error
