@@ -15,7 +15,8 @@ Where each number comes from (none was set from a vector kernel's timing):
   two-operand Add/Mul/Exp half the rate of one-operand Adds/Muls, Div a quarter;
 * a GM->UB or UB->GM DataCopy's start-up and per-core rate: a straight line through
   msKPP's single-core tables (about 0.04 us and 80 GB/s in, 0.05 us and 122 GB/s
-  out); the call as a whole never beats its HBM floor (:func:`chip_floor_s`);
+  out), never more than the core's share of HBM while every launched core streams;
+  the call as a whole never beats its HBM floor (:func:`chip_floor_s`);
 * a run's request and each 512 B line it touches: the GM streaming costs of
   :mod:`.transfer`, fitted to published GEMM timings (a line from HBM once, from L2
   when neighbouring runs share it);
@@ -107,7 +108,7 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
 
 
 def chip_floor_s(profile: SocProfile, read_bytes: float, write_bytes: float) -> float:
-    """The call's HBM time: every input byte from HBM (the L2 starts cold), the output
-    only as far as it overflows L2 (a write-back cache keeps the rest)."""
-    spill = max(0.0, write_bytes - profile.l2_bytes)
-    return (read_bytes + spill) / profile.hbm_bandwidth()
+    """The call's HBM time: every byte in and out at HBM bandwidth (the L2 starts cold;
+    a write-back L2 may keep part of the output, which this floor does not credit, so
+    the floor is the kernel's roofline, as the vector-core model's)."""
+    return (read_bytes + write_bytes) / profile.hbm_bandwidth()
