@@ -14,7 +14,7 @@ Where each number comes from (none was set from a vector kernel's timing):
 * instruction rates: msKPP's single-core tables (``hardware.measured_core.VECTOR_910B1``):
   two-operand Add/Mul/Exp half the rate of one-operand Adds/Muls, Div a quarter;
 * a GM->UB or UB->GM DataCopy's start-up and per-core rate: a straight line through
-  msKPP's single-core tables (about 0.04 us and 80 GB/s in, 0.05 us and 122 GB/s
+  msKPP's single-core tables (about 0.08 us and 82 GB/s in, 0.07 us and 131 GB/s
   out), never more than the core's share of HBM while every launched core streams;
   the call as a whole never beats its HBM floor (:func:`chip_floor_s`);
 * a run's request and each 512 B line it touches: the GM streaming costs of
