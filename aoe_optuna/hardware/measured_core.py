@@ -71,6 +71,9 @@ VECTOR_910B1: dict[str, tuple[int, int, float]] = {
     "cast_fp32_fp16": (1024, 16, 7.83864),     # VCONV_FP32_FP16
     "cast_bf16_fp32": (2048, 16, 16.024885),   # VCONV_BF16_FP32
     "cast_fp32_bf16": (1024, 16, 16.0321),     # VCONV_FP32_BF16
+    # fp16 arithmetic; VADD_FP16's row gives no cycles: 2 B x 24576 / its 127.98 B a cycle
+    "add_fp16": (24576, 192, 384.06),    # VADD_FP16_FP16_FP16
+    "mul_fp16": (960, 15, 30.035305),    # VMUL_FP16_FP16_FP16
 }
 
 # GM -> UB and UB -> GM DataCopy on one 910B1 core: (KiB moved, GB/s). msKPP reads

@@ -1,10 +1,16 @@
-"""CANN's RmsNorm and SwiGlu as their host tiling splits them and their kernels run them."""
+"""CANN's RmsNorm, AddRmsNorm and SwiGlu as their host tiling splits them and their
+kernels run them."""
 
 from __future__ import annotations
 
 import pytest
 
-from aoe_optuna.backends.simulator import cann_rms_norm, cann_swiglu, vector_pipe
+from aoe_optuna.backends.simulator import (
+    cann_add_rms_norm,
+    cann_rms_norm,
+    cann_swiglu,
+    vector_pipe,
+)
 from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
 from aoe_optuna.hardware.profile import load_profile
 
@@ -95,3 +101,22 @@ def test_a_large_swiglu_is_held_to_its_hbm_floor() -> None:
     assert c.total_s >= KERNEL_LAUNCH_S + c.chip_s
     # two halves in, one out
     assert c.chip_s == pytest.approx(8192 * 8192 * 3 * 2 / PROFILE.hbm_bandwidth())
+
+
+@pytest.mark.parametrize(("rows", "width", "dtype", "mode"), [
+    (48, 3584, "fp16", "single_n"), (49, 3584, "fp16", "multi_n"), (49, 3584, "bf16", "normal"),
+    (4096, 3583, "fp16", "normal"), (4096, 2000, "bf16", "merge_n"), (64, 12289, "fp16", "split_d"),
+])
+def test_the_add_rms_norm_kernel_follows_rows_per_core_and_the_row(
+        rows: int, width: int, dtype: str, mode: str) -> None:
+    assert cann_add_rms_norm.tiling(PROFILE, rows, width, dtype).mode == mode
+
+
+def test_multi_n_takes_the_rows_its_buffers_hold_and_overlaps_its_passes() -> None:
+    t = cann_add_rms_norm.tiling(PROFILE, 4096, 3584, "fp16")
+    # (192 KiB - 1 KiB - 256 - 2 x 3584) // (16 x 3584 + 64): add_rms_norm_tiling.cpp 398
+    assert t.rows_per_pass == 3
+    c = cann_add_rms_norm.add_rms_norm_cost(PROFILE, 4096, 3584, "fp16")
+    serial = c.passes * (c.copy_in_s + c.compute_s + c.copy_out_s)
+    assert c.total_s < 0.7 * serial
+    assert c.total_s >= KERNEL_LAUNCH_S + c.chip_s
