@@ -1,7 +1,9 @@
 """Tokens/s of a model with its vector kernels (add + RMSNorm, RMSNorm, SwiGLU, rope)
 charged as forward.py does without a model (a byte count at HBM bandwidth), at the sum
-of the kernels' own rooflines, at CANN-style default tilings and at the best tiling of
-the simulator's vector-core model (exhaustive over each kernel's feasible space).
+of the kernels' own rooflines, at the step's ``default`` charge (CANN's RmsNorm and
+SwiGlu as ops-nn tiles them, the others at the vector-core model's default tiling) and
+at the best tiling of the simulator's vector-core model (exhaustive over each kernel's
+feasible space).
 
 The GEMMs and attention are charged at their roofline in all three columns, so the
 columns differ by the vector kernels alone.
@@ -15,7 +17,8 @@ from __future__ import annotations
 import argparse
 from functools import cache
 
-from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
+from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
+from aoe_optuna.backends.simulator.vector_ops import best_vector_config
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.workload.forward import forward_workload
 from aoe_optuna.workload.models import MODELS, builtin_architecture
@@ -35,7 +38,7 @@ def main() -> None:
 
     @cache
     def default_s(op: VectorOp) -> float:
-        return default_vector_cost(profile, op)[1].total_s
+        return library_vector_seconds(profile, op)
 
     @cache
     def best_s(op: VectorOp) -> float:

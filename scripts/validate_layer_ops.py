@@ -4,7 +4,8 @@ Prints every figure (published, the model's kernel time, the time as its source
 timed it, the ratio), the per-source held-out summary, the rows that carry
 kernel time (published well above the host's dispatch floor), the figures that
 fit a floor apart from those that only check, the per-kind held-out median
-|error| and the ranking pairs kept.
+|error| and the ranking pairs kept, and, apart from all of these, the figures a
+model was changed after (``seen``: in-sample, never in a band).
 
     .venv/bin/python scripts/validate_layer_ops.py
 """
@@ -23,6 +24,7 @@ from aoe_optuna.calibration.layer_ops_validation import (
     checks,
     held_out_errors,
     ranking_pairs,
+    seen,
     simulate,
     summarise,
 )
@@ -76,14 +78,29 @@ def main() -> None:
     print("\n## Held out, per kind\n")
     print("| kind | figures | median abs(ratio - 1) |")
     print("|---|---|---|")
+    seen_by_kind: dict[str, int] = {}
+    for r in seen(rows):
+        seen_by_kind[r.figure.kind] = seen_by_kind.get(r.figure.kind, 0) + 1
     for kind, errors in held_out_errors(rows).items():
-        cell = f"{100 * median(errors):.1f}%" if errors else "no published figure found"
+        cell = (f"{100 * median(errors):.1f}%" if errors
+                else f"none held out ({seen_by_kind[kind]} seen)" if kind in seen_by_kind
+                else "no published figure found")
         print(f"| {kind} | {len(errors)} | {cell} |")
     every = [r.error for r in held]
     kept, total = ranking_pairs(rows)
     print(f"\nAll {len(held)} check figures: median {100 * median(every):.1f}%; "
           f"ranking pairs (published > {RANK_GAP:.0%} apart, same source, kernel, host) "
           f"kept {kept} of {total}")
+    seen_rows = seen(rows)
+    if seen_rows:
+        print("\n## Seen: figures a model was changed after (in-sample; no band)\n")
+        if args.rows:
+            _table(seen_rows)
+            print()
+        groups: dict[str, list[Row]] = {}
+        for r in seen_rows:
+            groups.setdefault(f"{r.figure.source} {r.figure.kernel}", []).append(r)
+        _summary_table([summarise(k, v) for k, v in groups.items()])
     print("\nsources:")
     for key, citation in SOURCES.items():
         print(f"  {key}: {citation}")

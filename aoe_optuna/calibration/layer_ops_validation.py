@@ -6,12 +6,13 @@ source timed a loop, and, where calls were dispatched one by one from the
 host, never under that host's dispatch floor. The floor is the only number
 set from these figures, and it is set per timing host from the figure its
 row marks ``fit`` (the source's smallest shape); those rows are left out of
-every error below. The chip constants of the models come from hardware
-widths, msKPP tables, CANN's host tiling and the GEMM/GEMV fits to other
-sources, none from these figures, so leaving a source out of a fit changes
-nothing: each source's held-out error is the error of its ``check`` rows.
-``scripts/validate_layer_ops.py`` prints the tables; :func:`band_rows` gives
-the rows error bands are built from.
+every error below, and so are the ``seen`` rows (a model changed after their
+misses were read), which :func:`seen_errors` reports apart. The chip
+constants of the models come from hardware widths, msKPP tables, CANN's host
+tiling and the GEMM/GEMV fits to other sources, none from these figures, so
+leaving a source out of a fit changes nothing: each source's held-out error is
+the error of its ``check`` rows. ``scripts/validate_layer_ops.py`` prints the
+tables; :func:`band_rows` gives the rows error bands are built from.
 
 Only check rows that carry kernel time feed a kernel's band: a user's figure
 is the kernel's own time, and a row on its host's dispatch floor checks the
@@ -25,9 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 
-from aoe_optuna.backends.simulator import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.backends.simulator import (
+    cann_rms_norm,
+    cann_swiglu,
+    decode_attention,
+    mla_attention,
+    prefill_attention,
+)
 from aoe_optuna.backends.simulator.vector_ops import default_vector_cost
-from aoe_optuna.calibration.published_layer_ops import FIGURES, KINDS, LayerOpFigure
+from aoe_optuna.calibration.published_layer_ops import FIGURES, KINDS, SEEN, LayerOpFigure
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
@@ -79,6 +86,10 @@ def kernel_us(figure: LayerOpFigure) -> float:
             "batch", "q_heads", "context", "kv_lora_rank", "qk_rope_head_dim",
             "dtype_bytes")})
         return mla_attention.default_cost(profile, shape).total_s * 1e6
+    if figure.kernel == "cann_rmsnorm":  # CANN's RmsNorm: its host tiling and passes
+        return cann_rms_norm.rms_norm_seconds(profile, s["rows"], s["width"], s["dtype"]) * 1e6
+    if figure.kernel == "cann_swiglu":  # CANN's SwiGlu: its host tiling and tiles
+        return cann_swiglu.swiglu_seconds(profile, s["rows"], s["width"], s["dtype"]) * 1e6
     if figure.kind in VECTOR_KINDS:  # every vector core, the largest tile UB holds
         op = VectorOp(figure.kind, s["rows"], s["width"], s["dtype"])
         return default_vector_cost(profile, op)[1].total_s * 1e6
@@ -103,6 +114,21 @@ def simulate(figures: Sequence[LayerOpFigure] = FIGURES) -> list[Row]:
 
 def checks(rows: Sequence[Row]) -> list[Row]:
     return [r for r in rows if r.figure.role == "check"]
+
+
+def seen(rows: Sequence[Row]) -> list[Row]:
+    """The rows a model was changed after: in-sample figures, reported apart."""
+    return [r for r in rows if r.figure.role == SEEN]
+
+
+def seen_errors(rows: Sequence[Row] | None = None) -> dict[str, list[float]]:
+    """Per kernel kind, the |simulated / published - 1| of the ``seen`` figures: how
+    close the changed model comes to the figures it was changed after (no band)."""
+    rows = simulate() if rows is None else rows
+    out: dict[str, list[float]] = {}
+    for r in seen(rows):
+        out.setdefault(r.figure.kind, []).append(r.error)
+    return out
 
 
 def carries_kernel(row: Row, floors: dict[tuple[str, str], float]) -> bool:

@@ -51,3 +51,41 @@ L0C_TO_GM_BURST_BYTES = 512
 
 # The clock the single-core tables were taken at (910B1, msKPP arch_info).
 MEASURED_CLOCK_HZ = 1.8e9
+
+# Vector instructions on one 910B1 core (msKPP ``V*_1_core_910b1`` tables, the row at
+# the largest repeat count each table gives): op: (elements, repeats, total cycles).
+# Elements are the table's ``num_sum``; arithmetic is fp32 unless the cast names it.
+# Two-operand Add, Mul and Exp take two cycles a 64-element repeat, one-operand Adds
+# and Muls one, Div four, WholeReduceSum (VCADD) three; a cast moves 128 elements a
+# cycle, except fp32 -> bf16 (64).
+VECTOR_910B1: dict[str, tuple[int, int, float]] = {
+    "add": (1024, 16, 32.03312),         # VADD_FP32_FP32_FP32
+    "mul": (384, 6, 12.03018),           # VMUL_FP32_FP32_FP32
+    "exp": (384, 6, 12.03647),           # VEXP_FP32_FP32
+    "adds": (1024, 16, 16.03654),        # VADDS_FP32_FP32_FP32
+    "muls": (384, 6, 6.031555),          # VMULS_FP32_FP32_FP32
+    "div": (576, 9, 36.04281),           # VDIV_FP32_FP32_FP32
+    "reduce": (896, 14, 42.039585),      # VCADD_FP32_FP32 (WholeReduceSum)
+    "dup": (256, 4, 4.024305),           # VECTORDUP_FP32_FP32
+    "cast_fp16_fp32": (2048, 16, 15.6186),     # VCONV_FP16_FP32
+    "cast_fp32_fp16": (1024, 16, 7.83864),     # VCONV_FP32_FP16
+    "cast_bf16_fp32": (2048, 16, 16.024885),   # VCONV_BF16_FP32
+    "cast_fp32_bf16": (1024, 16, 16.0321),     # VCONV_FP32_BF16
+    # fp16 arithmetic; VADD_FP16's row gives no cycles: 2 B x 24576 / its 127.98 B a cycle
+    "add_fp16": (24576, 192, 384.06),    # VADD_FP16_FP16_FP16
+    "mul_fp16": (960, 15, 30.035305),    # VMUL_FP16_FP16_FP16
+}
+
+# GM -> UB and UB -> GM DataCopy on one 910B1 core: (KiB moved, GB/s). msKPP reads
+# the first column as KiB (``numBursts * 1024`` bytes, csrc/prof_data/data_adapter.cpp
+# ``InitOneMovPathData``); rows of GM_TO_UB_910b1 and UB_TO_GM_910b1.
+GM_TO_UB_910B1: tuple[tuple[int, float], ...] = (
+    (1, 7.29), (2, 13.48), (3, 18.62), (4, 23.60), (5, 27.78), (6, 32.99), (8, 42.74),
+    (10, 47.85), (12, 54.55), (16, 67.99), (20, 69.26), (24, 77.12), (32, 77.19),
+    (48, 77.35), (64, 77.05), (96, 77.98), (128, 78.49), (160, 78.23), (200, 78.56),
+)
+UB_TO_GM_910B1: tuple[tuple[int, float], ...] = (
+    (2, 22.11), (3, 30.27), (4, 37.91), (5, 44.97), (6, 51.24), (8, 57.84), (10, 66.69),
+    (12, 75.87), (16, 86.85), (20, 95.05), (24, 106.94), (32, 108.39), (48, 109.90),
+    (64, 110.66),
+)

@@ -21,8 +21,7 @@ from aoe_optuna.calibration.published_layer_ops import FIGURES
 from aoe_optuna.calibration.published_layer_ops import KINDS as LAYER_OP_KINDS
 
 GEMM_KINDS = (GEMM_LIBRARY, GEMM_TILED)
-LAYER_CHECKED = ("decode_attention", "prefill_attention", "mla_decode_attention",
-                 "rmsnorm", "swiglu")
+LAYER_CHECKED = ("decode_attention", "prefill_attention", "mla_decode_attention")
 
 
 def _row(kind: str, error: float, source: str = "s") -> HeldOutRow:
@@ -94,9 +93,10 @@ def test_the_validated_kinds_are_checked_and_the_others_unchecked_not_invented()
     assert shipped["prefill_attention"].figures == 61
     assert shipped["decode_attention"].figures == 5
     assert shipped["decode_attention"].high_is == "largest of 5"
-    # cann-bench's single-kernel cases: every RmsNorm, the SwiGlus without a Slice, MLA decode
+    # cann-bench's single-kernel cases: MLA decode checks; its RmsNorm and SwiGlu rows are
+    # seen (CANN's kernels were modelled after their misses were read): no band
     assert (shipped["rmsnorm"].figures, shipped["swiglu"].figures,
-            shipped["mla_decode_attention"].figures) == (20, 14, 5)
+            shipped["mla_decode_attention"].figures) == (0, 0, 5)
     for kind in set(KINDS) - {*GEMM_KINDS, *LAYER_CHECKED}:
         assert not shipped[kind].checked
         assert shipped[kind].text() == "unchecked (no held-out figures)"

@@ -12,11 +12,14 @@ from aoe_optuna.calibration.layer_ops_validation import (
     held_out_errors,
     host_floors,
     ranking_pairs,
+    seen,
+    seen_errors,
     simulate,
 )
 from aoe_optuna.calibration.published_layer_ops import (
     FIGURES,
     KINDS,
+    ROLES,
     SOURCES,
     split_rows_width,
 )
@@ -27,7 +30,7 @@ ROWS = simulate()
 
 def test_every_figure_names_its_source_kind_role_and_timing() -> None:
     for f in FIGURES:
-        assert f.source in SOURCES and f.kind in KINDS and f.role in ("fit", "check"), f
+        assert f.source in SOURCES and f.kind in KINDS and f.role in ROLES, f
         assert f.time_us > 0 and f.timed and f.soc.startswith("Ascend910B"), f
 
 
@@ -73,15 +76,23 @@ def test_a_split_keeps_every_element_of_one_half_as_rows_by_width() -> None:
     assert split_rows_width((4, 510, 4097), 1) == (4, 255 * 4097)
 
 
-def test_vector_and_mla_held_out_medians_stay_where_measured() -> None:
-    """2026-12-06, cann-bench's single-kernel cases on a 910B2 (kernel time, cold L2):
-    rmsnorm 32.9%, swiglu 16.0%, MLA decode 44.9% (the model follows catlass's template,
-    CANN's fused attention runs about 1.8x slower); a change that moves these says why."""
-    errors = held_out_errors(ROWS)
-    assert len(errors["rmsnorm"]) == 20 and median(errors["rmsnorm"]) < 0.36
-    assert len(errors["swiglu"]) == 14 and median(errors["swiglu"]) < 0.19
-    mla = errors["mla_decode_attention"]
+def test_mla_held_out_median_stays_where_measured() -> None:
+    """2026-12-06, cann-bench's MLA decode cases on a 910B2 (kernel time, cold L2): 44.9%
+    (the model follows catlass's template, CANN's fused attention runs about 1.8x slower)."""
+    mla = held_out_errors(ROWS)["mla_decode_attention"]
     assert len(mla) == 5 and median(mla) < 0.48
+
+
+def test_the_vector_rows_the_models_were_changed_after_are_seen_not_held_out() -> None:
+    """cann-bench's RmsNorm and SwiGlu rows were read before CANN's kernels were modelled:
+    they leave the held-out set (no band) and are reported apart. 2026-12-06, in-sample:
+    rmsnorm 14.0% (32.9% before, the generic model held out), swiglu 12.7% (16.0%)."""
+    errors = held_out_errors(ROWS)
+    assert errors["rmsnorm"] == [] and errors["swiglu"] == []
+    assert {r.figure.kernel for r in seen(ROWS)} == {"cann_rmsnorm", "cann_swiglu"}
+    inside = seen_errors(ROWS)
+    assert len(inside["rmsnorm"]) == 20 and median(inside["rmsnorm"]) < 0.16
+    assert len(inside["swiglu"]) == 14 and median(inside["swiglu"]) < 0.15
 
 
 def test_the_script_prints_the_fit_and_check_groups_apart() -> None:
@@ -89,3 +100,4 @@ def test_the_script_prints_the_fit_and_check_groups_apart() -> None:
                          capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert "Figures that fit a constant" in out and "Held out, per source" in out
     assert "| decode_attention | 7 |" in out and "ranking pairs" in out
+    assert "| rmsnorm | 0 | none held out (20 seen) |" in out and "## Seen" in out

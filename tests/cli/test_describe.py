@@ -54,8 +54,8 @@ def test_describe_names_the_operators_an_operator_run_tunes(tmp_path: Path, caps
             "default tiling here") in out
     assert "attention" in out.split("step ")[1] and "modelled" in out
     # each tuned operator's held-out band: a checked kind its number, the others named
-    decode, swiglu = shipped_bands()["decode_attention"], shipped_bands()["swiglu"]
+    decode = shipped_bands()["decode_attention"]
     assert f"band             decode attention: {decode.text()}" in out
-    assert f"swiglu: {swiglu.text()}" in out
+    # every vector kernel: none held out (cann-bench's RmsNorm and SwiGlu are seen)
     unchecked = next(line for line in out.splitlines() if "unchecked" in line)
-    assert unchecked.split(": ")[1].split(", ") == ["add rmsnorm", "rope"]
+    assert unchecked.split(": ")[1].split(", ") == ["add rmsnorm", "rmsnorm", "rope", "swiglu"]

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoe_optuna.backends.simulator import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
 from aoe_optuna.backends.simulator.moe_gating import best_gating_config, default_gating_cost
-from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
+from aoe_optuna.backends.simulator.vector_ops import best_vector_config
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.layer_problem import LayerProblem
@@ -49,7 +50,8 @@ LAYER_MODELS: dict[type, LayerModel] = {
     DecodeAttention: _attention(decode_attention),
     PrefillAttention: _attention(prefill_attention),
     MlaDecodeAttention: _attention(mla_attention),
-    VectorOp: LayerModel(lambda pr, op: default_vector_cost(pr, op)[1].total_s,
+    # default: the library kernel (CANN's RmsNorm and SwiGlu where modelled)
+    VectorOp: LayerModel(library_vector_seconds,
                          lambda pr, op: best_vector_config(pr, op)[1].total_s),
     MoeGating: LayerModel(lambda pr, p: default_gating_cost(pr, p).total_s,
                           lambda pr, p: best_gating_config(pr, p)[1].total_s),

@@ -12,7 +12,10 @@ import pytest
 
 import aoe_optuna
 from aoe_optuna.backends.simulator import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.backends.simulator.cann_add_rms_norm import add_rms_norm_seconds
+from aoe_optuna.backends.simulator.cann_rms_norm import rms_norm_seconds
 from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS, layer_charge
+from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config, default_vector_cost
 from aoe_optuna.export.kb_entry import LAYER_KINDS, PROBLEM_FIELDS
 from aoe_optuna.hardware.profile import load_profile
@@ -28,6 +31,8 @@ DECODE = DecodeAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, context=
 MLA = MlaDecodeAttention(batch=1, q_heads=16, context=1024)
 PREFILL = PrefillAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, seq_len=512)
 NORM = VectorOp("add_rmsnorm", 4, 3584)
+PLAIN_NORM = VectorOp("rmsnorm", 4, 3584)
+ROPE = VectorOp("rope", 4, 4096)
 ROOT = Path(aoe_optuna.__file__).parent
 # The modules that once branched on a problem's type or listed the kinds.
 OPEN_MODULES = ("workload/step_operators.py", "spec/workload.py", "export/kb.py")
@@ -54,9 +59,14 @@ def test_the_spec_charges_each_problem_with_its_own_model(charge: str) -> None:
     assert charged(MLA) == mla_attention.mla_attention_charge(PROFILE, charge)(MLA)
     assert charged(PREFILL) == prefill_attention.prefill_attention_charge(PROFILE, charge)(
         PREFILL)
-    vector = default_vector_cost if charge == "default" else best_vector_config
-    assert charged(NORM) == vector(PROFILE, NORM)[1].total_s
-    assert part_charge(PROFILE, "tuned")(NORM) == default_vector_cost(PROFILE, NORM)[1].total_s
+    if charge == "default":  # CANN's norms; a kernel without its model: the default tiling
+        assert charged(PLAIN_NORM) == rms_norm_seconds(PROFILE, 4, 3584, "fp16")
+        assert charged(NORM) == add_rms_norm_seconds(PROFILE, 4, 3584, "fp16")
+        assert charged(ROPE) == default_vector_cost(PROFILE, ROPE)[1].total_s
+    else:
+        assert charged(NORM) == best_vector_config(PROFILE, NORM)[1].total_s
+    assert part_charge(PROFILE, "tuned")(PLAIN_NORM) == library_vector_seconds(PROFILE,
+                                                                               PLAIN_NORM)
     assert part_charge(PROFILE, "roofline") is None
 
 
