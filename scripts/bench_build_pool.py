@@ -21,6 +21,11 @@ of :mod:`aoe_optuna.study.run.pipeline_clock` with the build-time model of
 :mod:`aoe_optuna.backends.build_time`: wall-clock to 99% of the space's
 optimum.
 
+``batch``: what proposing ahead costs the search itself, without the timing noise a
+real host adds: the same simulator study and seeds with one trial in flight and with
+``--in-flight`` (comma-separated; 2 is this machine's pool, 16 the 16-core host's), best
+over the space's optimum at equal measurements, paired per seed.
+
 Prints one markdown table per part and writes the rows as JSON (``--json``).
 """
 
@@ -211,6 +216,27 @@ def print_cpu(result: dict[str, Any]) -> None:
     print(f"\nmeasurements per wall-minute, pool over serial: median "
           f"{statistics.median(speedups):.2f}x (min {min(speedups):.2f}, "
           f"max {max(speedups):.2f})")
+    rows = result["rows"]
+    print(paired_line("best re-timed alone at equal measurements, pool against serial",
+                      [r["pool_retimed_over_ref"] for r in rows],
+                      [r["serial_retimed_over_ref"] for r in rows]))
+
+
+def paired_line(what: str, a: Sequence[float], b: Sequence[float]) -> str:
+    """One line: wins/ties/losses of ``a`` against ``b`` per seed (higher is better), the
+    geometric mean of a/b and its 90% bootstrap interval over the seeds."""
+    import numpy as np
+
+    from aoe_optuna.bench.metrics import paired_comparison
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    c = paired_comparison(-x, -y, np.random.default_rng(0))  # lower is better there
+    logs = np.log(x / y)
+    idx = np.random.default_rng(1).integers(0, logs.size, size=(4000, logs.size))
+    lo, hi = np.exp(np.percentile(logs[idx].mean(axis=1), [5, 95]))
+    return (f"{what}: {c['wins']} better, {c['ties']} tied, {c['losses']} worse of "
+            f"{c['n']} seeds (sign test p {c['sign_p']:.2f}); geometric mean "
+            f"{np.exp(logs.mean()):.3f} (90% bootstrap {lo:.3f} to {hi:.3f})")
 
 
 STUDIES = {"decode": "studies/qwen25_7b_decode_catlass_910b2.json",
@@ -323,13 +349,49 @@ def print_modelled(result: dict[str, Any]) -> None:
               f"| {statistics.median(r['best_over_opt'] for r in rs):.4f} |")
 
 
+def batch_part(args: argparse.Namespace) -> dict[str, Any]:
+    from aoe_optuna.bench.exhaustive import simulator_exhaustive
+    from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.spec.loader import load_spec
+
+    root = Path(tempfile.mkdtemp(prefix="aoe-bench-batch-"))
+    spec = load_spec(Path(__file__).resolve().parents[1] / args.study)
+    optimum = 1.0 / simulator_exhaustive(spec.space, spec.workload,
+                                         make_backend(spec)).optimum
+    widths = [1, *[int(w) for w in args.in_flight.split(",")]]
+    rows = []
+    for seed in range(args.seeds):
+        for width in widths:
+            host = Host(f"{width} in flight", max(1, width - 1), 1, width)
+            curve = modelled_arm(spec, host, seed, args.n, args.sampler, root)
+            best = max(v for _, v in curve)
+            rows.append({"in_flight": width, "seed": seed, "best_over_opt": best / optimum})
+            print(f"seed {seed}, {width} in flight: best/opt {best / optimum:.4f}",
+                  file=sys.stderr)
+    return {"part": "batch", "study": args.study, "n": args.n, "sampler": args.sampler,
+            "widths": widths, "rows": rows}
+
+
+def print_batch(result: dict[str, Any]) -> None:
+    by = {w: [r["best_over_opt"] for r in result["rows"] if r["in_flight"] == w]
+          for w in result["widths"]}
+    print(f"\n{result['study']} on the simulator, {result['n']} measurements per run, "
+          f"sampler {result['sampler']}, {len(by[1])} seeds\n")
+    print("| trials in flight | median best/opt | worst best/opt |")
+    print("|---|---|---|")
+    for w, values in by.items():
+        print(f"| {w} | {statistics.median(values):.4f} | {min(values):.4f} |")
+    for w in result["widths"][1:]:
+        print(paired_line(f"{w} in flight against 1", by[w], by[1]))
+
+
 def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=("cpu", "modelled"))
+    p.add_argument("part", choices=("cpu", "modelled", "batch"))
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--n", type=int, default=30, help="measurements per run")
     p.add_argument("--builders", type=int, default=None)
@@ -342,12 +404,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--server-cards", type=int, default=8)
     p.add_argument("--max-in-flight", type=int, default=32,
                    help="modelled: trials in flight at most (each is a thread here)")
+    p.add_argument("--study", default="studies/qwen25_7b_decode_910b2.json",
+                   help="batch: the simulator study")
+    p.add_argument("--in-flight", default="2,16", help="batch: trials in flight, against 1")
     p.add_argument("--json", default=None, help="write the rows here")
     args = p.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.part == "cpu":
         result = cpu_part(args)
         print_cpu(result)
+    elif args.part == "batch":
+        result = batch_part(args)
+        print_batch(result)
     else:
         result = modelled_part(args)
         print_modelled(result)

@@ -50,8 +50,8 @@ def test_describe_names_the_operators_an_operator_run_tunes(tmp_path: Path, caps
                                              "vector_kernels": "tuned"}}))
     assert main(["describe", "--no-optimum", str(path)]) == 0
     out = capsys.readouterr().out
-    assert ("tuned operators  add_rmsnorm, attention, rmsnorm, rope, swiglu: charged at their "
-            "default tiling here") in out
+    assert ("tuned operators  add_rmsnorm, attention, rmsnorm, rope, swiglu: charged as the "
+            "library's default kernels here") in out
     assert "attention" in out.split("step ")[1] and "modelled" in out
     # each tuned operator's held-out band: a checked kind its number, the others named
     decode = shipped_bands()["decode_attention"]
