@@ -195,4 +195,4 @@ def test_each_host_program_takes_what_the_backend_passes_and_times_as_the_gemm(
     source = next(text for file, text in program.files.items() if file.endswith("bench.cpp"))
     (count,) = re.findall(r"if \(argc != (\d+)\)", source)
     assert int(count) == 1 + len(args) + len(timing_arguments(TimingArgs(), 0)), exe
-    assert "TimeSamples(" in source and "AOE_RESULT" in source
+    assert "aoe_bench::TimeOnStream(" in source and "AOE_RESULT" in source

@@ -1,7 +1,9 @@
 /*
  * aoe_bench_common.h: what the npu backend's host programs (main.cpp, catlass_bench.cpp,
- * catlass_fai_bench.cpp) share: their exit codes, the ACL check that ends a program with
- * a "runtime" result line, and the timing rules of aoe_optuna/backends/timing.py.
+ * catlass_fai_bench.cpp, catlass_mla_bench.cpp, vector_bench.cpp, gating_bench.cpp)
+ * share: their exit codes, the ACL check that ends a program with a "runtime" result
+ * line, the timing rules of aoe_optuna/backends/timing.py, and the event-timed loop
+ * that applies them on the device (TimeOnStream).
  * Shipped beside each program in its build tree (render.py, catlass_build.py,
  * catlass_fai.py), so a fix to the timing reaches every program at once.
  *
@@ -91,6 +93,37 @@ int TimeSamples(Batch batch, int launches, int minSamples, int maxSamples, doubl
             std::exit(aoe_bench::EXIT_RUNTIME);                                              \
         }                                                                                    \
     } while (0)
+
+namespace aoe_bench {
+
+// TimeSamples over batches of `launches` calls of `launch` timed between two events
+// recorded on `stream`. The events live and die here, before the program frees its
+// stream and resets the device.
+template <class Launch>
+int TimeOnStream(aclrtStream stream, Launch launch, int launches, int minSamples,
+                 int maxSamples, double relPrecision, double maxSeconds,
+                 std::vector<double> &samples)
+{
+    aclrtEvent start = nullptr, end = nullptr;
+    CHECK_ACL(aclrtCreateEvent(&start));
+    CHECK_ACL(aclrtCreateEvent(&end));
+    auto batch = [&]() {  // seconds of `launches` launches between the two events
+        CHECK_ACL(aclrtRecordEvent(start, stream));
+        for (int i = 0; i < launches; ++i) launch();
+        CHECK_ACL(aclrtRecordEvent(end, stream));
+        CHECK_ACL(aclrtSynchronizeEvent(end));
+        float ms = 0.0f;
+        CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
+        return ms * 1e-3;
+    };
+    const int warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples,
+                                          relPrecision, maxSeconds, samples);
+    CHECK_ACL(aclrtDestroyEvent(start));
+    CHECK_ACL(aclrtDestroyEvent(end));
+    return warmupBatches;
+}
+
+}  // namespace aoe_bench
 #endif
 
 #endif  // AOE_BENCH_COMMON_H

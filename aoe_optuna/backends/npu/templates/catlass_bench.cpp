@@ -178,21 +178,9 @@ int main(int argc, char **argv)
     auto launch = [&]() { op(stream, aicCoreNum, hardwareSyncAddr); };
     for (int i = 0; i < warmup; ++i) launch();
     CHECK_ACL(aclrtSynchronizeStream(stream));
-    aclrtEvent start = nullptr, end = nullptr;
-    CHECK_ACL(aclrtCreateEvent(&start));
-    CHECK_ACL(aclrtCreateEvent(&end));
-    auto batch = [&]() {  // seconds of `launches` launches between two events
-        CHECK_ACL(aclrtRecordEvent(start, stream));
-        for (int i = 0; i < launches; ++i) launch();
-        CHECK_ACL(aclrtRecordEvent(end, stream));
-        CHECK_ACL(aclrtSynchronizeEvent(end));
-        float ms = 0.0f;
-        CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        return ms * 1e-3;
-    };
     std::vector<double> samples;
-    const int warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples, relPrecision,
-                                          maxSeconds, samples);
+    const int warmupBatches = aoe_bench::TimeOnStream(
+        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, samples);
     std::vector<uint16_t> cHost(size_t(m) * n, 0);
     CHECK_ACL(aclrtMemcpy(cHost.data(), cBytes, c, cBytes, ACL_MEMCPY_DEVICE_TO_HOST));
 

@@ -164,21 +164,9 @@ int main(int argc, char **argv)
     };
     for (int i = 0; i < warmup; ++i) launch();
     CHECK_ACL(aclrtSynchronizeStream(stream));
-    aclrtEvent start = nullptr, end = nullptr;
-    CHECK_ACL(aclrtCreateEvent(&start));
-    CHECK_ACL(aclrtCreateEvent(&end));
-    auto batchOf = [&]() {  // seconds of `launches` launches between two events
-        CHECK_ACL(aclrtRecordEvent(start, stream));
-        for (int i = 0; i < launches; ++i) launch();
-        CHECK_ACL(aclrtRecordEvent(end, stream));
-        CHECK_ACL(aclrtSynchronizeEvent(end));
-        float ms = 0.0f;
-        CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        return ms * 1e-3;
-    };
     std::vector<double> times;
-    const int warmupBatches = aoe_bench::TimeSamples(batchOf, launches, minSamples, maxSamples,
-                                                     relPrecision, maxSeconds, times);
+    const int warmupBatches = aoe_bench::TimeOnStream(
+        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, times);
     CHECK_ACL(aclrtSynchronizeStream(stream));
 
     std::vector<uint16_t> out(q.size());

@@ -147,21 +147,9 @@ int main(int argc, char **argv)
     };
     for (int i = 0; i < warmup; ++i) launch();
     CHECK_ACL(aclrtSynchronizeStream(stream));
-    aclrtEvent start = nullptr, end = nullptr;
-    CHECK_ACL(aclrtCreateEvent(&start));
-    CHECK_ACL(aclrtCreateEvent(&end));
-    auto batchOf = [&]() {  // seconds of `launches` launches between two events
-        CHECK_ACL(aclrtRecordEvent(start, stream));
-        for (int i = 0; i < launches; ++i) launch();
-        CHECK_ACL(aclrtRecordEvent(end, stream));
-        CHECK_ACL(aclrtSynchronizeEvent(end));
-        float ms = 0.0f;
-        CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        return ms * 1e-3;
-    };
     std::vector<double> times;
-    const int warmupBatches = aoe_bench::TimeSamples(batchOf, launches, minSamples, maxSamples,
-                                                     relPrecision, maxSeconds, times);
+    const int warmupBatches = aoe_bench::TimeOnStream(
+        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, times);
     CHECK_ACL(aclrtSynchronizeStream(stream));
     std::vector<uint16_t> out(q.size());
     CHECK_ACL(aclrtMemcpy(out.data(), out.size() * 2, o, out.size() * 2, ACL_MEMCPY_DEVICE_TO_HOST));
@@ -204,8 +192,6 @@ int main(int argc, char **argv)
                 device, ok ? 0 : 1, worst, tolerance);
     for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.9g", i ? ", " : "", times[i]);
     std::printf("]}\n");
-    CHECK_ACL(aclrtDestroyEvent(start));
-    CHECK_ACL(aclrtDestroyEvent(end));
     CHECK_ACL(aclrtDestroyStream(stream));
     CHECK_ACL(aclrtResetDevice(device));
     CHECK_ACL(aclFinalize());

@@ -154,29 +154,15 @@ int main(int argc, char **argv)
     auto launch = [&]() { aoe_launch_moe_gating(AOE_CORES, stream, dLogits, dY, dExperts, dRows, r32); };
     for (int i = 0; i < warmup; ++i) launch();
     CHECK_ACL(aclrtSynchronizeStream(stream));
-    aclrtEvent start = nullptr, end = nullptr;
-    CHECK_ACL(aclrtCreateEvent(&start));
-    CHECK_ACL(aclrtCreateEvent(&end));
-    auto batch = [&]() {  // seconds of `launches` launches between two events
-        CHECK_ACL(aclrtRecordEvent(start, stream));
-        for (int i = 0; i < launches; ++i) launch();
-        CHECK_ACL(aclrtRecordEvent(end, stream));
-        CHECK_ACL(aclrtSynchronizeEvent(end));
-        float ms = 0.0f;
-        CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        return ms * 1e-3;
-    };
     std::vector<double> samples;
-    const int warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples, relPrecision,
-                                          maxSeconds, samples);
+    const int warmupBatches = aoe_bench::TimeOnStream(
+        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, samples);
     CHECK_ACL(aclrtSynchronizeStream(stream));
     std::vector<uint16_t> y(nOut);
     std::vector<int32_t> experts(nOut), rowIdx(nOut);
     CHECK_ACL(aclrtMemcpy(y.data(), nOut * 2, dY, nOut * 2, ACL_MEMCPY_DEVICE_TO_HOST));
     CHECK_ACL(aclrtMemcpy(experts.data(), nOut * 4, dExperts, nOut * 4, ACL_MEMCPY_DEVICE_TO_HOST));
     CHECK_ACL(aclrtMemcpy(rowIdx.data(), nOut * 4, dRows, nOut * 4, ACL_MEMCPY_DEVICE_TO_HOST));
-    CHECK_ACL(aclrtDestroyEvent(start));
-    CHECK_ACL(aclrtDestroyEvent(end));
     for (uint8_t *p : {dLogits, dY, dExperts, dRows}) CHECK_ACL(aclrtFree(p));
     CHECK_ACL(aclrtDestroyStream(stream));
     CHECK_ACL(aclrtResetDevice(device));

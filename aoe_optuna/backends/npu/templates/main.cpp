@@ -330,24 +330,10 @@ int main(int argc, char **argv)
     };
     for (int i = 0; i < warmup; ++i) launch();
     CHECK_ACL(aclrtSynchronizeStream(stream));
-    aclrtEvent start = nullptr, end = nullptr;
-    CHECK_ACL(aclrtCreateEvent(&start));
-    CHECK_ACL(aclrtCreateEvent(&end));
-    auto batch = [&]() {  // seconds of `launches` launches between two events
-        CHECK_ACL(aclrtRecordEvent(start, stream));
-        for (int i = 0; i < launches; ++i) launch();
-        CHECK_ACL(aclrtRecordEvent(end, stream));
-        CHECK_ACL(aclrtSynchronizeEvent(end));
-        float ms = 0.0f;
-        CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        return ms * 1e-3;
-    };
-    warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples, relPrecision,
-                                maxSeconds, samples);
+    warmupBatches = aoe_bench::TimeOnStream(
+        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, samples);
     CHECK_ACL(aclrtSynchronizeStream(stream));
     CHECK_ACL(aclrtMemcpy(cHost.data(), cBytes, c, cBytes, ACL_MEMCPY_DEVICE_TO_HOST));
-    CHECK_ACL(aclrtDestroyEvent(start));
-    CHECK_ACL(aclrtDestroyEvent(end));
     CHECK_ACL(aclrtFree(a));
     CHECK_ACL(aclrtFree(b));
     CHECK_ACL(aclrtFree(c));

@@ -226,27 +226,13 @@ int main(int argc, char **argv)
     };
     for (int i = 0; i < warmup; ++i) launch();
     CHECK_ACL(aclrtSynchronizeStream(stream));
-    aclrtEvent start = nullptr, end = nullptr;
-    CHECK_ACL(aclrtCreateEvent(&start));
-    CHECK_ACL(aclrtCreateEvent(&end));
-    auto batch = [&]() {  // seconds of `launches` calls between two events
-        CHECK_ACL(aclrtRecordEvent(start, stream));
-        for (int i = 0; i < launches; ++i) launch();
-        CHECK_ACL(aclrtRecordEvent(end, stream));
-        CHECK_ACL(aclrtSynchronizeEvent(end));
-        float ms = 0.0f;
-        CHECK_ACL(aclrtEventElapsedTime(&ms, start, end));
-        return ms * 1e-3;
-    };
     std::vector<double> samples;
-    const int warmupBatches = TimeSamples(batch, launches, minSamples, maxSamples, relPrecision,
-                                          maxSeconds, samples);
+    const int warmupBatches = aoe_bench::TimeOnStream(
+        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, samples);
     CHECK_ACL(aclrtSynchronizeStream(stream));
     const std::vector<uint16_t> y = Host(out0, n);
     const std::vector<uint16_t> sum =
         AOE_VECTOR_KIND == ADD_RMSNORM ? Host(out1, n) : std::vector<uint16_t>();
-    CHECK_ACL(aclrtDestroyEvent(start));
-    CHECK_ACL(aclrtDestroyEvent(end));
     for (uint8_t *p : {in0, in1, side0, side1, out0, out1}) CHECK_ACL(aclrtFree(p));
     CHECK_ACL(aclrtDestroyStream(stream));
     CHECK_ACL(aclrtResetDevice(device));
