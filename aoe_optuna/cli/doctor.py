@@ -158,15 +158,17 @@ def _dry_run(args: argparse.Namespace) -> int:
         raise _UsageError(f"{args.config}: {exc}") from None
     for line in plan.lines:
         print(line)
-    layer = _dry_run_layer(args, options, spec)
+    layer = _dry_run_layer(args, options, spec, said=plan.lines)
     return 0 if plan.ok and layer else 1
 
 
-def _dry_run_layer(args: argparse.Namespace, options: dict[str, Any], spec: Any) -> bool:
+def _dry_run_layer(args: argparse.Namespace, options: dict[str, Any], spec: Any,
+                   said: list[str]) -> bool:
     """Per kind of the spec's tuned attention, vector and gating kernels (its first
     problem of each), the build tree of the kind's program at CANN's default tiling under
     <out>/<op> and every command one measurement runs; a kind the backend cannot time is
-    one line saying why (the run tunes the rest). True when there is nothing to refuse."""
+    one line saying why (the run tunes the rest). A missing checkout the GEMM's plan
+    (``said``) already named is not named again. True when there is nothing to refuse."""
     from aoe_optuna.backends.npu.dry_run import dry_run_program, dry_target
     from aoe_optuna.backends.npu.kernel_program import ProgramUnavailable
     from aoe_optuna.operators.layer_ops import layer_operators
@@ -181,7 +183,9 @@ def _dry_run_layer(args: argparse.Namespace, options: dict[str, Any], spec: Any)
     except ValueError as exc:
         raise _UsageError(f"{args.config}: {exc}") from None
     for line in notes:
-        print(line)
+        missing = line.split(";")[0]
+        if not any(earlier.startswith(missing) for earlier in said):
+            print(line)
     for name, op in firsts.items():
         config = op.default_config(spec.profile)
         try:

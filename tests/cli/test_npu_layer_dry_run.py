@@ -40,6 +40,8 @@ def _check_doctor(spec: Path, out_dir: Path, kinds: dict[str, str],
     code = aoe_tune(["doctor", "--dry-run", "--config", str(spec), "--out", str(out_dir)])
     out = capsys.readouterr().out.splitlines()
     assert code == 0, "\n".join(out)
+    missing = [ln for ln in out if ln.startswith("# catlass not found")]
+    assert len(missing) == 1, missing  # said once, for the GEMM's and the kinds' commands
     for name, exe in kinds.items():
         tree = out_dir / name
         assert (tree / "CMakeLists.txt").is_file() and (tree / "aoe_bench_common.h").is_file()
