@@ -75,7 +75,7 @@ def test_devices_pin_one_device_per_worker(tmp_path: Path) -> None:
 def _measured(url: str, name: str) -> int:
     try:
         return count_measured(optuna.load_study(study_name=name, storage=url).get_trials())
-    except KeyError:
+    except Exception:  # no file, tables still in creation, or no such study yet
         return 0
 
 
