@@ -79,19 +79,55 @@ def headers(result: OperatorResult) -> list[str]:
     return ["shape" if h == "MxNxK" else h for h in HEADER]
 
 
+def break_at_separators(text: str, width: int, separators: str = "x-") -> str:
+    """``text`` in lines of at most ``width``, broken after an ``x`` or ``-`` (a shape's
+    separators: ``1x4608x`` / ``3584``, ``b1-q28-kv4-`` / ``d128-s1024``); a piece longer
+    than ``width`` alone is left to the table to fold."""
+    pieces, piece = [], ""
+    for ch in text:
+        piece += ch
+        if ch in separators:
+            pieces.append(piece)
+            piece = ""
+    if piece:
+        pieces.append(piece)
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines)
+
+
+def _widths(header: list[str], table_rows: list[list[str]]) -> list[int]:
+    return [max([len(part) for part in h.split("\n")] + [len(r[i]) for r in table_rows])
+            for i, h in enumerate(header)]
+
+
 def print_result(result: OperatorResult, console: Console | None = None) -> None:
     """The per-shape table, readable on a 100-column terminal: no vertical rules, one
-    space between columns, and names and shapes folded rather than cut when narrower."""
+    space between columns. Where the shapes do not fit beside the op names (80 columns),
+    each shape goes under its op name, broken after a separator, never inside a number."""
     console = console or Console()
-    table = Table(title=f"operator study {result.parent}: {len(result.shapes)} operators, "
-                  f"{result.used} measurements", box=box.SIMPLE_HEAD, padding=0, show_edge=False,
-                  pad_edge=False)
+    title = (f"operator study {result.parent}: {len(result.shapes)} operators, "
+             f"{result.used} measurements")
+    for piece in wrap_items(title.split(" "), console.width, sep=" "):  # between words
+        console.print(piece, soft_wrap=True, markup=False, highlight=False)
+    table = Table(box=box.SIMPLE_HEAD, padding=0, show_edge=False, pad_edge=False)
     header = headers(result)
-    for h in header:
-        left = h in ("op", "MxNxK", "shape")
+    table_rows = rows(result)
+    widths = _widths(header, table_rows)
+    if console.width - (sum(widths) + len(header) - 1) < 0:  # the shape under the op
+        first = max(widths[0], console.width - (sum(widths[2:]) + len(header) - 2))
+        header = [f"{header[0]}\n {header[1]}", *header[2:]]
+        table_rows = [[r[0] + "".join(f"\n {line}" for line in
+                                      break_at_separators(r[1], first - 1).split("\n")),
+                       *r[2:]] for r in table_rows]
+    for i, h in enumerate(header):
+        left = i == 0 or h in ("MxNxK", "shape")
         table.add_column(h, justify="left" if left else "right",
                          overflow="fold" if left else "ellipsis", no_wrap=not left)
-    for row in rows(result):
+    for row in table_rows:
         table.add_row(*row)
     console.print(table)
     for line in end_to_end_lines(result):  # broken between words, as the run summary is

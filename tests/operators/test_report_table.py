@@ -74,3 +74,24 @@ def test_a_batched_shape_has_its_own_kb_entry_and_is_not_exported_as_a_single_ge
     assert exports.closing_line(2) == ("not exported 1 of 2 kernels: q_absorb 1x512x128-b16 "
                                        "(each line above says why)")
     assert [p.name for p in tmp_path.iterdir()] == ["single_1x512x128.h"]
+
+
+def test_at_80_columns_each_shape_goes_under_its_op_broken_after_a_separator() -> None:
+    from aoe_optuna.operators.outcome import break_at_separators
+
+    assert break_at_separators("b1-q28-kv4-d128-s1024", 12) == "b1-q28-kv4-\nd128-s1024"
+    assert break_at_separators("1x152064x3584", 8) == "1x\n152064x\n3584"
+    shapes = operator_shapes(load_spec(SERVING).workload)
+    result = _result(shapes)
+    console = Console(width=80, record=True, color_system=None)
+    print_result(result, console)
+    lines = console.export_text().splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in "\n".join(lines)
+    at = 0
+    for row in rows(result):  # in order: an op name recurs once per batch size
+        at = next(i for i in range(at, len(lines)) if lines[i].startswith(row[0] + " "))
+        assert all(cell in lines[at] for cell in row[2:]), (row, lines[at])
+        under = "".join(line.strip() for line in lines[at + 1:at + 3]
+                        if line.startswith(" ") and line.strip())
+        assert under.startswith(row[1]), (row[1], lines[at:at + 3])  # whole, in order
+        at += 1
