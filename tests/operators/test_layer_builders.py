@@ -87,3 +87,15 @@ def test_a_modelled_kernels_charge_follows_the_spec() -> None:
     given = ModelCharge.of(attention, {"build_s": 5, "run_s": 1, "repeats": 10,
                                        "warmup": 0})
     assert given.cost_s(1e-3) == pytest.approx(5 + 10 * 1e-3 + 1)
+
+
+def test_negative_builders_are_one_line_exit_2_nothing_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec_file, db = tmp_path / "spec.json", tmp_path / "ops.db"
+    spec_file.write_text(json.dumps(SPEC))
+    assert main(["operators", "--config", str(spec_file), "--storage", f"sqlite:///{db}",
+                 "--builders", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["aoe-tune operators: error: --builders: expected 0 (no build pool) or a "
+                   "positive number of builder cores"]
+    assert not db.exists()
