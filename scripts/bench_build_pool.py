@@ -35,7 +35,7 @@ server's 192 trials in flight are fed without 192 threads (its docstring says
 what differs from a run on the chip). Serial is today's way: one worker per card,
 each building, then timing; the pool builds on the cores minus one per card,
 each card's worker taking its share, and a chunk holds at least what is in
-flight (:meth:`aoe_optuna.operators.tuner.OperatorTuner._chunk`).
+flight (:meth:`aoe_optuna.operators.tuner.OperatorTuner.chunk_size`).
 
 Prints one markdown table per part and writes the rows as JSON (``--json``).
 """
@@ -358,6 +358,8 @@ class LayerHost:
     devices: int
     workers: int  # the tuner's workers (one per card): its chunk is 4 per worker
     pooled: bool  # build ahead: each worker's builders = builders / workers
+    key: str  # how --arms names it
+    chunk: int | None = None  # a chunk past the warm-up (None: the tuner's rule)
 
     def pool(self) -> Any:
         from aoe_optuna.bench.virtual_pool import VirtualPool
@@ -370,11 +372,16 @@ class LayerHost:
         return self.builders // self.workers if self.pooled else None
 
 
-def layer_hosts(cores: int, cards: int) -> list[LayerHost]:
+def layer_hosts(cores: int, cards: int, key: str) -> list[LayerHost]:
+    """Serial, the pool (a chunk holds what is in flight), and the pool with serial's
+    chunk (4 per card: builders idle, the scheduler's allocation as fine as serial's)."""
     pool = cores - cards
-    return [LayerHost(f"{cores} cores, {cards} card(s), serial", cards, cards, cards, False),
-            LayerHost(f"{cores} cores, {cards} card(s), pool ({pool} builders, "
-                      f"{pool + cards} in flight)", pool, cards, cards, True)]
+    where = f"{cores} cores, {cards} card(s)"
+    return [LayerHost(f"{where}, serial", cards, cards, cards, False, f"{key}-serial"),
+            LayerHost(f"{where}, pool ({pool} builders, {pool + cards} in flight)", pool,
+                      cards, cards, True, f"{key}-pool"),
+            LayerHost(f"{where}, pool, chunks of {4 * cards}", pool, cards, cards, True,
+                      f"{key}-pool-small-chunks", chunk=4 * cards)]
 
 
 def layer_spec(workload: dict[str, Any]) -> StudySpec:
@@ -423,7 +430,7 @@ def layer_arm(spec: StudySpec, host: LayerHost, seed: int, n: int,
                            builders=host.per_worker_builders())
     pool = host.pool()
     tuner = VirtualPoolTuner(optuna.storages.InMemoryStorage(), "memory", "bench", spec,
-                             options, pool=pool)
+                             options, pool=pool, chunk=host.chunk)
     tuner.run()
     events = sorted((pool.ends[(study.study_name, t.number)], i, t.number, t)
                     for i, study in enumerate(tuner.studies)
@@ -450,10 +457,13 @@ def layer_arm(spec: StudySpec, host: LayerHost, seed: int, n: int,
 def layer_part(args: argparse.Namespace) -> dict[str, Any]:
     from aoe_optuna.backends.build_time import RUN_OVERHEAD, part_build_time
 
-    machines = [*layer_hosts(args.host_cores, 1),
-                *layer_hosts(args.server_cores, args.server_cards)]
+    machines = [h for h in [*layer_hosts(args.host_cores, 1, "host"),
+                            *layer_hosts(args.server_cores, args.server_cards, "server")]
+                if h.key in args.arms.split(",")]
     rows, limits = [], {}
     for study, workload in LAYER_STUDIES.items():
+        if study.split()[0] not in args.studies.split(","):
+            continue
         spec = layer_spec(workload)
         limits[study] = limit = layer_limit(spec)
         print(f"{study}: per-operator limit {limit:.2f} tokens/s", file=sys.stderr)
@@ -496,20 +506,21 @@ def print_layer(result: dict[str, Any]) -> None:
         print(f"| {study} | {host} | {med} | {len(reached)}/{len(rs)} "
               f"| {statistics.median(r['end_s'] for r in rs):,.0f} "
               f"| {statistics.median(r['final_over_limit'] for r in rs):.4f} |")
-    print("\n| study | seed | host | to 99% serial (s) | pool (s) | x | final/limit serial "
+    print("\n| study | seed | pool | to 99% serial (s) | pool (s) | x | final/limit serial "
           "| pool |")
     print("|---|---|---|---|---|---|---|---|")
     by = {(r["study"], r["seed"], r["host"]): r for r in result["rows"]}
     for (study, seed, host), r in by.items():
         if "serial" not in host:
             continue
-        p = next(v for (st, se, h), v in by.items()
-                 if st == study and se == seed and h.startswith(host.split(", serial")[0])
-                 and "pool" in h)
-        x = (f"{r['to_99_s'] / p['to_99_s']:.1f}" if r["to_99_s"] and p["to_99_s"] else "-")
-        print(f"| {study} | {seed} | {host.split(', serial')[0]} | {_s(r['to_99_s'])} "
-              f"| {_s(p['to_99_s'])} | {x} | {r['final_over_limit']:.4f} "
-              f"| {p['final_over_limit']:.4f} |")
+        where = host.split(", serial")[0]
+        for (st, se, h), p in by.items():
+            if st != study or se != seed or not h.startswith(f"{where}, pool"):
+                continue
+            x = (f"{r['to_99_s'] / p['to_99_s']:.1f}" if r["to_99_s"] and p["to_99_s"]
+                 else "-")
+            print(f"| {study} | {seed} | {h} | {_s(r['to_99_s'])} | {_s(p['to_99_s'])} "
+                  f"| {x} | {r['final_over_limit']:.4f} | {p['final_over_limit']:.4f} |")
 
 
 def _s(value: float | None) -> str:
@@ -531,6 +542,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--server-cards", type=int, default=8)
     p.add_argument("--max-in-flight", type=int, default=32,
                    help="modelled: trials in flight at most (each is a thread here)")
+    p.add_argument("--arms", default="host-serial,host-pool,server-serial,server-pool",
+                   help="layer: of host-/server- serial, pool, pool-small-chunks")
+    p.add_argument("--studies", default="decode,prefill", help="layer: decode, prefill")
     p.add_argument("--json", default=None, help="write the rows here")
     args = p.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)

@@ -33,6 +33,7 @@ import optuna
 from optuna.trial import TrialState
 
 from aoe_optuna.attrs import ATTR_BUILD_S, ATTR_COST, ATTR_REPEAT_OF
+from aoe_optuna.operators.scheduler import ShapeHistory
 from aoe_optuna.operators.tuner import MAX_IDLE, OperatorTuner
 from aoe_optuna.operators.units import OperatorUnit
 from aoe_optuna.study.run.loop import Budget, BudgetGuard, RunResult, StudyProgress
@@ -120,11 +121,20 @@ def _measure(objective: TuningObjective, trial: optuna.Trial) -> tuple[float | N
 
 class VirtualPoolTuner(OperatorTuner):
     """An operator run whose chunks run on a :class:`VirtualPool` (in this process, in
-    virtual time) instead of the session's threads or workers."""
+    virtual time) instead of the session's threads or workers. ``chunk``: the
+    measurements of a chunk past the warm-up, in place of the tuner's rule (a pool
+    with chunks smaller than its trials in flight, for comparison)."""
 
-    def __init__(self, *args: Any, pool: VirtualPool, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, pool: VirtualPool, chunk: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pool = pool
+        self.chunk = chunk
+
+    def chunk_size(self, history: ShapeHistory) -> int:
+        if self.chunk is None or history.measured < self.scheduler.warmup:
+            return super().chunk_size(history)
+        return self.chunk
 
     def run_chunk(self, unit: OperatorUnit, budget: Budget) -> RunResult:
         session = unit.session  # type: ignore[attr-defined]  (both units hold one)

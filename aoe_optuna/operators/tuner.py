@@ -271,7 +271,7 @@ class OperatorTuner:
             h = snap.histories[i]
             # no more than the space has left: a small space (a batch-1 norm has a few
             # dozen tilings) is measured out exactly, not by a sampler proposing repeats
-            n = min(self._chunk(h), left, self.units[i].space.n_feasible - h.measured)
+            n = min(self.chunk_size(h), left, self.units[i].space.n_feasible - h.measured)
             if i not in self._baseline_enqueued:  # first, so no seed repeats it
                 self.units[i].enqueue_baseline()
                 self._baseline_enqueued.add(i)
@@ -293,7 +293,7 @@ class OperatorTuner:
         self.parent.set_user_attr(DONE_ATTR, True)
         return self.result()
 
-    def _chunk(self, history: ShapeHistory) -> int:
+    def chunk_size(self, history: ShapeHistory) -> int:
         """The next chunk's measurements: the warm-up's rest, else the scheduler's chunk
         per worker, or, on builders, as many as the workers have in flight (a smaller
         chunk would leave builders idle)."""
