@@ -99,3 +99,20 @@ def test_negative_builders_are_one_line_exit_2_nothing_written(
     assert err == ["aoe-tune operators: error: --builders: expected 0 (no build pool) or a "
                    "positive number of builder cores"]
     assert not db.exists()
+
+
+def test_a_chunk_on_builders_holds_what_is_in_flight() -> None:
+    from aoe_optuna.operators.scheduler import ShapeHistory, make_scheduler
+    from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions
+
+    spec = spec_from_dict(SPEC)
+    warm = ShapeHistory(weight=1, roofline_s=1e-6, best_s=[1e-5] * 8, group="g")
+    sizes = {}
+    for workers, builders in ((1, None), (1, 15), (2, 3), (8, 23)):
+        options = TunerOptions(budget=100, scheduler=make_scheduler("gradient"),
+                               n_workers=workers, builders=builders)
+        tuner = OperatorTuner(optuna.storages.InMemoryStorage(), "memory", "p", spec,
+                              options)
+        sizes[(workers, builders)] = tuner.chunk_size(warm)
+    # 4 per worker without builders; with them, each worker's builders + the one timed
+    assert sizes == {(1, None): 4, (1, 15): 16, (2, 3): 8, (8, 23): 192}
