@@ -116,3 +116,21 @@ def test_a_chunk_on_builders_holds_what_is_in_flight() -> None:
         sizes[(workers, builders)] = tuner.chunk_size(warm)
     # 4 per worker without builders; with them, each worker's builders + the one timed
     assert sizes == {(1, None): 4, (1, 15): 16, (2, 3): 8, (8, 23): 192}
+
+
+def test_a_worker_joins_a_modelled_study_at_the_charge_its_tuner_stored(
+        tmp_path: Path) -> None:
+    from aoe_optuna.hardware.profile import load_profile
+    from aoe_optuna.operators.units import LayerUnit
+    from aoe_optuna.study.session import SamplerRequest
+
+    url = f"sqlite:///{tmp_path / 'ops.db'}"
+    storage = open_storage(url)
+    op = layer_operators(spec_from_dict(SPEC).workload)[0]
+    profile = load_profile("Ascend910B2")
+    doc = {"name": "simulator", "build_s": 7.0, "run_s": 2.0}
+    made = LayerUnit.create(storage, url, "p", op, profile, SamplerRequest("random", seed=0),
+                            backend_doc=doc)
+    joined = LayerUnit.join(open_storage(url), url, made.study.study_name,
+                            SamplerRequest(seed=1), worker_index=1)
+    assert joined.evaluator.charge == made.evaluator.charge == ModelCharge(7.0, 2.0)  # type: ignore[union-attr]
