@@ -2,6 +2,7 @@
 
     nice .venv/bin/python scripts/bench_build_pool.py cpu --seeds 3 --n 30
     .venv/bin/python scripts/bench_build_pool.py modelled --seeds 3 --n 200
+    nice .venv/bin/python scripts/bench_build_pool.py layer --seeds 3 --n 800
 
 ``cpu``: the cpu backend on this host (real gcc builds, real timing on a
 pinned core). Each seed runs twice from a fresh build cache: serial (one
@@ -21,6 +22,21 @@ of :mod:`aoe_optuna.study.run.pipeline_clock` with the build-time model of
 :mod:`aoe_optuna.backends.build_time`: wall-clock to 99% of the space's
 optimum.
 
+``layer``: ``aoe-tune operators`` on the decode layer study
+(``studies/qwen25_7b_decode_layer_910b2.json``: every GEMM shape, attention and
+the vector kernels tuned) and on its prefill point (4k tokens; no prefill layer
+spec ships), serial and with ``--builders``, on a 16-core host with one card and
+on the eight-card server: wall-clock until the true (noise-free) end-to-end
+tokens/s of each operator's winner so far reaches 99% of the per-operator limit
+(every operator at its exhaustive optimum). The runs are clocked by
+:mod:`aoe_optuna.bench.virtual_pool`: one thread proposes each trial when a slot
+frees on the pool's clock, with the trials then in flight RUNNING, so the
+server's 192 trials in flight are fed without 192 threads (its docstring says
+what differs from a run on the chip). Serial is today's way: one worker per card,
+each building, then timing; the pool builds on the cores minus one per card,
+each card's worker taking its share, and a chunk holds at least what is in
+flight (:meth:`aoe_optuna.operators.tuner.OperatorTuner.chunk_size`).
+
 ``batch``: what proposing ahead costs the search itself, without the timing noise a
 real host adds: the same simulator study and seeds with one trial in flight and with
 ``--in-flight`` (comma-separated; 2 is this machine's pool, 16 the 16-core host's), best
@@ -38,6 +54,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -385,13 +402,196 @@ def print_batch(result: dict[str, Any]) -> None:
         print(paired_line(f"{w} in flight against 1", by[w], by[1]))
 
 
+LAYER_SPEC = "studies/qwen25_7b_decode_layer_910b2.json"
+# each layer study's workload over the decode layer spec's (no prefill layer spec ships:
+# prefill is bench_layer_ops.py's 4k-token point)
+LAYER_STUDIES: dict[str, dict[str, Any]] = {
+    "decode layer": {},
+    "prefill layer": {"phase": "prefill", "batch": 1, "seq_len": 4096},
+}
+
+
+@dataclass(frozen=True)
+class LayerHost:
+    """A machine an operator run is clocked on, and how the run uses it."""
+
+    name: str
+    builders: int  # build cores in all
+    devices: int
+    workers: int  # the tuner's workers (one per card): its chunk is 4 per worker
+    pooled: bool  # build ahead: each worker's builders = builders / workers
+    key: str  # how --arms names it
+    chunk: int | None = None  # a chunk past the warm-up (None: the tuner's rule)
+
+    def pool(self) -> Any:
+        from aoe_optuna.bench.virtual_pool import VirtualPool
+
+        if not self.pooled:  # each card's worker builds, then times: one in flight each
+            return VirtualPool(self.devices, self.devices, self.devices)
+        return VirtualPool(self.builders, self.devices)
+
+    def per_worker_builders(self) -> int | None:
+        return self.builders // self.workers if self.pooled else None
+
+
+def layer_hosts(cores: int, cards: int, key: str) -> list[LayerHost]:
+    """Serial, the pool (a chunk holds what is in flight), and the pool with serial's
+    chunk (4 per card: builders idle, the scheduler's allocation as fine as serial's)."""
+    pool = cores - cards
+    where = f"{cores} cores, {cards} card(s)"
+    return [LayerHost(f"{where}, serial", cards, cards, cards, False, f"{key}-serial"),
+            LayerHost(f"{where}, pool ({pool} builders, {pool + cards} in flight)", pool,
+                      cards, cards, True, f"{key}-pool"),
+            LayerHost(f"{where}, pool, chunks of {4 * cards}", pool, cards, cards, True,
+                      f"{key}-pool-small-chunks", chunk=4 * cards)]
+
+
+def layer_spec(workload: dict[str, Any]) -> StudySpec:
+    """The decode layer spec at ``workload``, its timed runs charged the run overhead."""
+    from aoe_optuna.backends.build_time import RUN_OVERHEAD
+    from aoe_optuna.spec.format import read_document
+
+    root = Path(__file__).resolve().parents[1]
+    doc = read_document(root / LAYER_SPEC)
+    doc["workload"] = {**doc["workload"], **workload}
+    doc["backend"] = {**doc["backend"], "run_s": RUN_OVERHEAD.seconds}
+    return spec_from_dict(doc, source=f"{LAYER_SPEC} {workload}")
+
+
+def layer_limit(spec: StudySpec) -> float:
+    """End-to-end tokens/s with every operator at its exhaustive (noise-free) optimum."""
+    from aoe_optuna.bench.exhaustive import best_per_gemm
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_layer_ops import layer_optimum
+    from bench_operator_tuning import TrueLatency
+
+    best = best_per_gemm(spec.space, spec.workload, TrueLatency(spec).sim)
+    lat = {g.name: best[g.name][0] for g in spec.workload.gemms}
+    return spec.workload.tokens_per_s({**lat, **layer_optimum(spec)})
+
+
+def layer_arm(spec: StudySpec, host: LayerHost, seed: int, n: int,
+              sampler: str) -> list[tuple[float, float]]:
+    """(clock, true end-to-end tokens/s of each operator's winner so far) after each
+    measurement, once every operator has one."""
+    from optuna.trial import TrialState
+
+    from aoe_optuna.bench.virtual_pool import VirtualPoolTuner
+    from aoe_optuna.operators.layer_ops import LayerOperator
+    from aoe_optuna.operators.scheduler import make_scheduler
+    from aoe_optuna.operators.shapes import step_latencies
+    from aoe_optuna.operators.tuner import TunerOptions
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_layer_ops import true_tokens_per_s
+    from bench_operator_tuning import TrueLatency
+
+    options = TunerOptions(budget=n, scheduler=make_scheduler("gradient"), sampler=sampler,
+                           seed=seed, n_workers=host.workers,
+                           builders=host.per_worker_builders())
+    pool = host.pool()
+    tuner = VirtualPoolTuner(optuna.storages.InMemoryStorage(), "memory", "bench", spec,
+                             options, pool=pool, chunk=host.chunk)
+    tuner.run()
+    events = sorted((pool.ends[(study.study_name, t.number)], i, t.number, t)
+                    for i, study in enumerate(tuner.studies)
+                    for t in study.get_trials(deepcopy=False)
+                    if t.state == TrialState.COMPLETE and t.value is not None
+                    and (study.study_name, t.number) in pool.ends)
+    truth, best, curve = TrueLatency(spec), {}, []
+    for end, i, _, t in events:
+        if i in best and best[i].value >= t.value:
+            continue
+        best[i] = t
+        if len(best) < len(tuner.shapes):
+            continue
+        gemms = {s.key: dict(best[j].params) for j, s in enumerate(tuner.shapes)
+                 if not isinstance(s, LayerOperator)}
+        layer = {s.key: 1.0 / best[j].value for j, s in enumerate(tuner.shapes)
+                 if isinstance(s, LayerOperator)}
+        curve.append((end, true_tokens_per_s(spec, truth, gemms,  # type: ignore[arg-type]
+                                             step_latencies(spec.workload, tuner.layer_ops,
+                                                            layer))))
+    return curve
+
+
+def layer_part(args: argparse.Namespace) -> dict[str, Any]:
+    from aoe_optuna.backends.build_time import RUN_OVERHEAD, part_build_time
+
+    machines = [h for h in [*layer_hosts(args.host_cores, 1, "host"),
+                            *layer_hosts(args.server_cores, args.server_cards, "server")]
+                if h.key in args.arms.split(",")]
+    rows, limits = [], {}
+    for study, workload in LAYER_STUDIES.items():
+        if study.split()[0] not in args.studies.split(","):
+            continue
+        spec = layer_spec(workload)
+        limits[study] = limit = layer_limit(spec)
+        print(f"{study}: per-operator limit {limit:.2f} tokens/s", file=sys.stderr)
+        for seed in range(args.seeds):
+            for host in machines:
+                started = time.monotonic()
+                curve = layer_arm(spec, host, seed, args.n, args.sampler)
+                rows.append({"study": study, "host": host.name, "seed": seed,
+                             "to_99_s": to_reach(curve, 0.99 * limit),
+                             "end_s": max((at for at, _ in curve), default=0.0),
+                             "final_over_limit": curve[-1][1] / limit if curve else 0.0,
+                             "cpu_s": time.monotonic() - started})
+                r = rows[-1]
+                print(f"{study} seed {seed} {host.name}: to 99% {r['to_99_s']}, final "
+                      f"{r['final_over_limit']:.4f} ({r['cpu_s']:.0f} s)", file=sys.stderr,
+                      flush=True)
+    return {"part": "layer", "n": args.n, "sampler": args.sampler, "limits": limits,
+            "build": {part: {"s": part_build_time(part).seconds,
+                             "source": part_build_time(part).source}
+                      for part in ("gemm", "attention", "vector")},
+            "run_s": RUN_OVERHEAD.seconds, "run_source": RUN_OVERHEAD.source,
+            "rows": rows}
+
+
+def print_layer(result: dict[str, Any]) -> None:
+    builds = ", ".join(f"{part} {b['s']:g} s" for part, b in result["build"].items())
+    print(f"\noperator runs (aoe-tune operators) on the modelled clock, {result['n']} "
+          f"measurements per run (re-timing included, not clocked), sampler "
+          f"{result['sampler']}; builds {builds} ({result['build']['gemm']['source']}); "
+          f"run overhead {result['run_s']:g} s\n")
+    print("| study | host | median to 99% of the limit (s) | seeds reaching it "
+          "| median clock at the last measurement (s) | median final / limit |")
+    print("|---|---|---|---|---|---|")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in result["rows"]:
+        groups.setdefault((r["study"], r["host"]), []).append(r)
+    for (study, host), rs in groups.items():
+        reached = [r["to_99_s"] for r in rs if r["to_99_s"] is not None]
+        med = f"{statistics.median(reached):,.0f}" if reached else "-"
+        print(f"| {study} | {host} | {med} | {len(reached)}/{len(rs)} "
+              f"| {statistics.median(r['end_s'] for r in rs):,.0f} "
+              f"| {statistics.median(r['final_over_limit'] for r in rs):.4f} |")
+    print("\n| study | seed | pool | to 99% serial (s) | pool (s) | x | final/limit serial "
+          "| pool |")
+    print("|---|---|---|---|---|---|---|---|")
+    by = {(r["study"], r["seed"], r["host"]): r for r in result["rows"]}
+    for (study, seed, host), r in by.items():
+        if "serial" not in host:
+            continue
+        where = host.split(", serial")[0]
+        for (st, se, h), p in by.items():
+            if st != study or se != seed or not h.startswith(f"{where}, pool"):
+                continue
+            x = (f"{r['to_99_s'] / p['to_99_s']:.1f}" if r["to_99_s"] and p["to_99_s"]
+                 else "-")
+            print(f"| {study} | {seed} | {h} | {_s(r['to_99_s'])} | {_s(p['to_99_s'])} "
+                  f"| {x} | {r['final_over_limit']:.4f} | {p['final_over_limit']:.4f} |")
+
+
 def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=("cpu", "modelled", "batch"))
+    p.add_argument("part", choices=("cpu", "modelled", "batch", "layer"))
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--n", type=int, default=30, help="measurements per run")
     p.add_argument("--builders", type=int, default=None)
@@ -407,15 +607,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--study", default="studies/qwen25_7b_decode_910b2.json",
                    help="batch: the simulator study")
     p.add_argument("--in-flight", default="2,16", help="batch: trials in flight, against 1")
+    p.add_argument("--arms", default="host-serial,host-pool,server-serial,server-pool",
+                   help="layer: of host-/server- serial, pool, pool-small-chunks")
+    p.add_argument("--studies", default="decode,prefill", help="layer: decode, prefill")
     p.add_argument("--json", default=None, help="write the rows here")
     args = p.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if args.part == "cpu":
         result = cpu_part(args)
         print_cpu(result)
     elif args.part == "batch":
         result = batch_part(args)
         print_batch(result)
+    elif args.part == "layer":
+        result = layer_part(args)
+        print_layer(result)
     else:
         result = modelled_part(args)
         print_modelled(result)

@@ -53,3 +53,14 @@ def build_time(kind: str, family: str) -> BuildTime:
     except KeyError:
         known = ", ".join(f"{k}/{f}" for k, f in BUILD_TIMES)
         raise KeyError(f"no build time for {kind}/{family}; known: {known}") from None
+
+
+# The kernel family each part of a layer is built from (operators/kinds: ``part``).
+PART_FAMILIES = {"gemm": ("gemm", "catlass"), "attention": ("attention", "catlass")}
+VECTOR_FAMILY = ("vector", "ascendc")  # every other part: an Ascend C vector kernel
+
+
+def part_build_time(part: str) -> BuildTime:
+    """The build time of a layer operator's kernel by its part (``gemm``, ``attention``;
+    anything else, a vector or gating kernel, is an Ascend C vector kernel)."""
+    return build_time(*PART_FAMILIES.get(part, VECTOR_FAMILY))

@@ -86,6 +86,13 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
     p.add_argument("--n-workers", type=int, default=None,
                    help="worker processes measuring each chunk (default 1, or one per device)")
     p.add_argument("--devices", default=None, help="device ids, one worker each, e.g. 0,1,2,3")
+    p.add_argument("--builders", type=int, default=None, metavar="B",
+                   help="build ahead in every operator's study: B builder cores compile the "
+                   "configs proposed next while each worker's device times one at a time, "
+                   "and a chunk holds at least as many measurements as are in flight; 0: "
+                   "build, then time (default on the npu backend: the host's cores minus "
+                   "one per device, shared out over the devices; elsewhere 0). On the "
+                   "simulator the virtual clock counts the builds")
     p.add_argument("--follow", action="store_true",
                    help="join a running operator study from another host: measure the shapes "
                    "its tuner allocates until it is done")
@@ -123,11 +130,17 @@ def main(argv: list[str]) -> int:
         return 2
 
 
-def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
+def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
+             backend_name: str | None = None) -> Any:
+    """The tuner's options; ``backend_name``: the run's backend, for the default builders."""
     from aoe_optuna.cli.common import check_positive, parse_sampler_kwargs, parse_workers
     from aoe_optuna.operators.scheduler import make_scheduler
     from aoe_optuna.operators.tuner import TunerOptions
+    from aoe_optuna.study.run.pool_default import builders_for
 
+    if args.builders is not None and args.builders < 0:
+        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
+                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
     budget = args.n_trials if args.n_trials is not None else parent_attrs.get(
         "budget", DEFAULT_BUDGET)
@@ -141,7 +154,9 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any]) -> Any:
                         sampler=args.sampler or DEFAULT_SAMPLER, sampler_kwargs=kwargs,
                         seed=args.seed,
                         warm_start=bool(warm), n_workers=n_workers, devices=devices,
-                        stale_after_s=args.stale_after)
+                        stale_after_s=args.stale_after,
+                        builders=builders_for(backend_name, args.builders, n_workers)
+                        if backend_name is not None else None)
 
 
 def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
@@ -193,14 +208,14 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     run = open_operator_run(args.storage, spec, args.study_name)
     spec, parent_name = run.spec, run.name
     shown_storage = redact_url(args.storage)
-    options = _options(args, run.stored)
+    options = _options(args, run.stored, spec.backend.get("name", MODELLED_BY))
     say = (lambda line: None) if args.no_progress else (
         lambda line: print(line, file=sys.stderr, flush=True))
     if args.follow:
         if not run.started:
             raise UsageError(f"--follow: study {parent_name!r} has not started")
         state["measuring"] = True
-        joined = run.follow(say)
+        joined = run.follow(say, options.builders)
         say(f"{parent_name} is done; joined {joined} chunks")
         return 0
     # made before the run: the working folder may be deleted while it measures
@@ -218,7 +233,10 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     say(f"operator study {parent_name} in {shown_storage}: {len(tuner.gemm_shapes)} GEMM "
         f"shapes{layer}, "
         f"budget {options.budget} measurements, scheduler {options.scheduler.name}, "
-        f"warm start {'on' if options.warm_start else 'off'}")
+        f"warm start {'on' if options.warm_start else 'off'}"
+        + (f", {options.builders} builder{'s' if options.builders != 1 else ''}"
+           + (" (the npu default; --builders 0: none)" if args.builders is None else "")
+           if options.builders else ""))
     state["measuring"] = True
     try:
         result = tuner.run()

@@ -26,7 +26,8 @@ def _run(task: WorkerTask) -> None:
 
     unit = LayerUnit.join(open_storage(task.storage_url), task.storage_url, task.study_name,
                           task.sampler, task.index)
-    unit.run(task.budget, stale_after_s=task.stale_after_s, max_idle=task.max_idle)
+    unit.run(task.budget, stale_after_s=task.stale_after_s, max_idle=task.max_idle,
+             builders=task.builders, host_devices=task.host_devices)
 
 
 if __name__ == "__main__":  # pragma: no cover

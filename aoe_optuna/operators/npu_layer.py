@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aoe_optuna.backends.base import FAILURE_LOG
+from aoe_optuna.backends.base import FAILURE_LOG, BuildAhead
 from aoe_optuna.backends.npu.backend import NpuBackend
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
 from aoe_optuna.backends.npu.render import RenderError
@@ -59,6 +59,15 @@ class ProgramEvaluator:
         self.target = backend.target()
         self.roofline_s = op.roofline_s(profile)
 
+    def build_ahead(self, full_config: Mapping[str, Any]) -> list[BuildAhead | None]:
+        """The candidate's program built into the cache (a build pool's step); a config
+        that renders no program is refused by :meth:`evaluate`, as without a pool."""
+        try:
+            program = program_of(self.op, full_config, self.profile, self.target)
+        except (ProgramUnavailable, RenderError):
+            return [BuildAhead(0.0, cached=False, ok=False)]
+        return [self.backend.build_program_ahead(program)]
+
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
         try:
             program = program_of(self.op, full_config, self.profile, self.target)
@@ -66,14 +75,16 @@ class ProgramEvaluator:
             kind = "unsupported" if isinstance(exc, ProgramUnavailable) else "infeasible"
             return Evaluation(ok=False, failure_kind=kind, reason=f"{self.op.kind}: {exc}")
         m = self.backend.measure_program(program)
+        build_s = float((m.extra or {}).get("build_s", 0.0) or 0.0)
         if not m.ok:
-            return Evaluation(ok=False, cost_s=m.cost_s, failure_kind=m.failure_kind,
+            return Evaluation(ok=False, cost_s=m.cost_s, build_s=build_s,
+                              failure_kind=m.failure_kind,
                               reason=f"{self.op.kind} {self.op.dims}: {m.reason}",
                               log=str(m.extra.get(FAILURE_LOG, "")) if m.extra else "")
         t = float(m.latency_s or math.nan)
         flops = self.op.flops()
         return Evaluation(ok=True, tokens_per_s=1.0 / t, latency_s={self.op.kind: t},
-                          cost_s=m.cost_s,
+                          cost_s=m.cost_s, build_s=build_s,
                           tflops=math.nan if flops is None else flops / t / 1e12,
                           roofline_fraction=self.roofline_s / t)
 

@@ -133,6 +133,9 @@ def print_result(result: OperatorResult, console: Console | None = None) -> None
     for line in end_to_end_lines(result):  # broken between words, as the run summary is
         for piece in wrap_items(line.split(" "), console.width, sep=" "):
             console.print(piece, soft_wrap=True, markup=False, highlight=False)
+    if result.time_split:  # where the wall-clock went, as the run summary's time: line
+        for piece in wrap_items(result.time_split, console.width, first="time: "):
+            console.print(piece, soft_wrap=True, markup=False, highlight=False)
 
 
 def end_to_end_lines(result: OperatorResult) -> list[str]:
@@ -177,6 +180,8 @@ def note_markdown(result: OperatorResult) -> str:
              "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADER))) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows(result)]
     lines += ["", *end_to_end_lines(result)]
+    if result.time_split:
+        lines += ["", f"Time: {', '.join(result.time_split)}."]
     return "\n".join(lines)
 
 

@@ -45,10 +45,11 @@ class OperatorRun:
         return OperatorTuner(self.storage, self.storage_url, self.name, self.spec, options,
                              kb_donors, on_event, backend=backend)
 
-    def follow(self, on_event: Callable[[str], None]) -> int:
-        """Join the chunks the run's tuner (on another host) allocates, until it is done;
-        the number of chunks joined."""
-        return follow_run(self.storage, self.storage_url, self.name, on_event, MAX_IDLE)
+    def follow(self, on_event: Callable[[str], None], builders: int | None = None) -> int:
+        """Join the chunks the run's tuner (on another host) allocates, until it is done,
+        building ahead on ``builders``; the number of chunks joined."""
+        return follow_run(self.storage, self.storage_url, self.name, on_event, MAX_IDLE,
+                          builders)
 
 
 def open_operator_run(storage_url: str, spec: StudySpec | None,

@@ -63,6 +63,7 @@ from aoe_optuna.operators.state import (
     shape_result,
     trial_latency,
 )
+from aoe_optuna.operators.time_spent import run_time_split
 from aoe_optuna.operators.units import GemmUnit, LayerUnit, OperatorUnit
 from aoe_optuna.operators.warm_start import (
     Donor,
@@ -75,7 +76,7 @@ from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import METRIC_NAME, StudyError, load_or_create
-from aoe_optuna.study.run.loop import Budget
+from aoe_optuna.study.run.loop import Budget, RunResult
 from aoe_optuna.study.run.objective import is_measured
 from aoe_optuna.study.session import SamplerRequest, StoredPlan, StudySession, hold_plan
 from aoe_optuna.study.trials.fault_points import fault_point
@@ -102,6 +103,13 @@ class TunerOptions:
     n_workers: int = 1
     devices: list[str] = field(default_factory=list)
     stale_after_s: float | None = None
+    # each worker builds ahead on this many builders (None: build, then time, in turn)
+    builders: int | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """Measurements the run's workers have under way at once."""
+        return max(self.n_workers, 1) * ((self.builders or 0) + 1)
 
 
 @dataclass
@@ -119,6 +127,8 @@ class OperatorResult:
     split: list[Part] = field(default_factory=list)
     # the times are the simulator's (their error bands apply), not measurements
     simulated: bool = False
+    # where the wall-clock went (build, queue, timing...: TimeSplit's items)
+    time_split: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -261,7 +271,7 @@ class OperatorTuner:
             h = snap.histories[i]
             # no more than the space has left: a small space (a batch-1 norm has a few
             # dozen tilings) is measured out exactly, not by a sampler proposing repeats
-            n = min(self._chunk(h), left, self.units[i].space.n_feasible - h.measured)
+            n = min(self.chunk_size(h), left, self.units[i].space.n_feasible - h.measured)
             if i not in self._baseline_enqueued:  # first, so no seed repeats it
                 self.units[i].enqueue_baseline()
                 self._baseline_enqueued.add(i)
@@ -283,10 +293,14 @@ class OperatorTuner:
         self.parent.set_user_attr(DONE_ATTR, True)
         return self.result()
 
-    def _chunk(self, history: ShapeHistory) -> int:
+    def chunk_size(self, history: ShapeHistory) -> int:
+        """The next chunk's measurements: the warm-up's rest, else the scheduler's chunk
+        per worker, or, on builders, as many as the workers have in flight (a smaller
+        chunk would leave builders idle)."""
         if history.measured < self.scheduler.warmup:
             return self.scheduler.warmup - history.measured
-        return self.scheduler.chunk * max(self.options.n_workers, 1)
+        return max(self.scheduler.chunk * max(self.options.n_workers, 1),
+                   self.options.in_flight if self.options.builders else 0)
 
     def _close(self, i: int, why: str) -> None:
         """No more chunks for shape ``i`` (recorded, so a resume and followers know)."""
@@ -325,14 +339,19 @@ class OperatorTuner:
         if unit.followable:
             self._allocate(study.study_name, target)
             fault_point("allocated")  # a test pauses the tuner here for a follower
-        result = unit.run(Budget(n_measurements=target), n_workers=self.options.n_workers,
-                          devices=self.options.devices,
-                          stale_after_s=self.options.stale_after_s, max_idle=MAX_IDLE)
+        result = self.run_chunk(unit, Budget(n_measurements=target))
         if result.failed_workers:
             raise StudyError(f"{study.study_name}: {result.stop_reason}")
         if unit.followable:
             done = sum(1 for t in study.get_trials(deepcopy=False) if is_measured(t))
             self._allocate(study.study_name, done)  # followers: nothing more to do here
+
+    def run_chunk(self, unit: OperatorUnit, budget: Budget) -> RunResult:
+        """Measure ``unit``'s study up to ``budget`` through its session (workers and
+        builders as the options say)."""
+        o = self.options
+        return unit.run(budget, n_workers=o.n_workers, devices=o.devices,
+                        stale_after_s=o.stale_after_s, max_idle=MAX_IDLE, builders=o.builders)
 
     def _allocate(self, study_name: str, target: int) -> None:
         allocation = dict(self.parent.user_attrs.get(ALLOCATION_ATTR, {}))
@@ -412,9 +431,11 @@ class OperatorTuner:
         if all(r.baseline_s is not None and math.isfinite(r.baseline_s) for r in shapes):
             base = wl.tokens_per_s(step_latencies(
                 wl, self.shapes, {r.shape.key: r.baseline_s for r in shapes}))
+        simulated = self.spec.backend.get("name") == "simulator"
+        spent = run_time_split([s.get_trials(deepcopy=False) for s in self.studies], simulated)
         return OperatorResult(self.parent_name, shapes, self.used(), tps, base,
-                              self.roofline_tokens_per_s(), split,
-                              simulated=self.spec.backend.get("name") == "simulator")
+                              self.roofline_tokens_per_s(), split, simulated=simulated,
+                              time_split=spent.items())
 
     def roofline_tokens_per_s(self) -> float:
         """Every operator at its roofline, attention and vector kernels included (their

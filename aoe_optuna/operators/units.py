@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import optuna
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.attrs import LAYER_OP_ATTR
-from aoe_optuna.backends.base import Backend
+from aoe_optuna.backends.base import Backend, BuildAhead
+from aoe_optuna.backends.build_time import part_build_time
 from aoe_optuna.backends.npu.backend import NpuBackend
 from aoe_optuna.backends.registry import backend_class, backend_options
 from aoe_optuna.hardware.profile import SocProfile, load_profile
@@ -44,6 +46,7 @@ SOC_KEY = "soc"  # in that plan: the SoC whose profile the model runs on
 BACKEND_KEY = "backend"  # in that plan, off the simulator: the spec's backend section
 LAYER_WORKER = "aoe_optuna.operators.layer_worker"  # the worker module of those studies
 LAYER_METRIC = "calls/s"  # such a study's value: calls of the kernel per second
+CHARGE_KEY = "model_charge"  # a modelled study's: what one measurement costs (ModelCharge)
 
 
 class OperatorUnit(Protocol):
@@ -56,7 +59,8 @@ class OperatorUnit(Protocol):
     def enqueue_baseline(self) -> None: ...
     def baseline_trial(self) -> FrozenTrial | None: ...
     def run(self, budget: Budget, *, n_workers: int, devices: Sequence[str],
-            stale_after_s: float | None, max_idle: int) -> RunResult: ...
+            stale_after_s: float | None, max_idle: int,
+            builders: int | None = None) -> RunResult: ...
     def remeasure(self, params: Mapping[str, Any], draw: int) -> float | None: ...
 
 
@@ -82,28 +86,63 @@ class GemmUnit:
         return self.session.baseline_trial()
 
     def run(self, budget: Budget, *, n_workers: int, devices: Sequence[str],
-            stale_after_s: float | None, max_idle: int) -> RunResult:
+            stale_after_s: float | None, max_idle: int,
+            builders: int | None = None) -> RunResult:
         return self.session.run(budget, n_workers=n_workers, devices=devices,
-                                stale_after_s=stale_after_s, max_idle=max_idle)
+                                stale_after_s=stale_after_s, max_idle=max_idle,
+                                builders=builders, host_devices=max(n_workers, 1))
 
     def remeasure(self, params: Mapping[str, Any], draw: int) -> float | None:
         m = self.backend.remeasure(self.space.full_config(params), self.shape.gemm, draw)
         return m.latency_s if m.ok else None
 
 
+@dataclass(frozen=True)
+class ModelCharge:
+    """What one modelled measurement of a layer kernel costs on the virtual clock, as the
+    simulator charges a GEMM's: one build of the kernel (its part's build time,
+    :mod:`aoe_optuna.backends.build_time`, or the spec's ``backend.build_s``), the
+    warm-up and timed calls, and the host program's start (``backend.run_s``). Every
+    measurement is a new config (a repeat is answered from storage), so each builds."""
+
+    build_s: float
+    run_s: float = 0.0
+    warmup: int = 10
+    repeats: int = 100
+
+    @classmethod
+    def of(cls, op: LayerOperator, backend_doc: Mapping[str, Any]) -> ModelCharge:
+        """The charge under the spec's simulator section (its options, else the defaults)."""
+        build = backend_doc.get("build_s", part_build_time(op.operator_kind.part).seconds)
+        return cls(float(build), float(backend_doc.get("run_s", 0.0)),
+                   int(backend_doc.get("warmup", cls.warmup)),
+                   int(backend_doc.get("repeats", cls.repeats)))
+
+    def cost_s(self, call_s: float) -> float:
+        return self.build_s + (self.warmup + self.repeats) * call_s + self.run_s
+
+
 class ModelEvaluator:
     """The evaluator of an attention or vector study: one call timed by the model. Its
-    value (the objective's ``tokens_per_s`` slot) is calls per second."""
+    value (the objective's ``tokens_per_s`` slot) is calls per second; its cost the
+    charge's, build included (a build pool's virtual clock overlaps the builds)."""
 
-    def __init__(self, op: LayerOperator, profile: SocProfile) -> None:
+    def __init__(self, op: LayerOperator, profile: SocProfile,
+                 charge: ModelCharge | None = None) -> None:
         self.op = op
         self.seconds = op.model(profile)
         self.roofline_s = op.roofline_s(profile)
+        self.charge = charge or ModelCharge.of(op, {})
+
+    def build_ahead(self, full_config: Mapping[str, Any]) -> list[BuildAhead | None]:
+        """Nothing to build apart: the model charges the build in :meth:`evaluate`."""
+        return [None]
 
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
         t = self.seconds(full_config)
         flops = self.op.flops()
         return Evaluation(ok=True, tokens_per_s=1.0 / t, latency_s={self.op.kind: t},
+                          cost_s=self.charge.cost_s(t), build_s=self.charge.build_s,
                           tflops=math.nan if flops is None else flops / t / 1e12,
                           roofline_fraction=self.roofline_s / t)
 
@@ -142,9 +181,13 @@ class LayerUnit:
         if backend is not None:
             entry[BACKEND_KEY] = dict(backend_doc or {"name": backend.name})
         plan = StoredPlan(LAYER_OP_ATTR, entry, "operator")
-        evaluator = _evaluator(op, profile, backend)
-        return cls(_open(storage, storage_url, op.study_name(parent), op, profile, sampler,
+        charge = ModelCharge.of(op, backend_doc or {})
+        evaluator = _evaluator(op, profile, backend, charge)
+        unit = cls(_open(storage, storage_url, op.study_name(parent), op, profile, sampler,
                          evaluator, plan=plan), op, profile, evaluator, noise)
+        if isinstance(evaluator, ModelEvaluator):  # for its workers and followers
+            unit.study.set_user_attr(CHARGE_KEY, asdict(charge))
+        return unit
 
     @classmethod
     def join(cls, storage: optuna.storages.BaseStorage, storage_url: str, study_name: str,
@@ -159,7 +202,9 @@ class LayerUnit:
         if BACKEND_KEY in plan:  # measured on a backend, not the model: the worker's own
             doc = plan[BACKEND_KEY]
             backend = backend_class(doc["name"]).from_options(backend_options(doc), profile)
-        evaluator = _evaluator(op, profile, backend)
+        charge = stored_plan(storage, study_name, CHARGE_KEY)
+        evaluator = _evaluator(op, profile, backend, ModelCharge(**charge)
+                               if isinstance(charge, dict) else None)
         return cls(_open(storage, storage_url, study_name, op, profile, sampler, evaluator,
                          worker_index=worker_index), op, profile, evaluator)
 
@@ -170,11 +215,15 @@ class LayerUnit:
         return self.session.baseline_trial()
 
     def run(self, budget: Budget, *, n_workers: int = 1, devices: Sequence[str] = (),
-            stale_after_s: float | None = None, max_idle: int | None = None) -> RunResult:
+            stale_after_s: float | None = None, max_idle: int | None = None,
+            builders: int | None = None, host_devices: int | None = None) -> RunResult:
         """Measure up to ``budget`` here, or on ``n_workers`` worker processes as a GEMM
-        shape's study does (the same plan, budget guard and claims)."""
+        shape's study does (the same plan, budget guard, claims and build pool).
+        ``host_devices``: the devices on this host (default one per worker)."""
         return self.session.run(budget, n_workers=n_workers, devices=devices,
-                                stale_after_s=stale_after_s, max_idle=max_idle)
+                                stale_after_s=stale_after_s, max_idle=max_idle,
+                                builders=builders,
+                                host_devices=host_devices or max(n_workers, 1))
 
     def remeasure(self, params: Mapping[str, Any], draw: int) -> float | None:
         if isinstance(self.evaluator, ProgramEvaluator):
@@ -182,12 +231,13 @@ class LayerUnit:
         return self.op.model(self.profile)(self.space.full_config(params))
 
 
-def _evaluator(op: LayerOperator, profile: SocProfile,
-               backend: Backend | None) -> ModelEvaluator | ProgramEvaluator:
-    """What measures a kernel's config: the simulator's model, or off the simulator the
-    npu backend's program of its kind (the only other backend that times layer kernels)."""
+def _evaluator(op: LayerOperator, profile: SocProfile, backend: Backend | None,
+               charge: ModelCharge | None = None) -> ModelEvaluator | ProgramEvaluator:
+    """What measures a kernel's config: the simulator's model (at ``charge``), or off the
+    simulator the npu backend's program of its kind (the only other backend that times
+    layer kernels)."""
     if backend is None:
-        return ModelEvaluator(op, profile)
+        return ModelEvaluator(op, profile, charge)
     if not isinstance(backend, NpuBackend):
         raise StudyError(f"backend {backend.name!r} times GEMMs only; attention and vector "
                          "kernels need the simulator or npu backend")
@@ -199,10 +249,11 @@ def _open(storage: optuna.storages.BaseStorage, storage_url: str, study_name: st
           evaluator: ModelEvaluator | ProgramEvaluator, **how: Any) -> SpaceSession:
     """A kernel's study as the session opens every study with no spec: its space, CANN's
     default as the baseline, ``evaluator`` as the measurement, its own worker module."""
+    device_kind = "simulator" if isinstance(evaluator, ModelEvaluator) else "npu"
     return SpaceSession.open(storage_url, study_name, op.space(profile), evaluator, sampler,
                              storage=storage, metric=LAYER_METRIC,
                              baseline=op.default_config(profile), worker_module=LAYER_WORKER,
-                             **how)
+                             device_kind=device_kind, **how)
 
 
 def join_study(storage: optuna.storages.BaseStorage, storage_url: str, study_name: str,

@@ -55,16 +55,18 @@ def follow_allocation(storage: optuna.storages.BaseStorage, parent: str,
 
 
 def follow_run(storage: optuna.storages.BaseStorage, storage_url: str, parent: str,
-               on_event: Callable[[str], None], max_idle: int) -> int:
+               on_event: Callable[[str], None], max_idle: int,
+               builders: int | None = None) -> int:
     """A follower on this host: measure the chunks the tuner of ``parent`` allocates, each
     study opened by name through the session (:func:`.units.join_study`) with the study's
     own sampler and a seed of this follower's (the tuner's seed would propose what the
-    tuner proposes). Returns the number of chunks joined."""
+    tuner proposes), building ahead on ``builders``. Returns the number of chunks
+    joined."""
     def measure(study_name: str, target: int) -> None:
         unit = join_study(storage, storage_url, study_name,
                           SamplerRequest(seed=secrets.randbelow(SEED_RANGE)))
         on_event(f"joining {study_name} up to {target} measurements")
-        unit.run(Budget(n_measurements=target), max_idle=max_idle)
+        unit.run(Budget(n_measurements=target), max_idle=max_idle, builders=builders)
 
     os.environ.setdefault("AOE_WORKER_INDEX", "0")
     return follow_allocation(storage, parent, measure)

@@ -313,6 +313,7 @@ class SpaceSession:
     baseline: dict[str, Any] | None = None
     worker_module: str | None = None  # the ``python -m`` module its workers run
     worker_index: int = 0
+    device_kind: str | None = None  # the backend its evaluator measures on (a build pool's)
 
     @classmethod
     def open(
@@ -329,12 +330,14 @@ class SpaceSession:
         baseline: dict[str, Any] | None = None,
         worker_index: int | None = None,
         worker_module: str | None = None,
+        device_kind: str | None = None,
     ) -> SpaceSession:
         """Create the study (or load it, when it holds the same ``plan``), store the
         sampler it runs with and its parameter names (what a dead worker's trial had
         chosen is told from them: ``study.recovery``). A worker or a follower
         (``worker_index`` given) loads it and writes nothing. A named sampler is built
-        before the storage is opened: refused, it leaves nothing behind."""
+        before the storage is opened: refused, it leaves nothing behind. ``device_kind``:
+        the backend the evaluator measures on, for a run with builders (None: none)."""
         index = worker_index or 0
         choice = choose_sampler(sampler) if sampler.name is not None else None
         built = None if choice is None else build_sampler(choice, space=space,
@@ -357,7 +360,7 @@ class SpaceSession:
             study.set_user_attr(SPACE_PARAMS_ATTR, list(space.names))
         study.sampler = built
         return cls(storage_url, storage, study, space, evaluator, choice, baseline,
-                   worker_module, index)
+                   worker_module, index, device_kind)
 
     def objective(self) -> TuningObjective:
         return TuningObjective(self.space, self.evaluator)
@@ -378,6 +381,8 @@ class SpaceSession:
         devices: Sequence[str] = (),
         stale_after_s: float | None = None,
         max_idle: int | None = None,
+        builders: int | None = None,
+        host_devices: int = 1,
     ) -> RunResult:
         """As :meth:`StudySession.run`; its workers run ``worker_module``."""
         if n_workers > 1 and self.worker_module is None:
@@ -387,7 +392,8 @@ class SpaceSession:
             self.study, self.objective, budget, on_update, storage_url=self.storage_url,
             sampler=self.sampler_choice, worker_module=self.worker_module,
             n_workers=n_workers, devices=devices, stale_after_s=stale_after_s,
-            max_idle=max_idle)
+            max_idle=max_idle, builders=builders, device_kind=self.device_kind,
+            worker_index=self.worker_index, host_devices=host_devices)
 
 
 def hold_plan(study: optuna.Study, plan: StoredPlan) -> None:

@@ -8,6 +8,7 @@ each kind is one line on stderr and left out, and the GEMM shapes are tuned."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import optuna
@@ -57,9 +58,14 @@ def test_each_layer_kernel_is_built_as_its_kinds_program(
             layer[plan["kind"]] = [t for t in study.get_trials()
                                    if t.state == optuna.trial.TrialState.FAIL]
     assert set(layer) == {"attention", "add_rmsnorm", "rmsnorm", "rope", "swiglu"}
+    spare = len(os.sched_getaffinity(0)) - 1  # the npu default: one core keeps the card's
     for kind, failed in layer.items():
         assert failed, f"{kind}: no candidate measured"
         assert {t.user_attrs[ATTR_FAILURE_KIND] for t in failed} == {"build"}, kind
+        # built ahead on the npu's default pool, as a GEMM shape's study is
+        builders = {t.user_attrs.get("builders") for t in failed}
+        assert builders == ({spare} if spare >= 1 else {None}), kind
+        assert all(t.user_attrs["build_s"] > 0 for t in failed), kind  # the build's time
 
 
 def test_a_run_mode_the_host_programs_lack_leaves_them_out_in_one_line_each(

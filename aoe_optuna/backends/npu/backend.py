@@ -196,6 +196,18 @@ class NpuBackend(BackendBase):
             program.files, program.build, f"{self.toolkit.toolchain_id}|{program.toolchain}",
             lambda installed, device: program.argv(installed, self.timing_args, device))
 
+    def build_program_ahead(self, program: KernelProgram) -> BuildAhead:
+        """Compile a layer kernel's program into the build cache on this host core, so
+        that :meth:`measure_program` only runs it (a build pool's step, as
+        :meth:`build_ahead` for a GEMM); a failed build is reported by the measure."""
+        if self.run_mode not in program.run_modes:
+            return BuildAhead(0.0, cached=False, ok=False)
+        built = self.cache.get_or_build(
+            dict(program.files), program.build, ARTIFACT,
+            f"{self.toolkit.toolchain_id}|{program.toolchain}", self.timeout_s,
+            env=build_env(self.toolkit, os.environ))
+        return BuildAhead(built.seconds, cached=built.cached, ok=built.ok)
+
     def measure(self, config: Mapping[str, Any], gemm: Gemm) -> Measurement:
         build = self._gemm_build(config, gemm)
         if isinstance(build, Measurement):
@@ -280,10 +292,15 @@ class NpuBackend(BackendBase):
             failed = measurement_from_build_output(run.stdout + "\n" + run.stderr,
                                                    built.seconds)
             # the whole log, for the failed trial's artifact (study.run.objective uploads it)
-            return dataclasses.replace(failed, extra={**failed.extra,
+            return dataclasses.replace(failed, extra={**failed.extra, "build_s": built.seconds,
                                                       FAILURE_LOG: run_log(run)})
         assert built.artifact is not None
-        return self._run(built.artifact, argv, built.seconds)
+        measured = self._run(built.artifact, argv, built.seconds)
+        # the build's part of the cost (0: the cache had it), so that a serial run's
+        # summary splits build from timing as a pooled one's does
+        return dataclasses.replace(measured, extra={**(measured.extra or {}),
+                                                    "build_s": built.seconds,
+                                                    "build_cached": built.cached})
 
     def _run(self, artifact: Path, argv: Callable[[Path, int], list[str]],
              build_s: float) -> Measurement:

@@ -85,7 +85,8 @@ def summarise(
         export_kind=export_kind(spec),
         folder=folder if folder is not None else Path.cwd(),
         band=simulated_band(spec, None if best is None else best.value),
-        time_split=TimeSplit.of(study.get_trials(deepcopy=False)).items(),
+        time_split=TimeSplit.of(study.get_trials(deepcopy=False),
+                                modelled=spec.backend.get("name") == "simulator").items(),
     )
 
 

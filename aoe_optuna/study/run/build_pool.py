@@ -32,9 +32,8 @@ import optuna
 from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
 from optuna.trial import FrozenTrial
 
-from aoe_optuna.backends.base import Backend
 from aoe_optuna.study.run.device_lease import DeviceLease, LeaseTimeout
-from aoe_optuna.study.run.objective import Evaluation, Evaluator, TuningObjective
+from aoe_optuna.study.run.objective import BuildsAhead, Evaluation, TuningObjective
 from aoe_optuna.study.trials.recovery import WorkerTaggingSampler
 
 ATTR_QUEUE_S = "queue_s"
@@ -115,24 +114,23 @@ def pinned(cpus: frozenset[int]) -> Iterator[None]:
 
 
 class PooledEvaluator:
-    """An :class:`Evaluator` whose configs are built ahead and timed under a device lease."""
+    """An evaluator (a spec's :class:`~.objective.Evaluator`, an operator run's kernel)
+    whose configs are built ahead and timed under a device lease."""
 
-    def __init__(self, inner: Evaluator, plan: PoolPlan) -> None:
+    def __init__(self, inner: BuildsAhead, plan: PoolPlan) -> None:
         self.inner = inner
         self.plan = plan
         self._build_slots = threading.BoundedSemaphore(plan.builders)
 
-    @property
-    def backend(self) -> Backend:
-        return self.inner.backend
+    def build_ahead(self, full_config: Mapping[str, Any]) -> list[Any]:
+        return self.inner.build_ahead(full_config)
 
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
         asked = time.monotonic()
         with self._build_slots:
             build_from = time.monotonic()
             with pinned(self.plan.build_cpus):
-                built = [self.inner.backend.build_ahead(full_config, g)
-                         for g in self.inner.workload.gemms]
+                built = self.inner.build_ahead(full_config)
         built_at = time.monotonic()
         build_s = sum(b.seconds for b in built if b is not None)
         cached = bool(built) and all(b is not None and b.cached for b in built)
@@ -225,11 +223,12 @@ class SharedSampler(WorkerTaggingSampler):
 def pool_objective(study: optuna.Study, objective: TuningObjective, plan: PoolPlan) -> int:
     """Make ``objective`` build ahead and time under the lease, share the study's sampler
     between the pool's threads; the number of threads to optimise with."""
-    if not isinstance(objective.evaluator, Evaluator | PooledEvaluator):
+    evaluator = objective.evaluator
+    if not callable(getattr(evaluator, "build_ahead", None)):
         raise ValueError("builders: this study's kind measures without builds; run it "
                          "without --builders")
-    if isinstance(objective.evaluator, Evaluator):
-        objective.evaluator = PooledEvaluator(objective.evaluator, plan)
+    if not isinstance(evaluator, PooledEvaluator):
+        objective.evaluator = PooledEvaluator(evaluator, plan)  # type: ignore[arg-type]
     sampler = study.sampler
     if not isinstance(sampler, SharedSampler):
         inner = sampler.inner if isinstance(sampler, WorkerTaggingSampler) else sampler

@@ -53,7 +53,7 @@ from aoe_optuna.attrs import (
     ATTR_TOKENS_PER_S,
     OPTUNA_FIXED_PARAMS_KEY,
 )
-from aoe_optuna.backends.base import FAILURE_LOG, Backend
+from aoe_optuna.backends.base import FAILURE_LOG, Backend, BuildAhead
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.study.storage.artifacts import upload_trial_text
@@ -123,6 +123,14 @@ class ConfigEvaluator(Protocol):
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation: ...
 
 
+class BuildsAhead(ConfigEvaluator, Protocol):
+    """An evaluator whose configs a build pool can build before their timing: each
+    build's outcome (None where the kernel has no separate build: a model charges its
+    build in ``evaluate``'s cost)."""
+
+    def build_ahead(self, full_config: Mapping[str, Any]) -> list[BuildAhead | None]: ...
+
+
 class Evaluator:
     """Measures a full config on every GEMM of a workload and turns latencies into tokens/s."""
 
@@ -153,6 +161,10 @@ class Evaluator:
             else spec.roofline_tokens_per_s()
         return cls(spec.workload, backend if backend is not None else make_backend(spec),
                    roofline, max_accuracy_loss=spec.accuracy.get("max_relative_error"))
+
+    def build_ahead(self, full_config: Mapping[str, Any]) -> list[BuildAhead | None]:
+        """Each GEMM's kernel built into the backend's cache (a build pool's step)."""
+        return [self.backend.build_ahead(full_config, g) for g in self.workload.gemms]
 
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
         latencies: dict[str, float] = {}

@@ -7,6 +7,12 @@ pool, the rest of the cost), ``queue_s`` (waiting for a builder or for the
 device), ``sampler_s`` (from the trial's creation to its config checked).
 Builds saved are measurements whose build the cache already held, and
 repeated proposals answered from storage (nothing built, nothing timed).
+
+A modelled study (the simulator) builds and times nothing real: its builds,
+timings and queueing are the virtual clock's (:mod:`.pipeline_clock`), the
+timing the rest of each measurement's cost. An operator run's split is the
+sum of its chunks' (:meth:`TimeSplit.of_chunks`): one chunk ends before the
+next begins, so each starts with idle builders.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.attrs import ATTR_BUILD_S, ATTR_COST, ATTR_REPEAT_OF, ATTR_SAMPLER_S
-from aoe_optuna.study.run.pipeline_clock import jobs_of, pooled_clock_s, serial_finish_times
+from aoe_optuna.study.run.pipeline_clock import jobs_of, pooled_schedule, serial_finish_times
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,8 @@ class TimeSplit:
     serial_s: float  # the same measurements built and timed in turn
 
     @classmethod
-    def of(cls, trials: Sequence[FrozenTrial]) -> TimeSplit:
+    def of(cls, trials: Sequence[FrozenTrial], modelled: bool = False) -> TimeSplit:
+        """The split of one study's trials (``modelled``: the virtual clock's figures)."""
         build = timing = queue = sampler = 0.0
         cache = duplicates = 0
         builders = [t.user_attrs.get("builders") for t in trials]
@@ -47,15 +54,36 @@ class TimeSplit:
                 continue
             b = float(a.get(ATTR_BUILD_S, 0.0) or 0.0)
             build += b
-            timing += float(a.get("time_s", cost - b) or 0.0)
-            queue += float(a.get("queue_s", 0.0) or 0.0)
+            timing += cost - b if modelled else float(a.get("time_s", cost - b) or 0.0)
+            queue += 0.0 if modelled else float(a.get("queue_s", 0.0) or 0.0)
             sampler += float(a.get(ATTR_SAMPLER_S, 0.0) or 0.0)
             cache += bool(a.get("build_cached")) or (ATTR_BUILD_S in a and b == 0.0)
         counts = [b for b in builders if isinstance(b, int) and b > 0]
         serial = serial_finish_times(jobs_of(trials))
+        slots = pooled_schedule(trials)
+        if modelled and slots is not None:
+            queue = sum(s.queue_s for s in slots)
         return cls(build, timing, queue, sampler, cache, duplicates,
-                   max(counts) if counts else None, pooled_clock_s(trials),
+                   max(counts) if counts else None,
+                   None if slots is None else max((s.end for s in slots), default=0.0),
                    serial[-1] if serial else 0.0)
+
+    @classmethod
+    def of_chunks(cls, chunks: Sequence[Sequence[FrozenTrial]],
+                  modelled: bool = False) -> TimeSplit:
+        """The split of runs of measurements one after another (an operator run's
+        chunks, each of one study): their sums; the clock of a chunk run in turn is its
+        serial clock."""
+        parts = [cls.of(c, modelled) for c in chunks]
+        pooled = [p for p in parts if p.builders is not None]
+        return cls(sum(p.build_s for p in parts), sum(p.time_s for p in parts),
+                   sum(p.queue_s for p in parts), sum(p.sampler_s for p in parts),
+                   sum(p.saved_by_cache for p in parts),
+                   sum(p.saved_by_duplicates for p in parts),
+                   max((p.builders or 0 for p in pooled), default=None) or None,
+                   sum(p.pooled_s if p.pooled_s is not None else p.serial_s for p in parts)
+                   if pooled else None,
+                   sum(p.serial_s for p in parts))
 
     def items(self) -> list[str]:
         """The split as summary items, e.g. ``build 1,200 s``."""

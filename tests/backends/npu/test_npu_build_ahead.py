@@ -104,6 +104,16 @@ def test_build_ahead_builds_and_measure_only_times(
         assert any("-DCATLASS_HOME=" in line for line in _lines(stand_ins / "argv"))
 
 
+def test_a_serial_measure_says_how_long_its_build_took(tmp_path: Path,
+                                                      stand_ins: Path) -> None:
+    backend = _backend(tmp_path)
+    first = backend.measure(default_config(), Gemm(256, 256, 256))
+    assert first.ok and first.extra["build_s"] >= 3 * STEP_S  # what a serial split reads
+    assert not first.extra["build_cached"] and first.cost_s >= first.extra["build_s"] + STEP_S
+    again = backend.measure(default_config(), Gemm(512, 256, 128))  # the build serves both
+    assert again.ok and again.extra["build_s"] == 0.0 and again.extra["build_cached"]
+
+
 def test_a_failed_build_ahead_is_the_measurements_build_failure(
         tmp_path: Path, stand_ins: Path) -> None:
     (stand_ins / "fail").touch()
@@ -184,6 +194,7 @@ def test_aoe_tune_on_the_npu_builds_ahead_by_default_and_not_with_builders_0(
     url = f"sqlite:///{tmp_path / 'npu.db'}"
     spare = len(os.sched_getaffinity(0)) - 1  # one core for the card's host program
     for name, extra in (("default", []), ("serial", ["--builders", "0"])):
+        monkeypatch.setenv("AOE_BUILD_CACHE", str(tmp_path / f"cache-{name}"))  # builds
         assert main(["--config", str(spec), "--storage", url, "--study-name", name,
                      "--n-trials", "3", "--sampler", "random", "--seed", "0",
                      "--no-progress", *extra]) == 0
@@ -197,3 +208,5 @@ def test_aoe_tune_on_the_npu_builds_ahead_by_default_and_not_with_builders_0(
             assert pooled == {spare} and said in err
         else:
             assert pooled == {None} and "builder" not in err, err
+        # serial or pooled, each trial says how long its build took (none cached here)
+        assert all(t.user_attrs[ATTR_BUILD_S] >= 3 * STEP_S for t in trials), name
