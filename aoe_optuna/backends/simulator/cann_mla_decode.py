@@ -122,7 +122,9 @@ def _products(profile: SocProfile, shape: MlaDecodeAttention, keys: int, q_rows:
     # (runs of lat/2 values a token, from HBM) and the rope half (runs of rope/2,
     # one line shared by several tokens and both halves), Q once per block.
     lat_half, rope_half = lat // 2 * b, rope // 2 * b
-    rope_miss = min(1.0, 0.5 * rope * b / transfer.LINE_BYTES)  # first visit of a line
+    # the first half's runs meet each line first (a line holds LINE / (rope x b) tokens);
+    # the second half's find it in L2
+    rope_miss = min(1.0, rope * b / transfer.LINE_BYTES)
     k_s = 0.0
     for n in [N_L1] * (keys // N_L1) + ([keys % N_L1] if keys % N_L1 else []):
         k_s += 2 * _gm(profile, n * lat_half, lat_half, lat * b, 1.0)
