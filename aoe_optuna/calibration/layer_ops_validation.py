@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from statistics import median
 
 from aoe_optuna.backends.simulator import (
+    cann_mla_decode,
     cann_rms_norm,
     cann_swiglu,
     decode_attention,
@@ -81,11 +82,14 @@ def kernel_us(figure: LayerOpFigure) -> float:
         if figure.tiling == "best":
             return decode_attention.best_tiling(profile, shape)[1].total_s * 1e6
         return decode_attention.default_cost(profile, shape).total_s * 1e6
-    if figure.kind == "mla_decode_attention":  # the catlass template's default tiling
+    if figure.kind == "mla_decode_attention":
         shape = MlaDecodeAttention(**{k: s[k] for k in (
             "batch", "q_heads", "context", "kv_lora_rank", "qk_rope_head_dim",
             "dtype_bytes")})
-        return mla_attention.default_cost(profile, shape).total_s * 1e6
+        if figure.kernel == "cann_fia":  # CANN's fused infer attention: its split and pipeline
+            return cann_mla_decode.cann_mla_decode_cost(
+                profile, shape, s.get("query_tokens", 1)).total_s * 1e6
+        return mla_attention.default_cost(profile, shape).total_s * 1e6  # catlass's template
     if figure.kernel == "cann_rmsnorm":  # CANN's RmsNorm: its host tiling and passes
         return cann_rms_norm.rms_norm_seconds(profile, s["rows"], s["width"], s["dtype"]) * 1e6
     if figure.kernel == "cann_swiglu":  # CANN's SwiGlu: its host tiling and tiles

@@ -37,8 +37,9 @@ MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_ker
 # `aoe-tune operators` tunes each kernel as an operator of its own (docs/OPERATORS.md).
 VECTOR_CHARGES = ("roofline", "default", "best", "tuned")
 # Attention likewise: at the roofline, or with the simulator's decode (GQA/MQA, MLA)
-# or causal prefill attention model at CANN's (catlass's for MLA) default tiling or
-# at its best tiling (docs/ATTENTION.md), or "tuned" as the vector kernels.
+# or causal prefill attention model at CANN's default tiling (for MLA, CANN's fused
+# attention kernel itself) or at its best tiling (for MLA, catlass's template's best;
+# docs/ATTENTION.md), or "tuned" as the vector kernels.
 ATTENTION_CHARGES = ("roofline", "default", "best", "tuned")
 DEFAULT_MODEL = {"model": "qwen2.5-7b", "phase": "decode", "batch": 1, "seq_len": 1024,
                  "tp": 1, "dtype": "fp16"}

@@ -77,10 +77,14 @@ def test_a_split_keeps_every_element_of_one_half_as_rows_by_width() -> None:
 
 
 def test_mla_held_out_median_stays_where_measured() -> None:
-    """2026-12-06, cann-bench's MLA decode cases on a 910B2 (kernel time, cold L2): 44.9%
-    (the model follows catlass's template, CANN's fused attention runs about 1.8x slower)."""
+    """2026-12-06, cann-bench's MLA cases on a 910B2 (kernel time, cold L2) against the
+    model of CANN's kernel: the four added after it was written check it (10.0%, worst
+    17.1%); the five its 1.8x miss was read on are seen (5.8% in-sample; the catlass
+    template read 44.9% on them)."""
     mla = held_out_errors(ROWS)["mla_decode_attention"]
-    assert len(mla) == 5 and median(mla) < 0.48
+    assert len(mla) == 4 and median(mla) < 0.12
+    inside = seen_errors(ROWS)["mla_decode_attention"]
+    assert len(inside) == 5 and median(inside) < 0.07
 
 
 def test_the_vector_rows_the_models_were_changed_after_are_seen_not_held_out() -> None:
@@ -89,7 +93,7 @@ def test_the_vector_rows_the_models_were_changed_after_are_seen_not_held_out() -
     rmsnorm 14.0% (32.9% before, the generic model held out), swiglu 12.7% (16.0%)."""
     errors = held_out_errors(ROWS)
     assert errors["rmsnorm"] == [] and errors["swiglu"] == []
-    assert {r.figure.kernel for r in seen(ROWS)} == {"cann_rmsnorm", "cann_swiglu"}
+    assert {r.figure.kernel for r in seen(ROWS)} == {"cann_rmsnorm", "cann_swiglu", "cann_fia"}
     inside = seen_errors(ROWS)
     assert len(inside["rmsnorm"]) == 20 and median(inside["rmsnorm"]) < 0.16
     assert len(inside["swiglu"]) == 14 and median(inside["swiglu"]) < 0.15

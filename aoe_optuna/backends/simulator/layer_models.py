@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoe_optuna.backends.simulator import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.backends.simulator.cann_mla_decode import cann_mla_decode_seconds
 from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
 from aoe_optuna.backends.simulator.moe_gating import best_gating_config, default_gating_cost
 from aoe_optuna.backends.simulator.vector_ops import best_vector_config
@@ -49,7 +50,10 @@ def _attention(module: Any) -> LayerModel:
 LAYER_MODELS: dict[type, LayerModel] = {
     DecodeAttention: _attention(decode_attention),
     PrefillAttention: _attention(prefill_attention),
-    MlaDecodeAttention: _attention(mla_attention),
+    # default: CANN's fused infer attention (what a deployment calls); best: the
+    # catlass template's space
+    MlaDecodeAttention: LayerModel(cann_mla_decode_seconds,
+                                   _attention(mla_attention).best_s),
     # default: the library kernel (CANN's RmsNorm and SwiGlu where modelled)
     VectorOp: LayerModel(library_vector_seconds,
                          lambda pr, op: best_vector_config(pr, op)[1].total_s),
