@@ -85,7 +85,8 @@ def ub_copy(write: bool) -> transfer.MoverFit:
 
 
 def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.ndarray | float,
-                 stride_bytes: np.ndarray | float, cores: float, write: bool = False,
+                 stride_bytes: np.ndarray | float, cores: np.ndarray | float,
+                 write: bool = False,
                  ) -> np.ndarray:
     """Seconds of one DataCopy of ``nbytes`` in runs of ``run_bytes`` ``stride_bytes``
     apart in GM, while ``cores`` cores stream alike: the start-up, then the runs'
@@ -94,7 +95,8 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
     run = np.maximum(np.asarray(run_bytes, dtype=float), 1.0)
     stride = np.maximum(np.asarray(stride_bytes, dtype=float), run)
     mover = ub_copy(write)
-    peak = min(mover.bytes_per_s, profile.hbm_bandwidth() / max(cores, 1.0))
+    peak = np.minimum(mover.bytes_per_s,
+                      profile.hbm_bandwidth() / np.maximum(np.asarray(cores, dtype=float), 1.0))
     costs = transfer.StreamCosts(
         transfer.STREAM_RUN_L2_S, transfer.STREAM_RUN_HBM_S, transfer.STREAM_LINE_L2_S,
         transfer.STREAM_LINE_HBM_S, transfer.STREAM_PARTIAL_S, transfer.STREAM_MISALIGNED_S,
