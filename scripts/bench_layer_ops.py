@@ -38,16 +38,12 @@ from typing import Any
 
 import optuna
 
-from aoe_optuna.backends.simulator.decode_attention import best_tiling
-from aoe_optuna.backends.simulator.prefill_attention import best_tiling as best_prefill_tiling
-from aoe_optuna.backends.simulator.vector_ops import best_vector_config
+from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
 from aoe_optuna.bench.exhaustive import best_per_gemm
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.operators.scheduler import make_scheduler
 from aoe_optuna.operators.shapes import step_latencies
 from aoe_optuna.operators.tuner import OperatorTuner, TunerOptions
-from aoe_optuna.space.decode_attention import DecodeAttention
-from aoe_optuna.space.prefill_attention import PrefillAttention
 from aoe_optuna.spec.format import read_document
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 
@@ -92,14 +88,8 @@ def layer_optimum(spec: StudySpec) -> dict[str, float]:
     """Each layer call at its exhaustive optimum (the model's own search), or at the
     library's default kernel where that is faster (a run then keeps the library's)."""
     out = {}
-    for call in spec.workload.layer_ops:
-        p = call.problem
-        if isinstance(p, DecodeAttention):
-            best = best_tiling(spec.profile, p)[1].total_s
-        elif isinstance(p, PrefillAttention):
-            best = best_prefill_tiling(spec.profile, p)[1].total_s
-        else:
-            best = best_vector_config(spec.profile, p)[1].total_s
+    for call in spec.workload.layer_ops:  # each problem type's own exhaustive search
+        best = LAYER_MODELS[type(call.problem)].best_s(spec.profile, call.problem)
         out[call.name] = min(best, call.charged_s)
     return out
 
