@@ -35,7 +35,8 @@ def describe_spec(path: str, optimum: bool = True) -> Iterator[str]:
            + describe_split(step_split(spec.workload, spec.profile)) + "; GEMMs at roofline")
     if spec.workload.layer_ops:
         kinds = sorted({call.kind for call in spec.workload.layer_ops})
-        yield (f"  tuned operators  {', '.join(kinds)}: charged as the library's default kernels here; "
+        yield (f"  tuned operators  {', '.join(kinds)}: charged as the library's default "
+               "kernels here; "
                "`aoe-tune operators` tunes each in a study of its own")
         yield from _operator_bands(spec)
     if not spec.exact_model or not optimum:
