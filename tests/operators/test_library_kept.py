@@ -11,6 +11,7 @@ import pytest
 
 from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
 from aoe_optuna.export.kb import KnowledgeBase
+from aoe_optuna.export.kb_entry import KBError, make_layer_entry
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators import outcome
 from aoe_optuna.operators.layer_ops import LayerOperator
@@ -98,3 +99,11 @@ def test_a_run_keeps_the_library_norm_where_its_best_tuning_is_slower(tmp_path: 
     assert any(line.startswith("not written rmsnorm 4096x3584: the library's default kernel")
                for line in exports.lines)
     assert exports.closing_line(len(result.shapes)) is None  # kept is not a refusal
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0.0, "fast", float("nan")])
+def test_a_knowledge_base_entry_with_a_bad_library_time_is_refused(bad: object) -> None:
+    with pytest.raises(KBError, match="library_kept_us: expected a positive number"):
+        make_layer_entry("Ascend910B2", "vector", "rmsnorm", "fp16",
+                         {"rows": 64, "width": 3584}, {"tile_len": 4096}, 1e5, None, "s",
+                         None, latency_us=10.0, library_kept_us=bad)  # type: ignore[arg-type]
