@@ -98,8 +98,8 @@ class RetimeRecord:
 
 
 def stored_us(seconds: float) -> float:
-    """A latency as trials and the knowledge base store it: microseconds, 4 decimals."""
-    return round(seconds * 1e6, 4)
+    """A latency as a trial stores it (``objective.py``): microseconds, 3 decimals."""
+    return round(seconds * 1e6, 3)
 
 
 @dataclass
@@ -125,7 +125,7 @@ class ShapeResult:
     @property
     def library_kept(self) -> bool:
         """Whether the library's default kernel is faster than the tuned winner, compared
-        as latencies are stored (us, 4 decimals: a tie is the tuned kernel's): the run
+        as trials store latencies (to the nanosecond: a tie is the tuned kernel's): the run
         then ships the library's (no kernel, its time in the step)."""
         return (self.library_s is not None
                 and stored_us(self.library_s) < stored_us(self.latency_s))

@@ -47,9 +47,10 @@ def test_the_faster_of_the_tuned_and_the_library_kernel_ships() -> None:
     assert slower.library_kept and slower.shipped_s == 10e-6
     faster = _result(op, 9e-6, 10e-6)
     assert not faster.library_kept and faster.shipped_s == 9e-6
-    # equal as stored (us, 4 decimals): the tuned kernel, not a rounding, decides
-    tie = _result(op, 10.00001e-6, 10e-6)
-    assert not tie.library_kept and tie.shipped_s == 10.00001e-6
+    # equal as a trial stores it (to the ns): the tuned kernel, not a rounding, decides
+    tie = _result(op, 10.0004e-6, 10e-6)
+    assert not tie.library_kept and tie.shipped_s == 10.0004e-6
+    assert _result(op, 10.0006e-6, 10e-6).library_kept
     assert not _result(op, 12e-6, None).library_kept  # nothing charged: a GEMM, the chip
 
 
