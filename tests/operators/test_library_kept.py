@@ -90,7 +90,9 @@ def test_a_run_keeps_the_library_norm_where_its_best_tuning_is_slower(tmp_path: 
 
     # the knowledge base records it; no kernel is written for it
     kb = tmp_path / "kb.json"
-    list(outcome.merge_into_kb(result, spec, url, kb))
+    merged = list(outcome.merge_into_kb(result, spec, url, kb))
+    assert any("/rmsnorm/fp16 rows=4096 width=3584" in line and line.endswith(
+        f"; library default kept ({round(library * 1e6, 4):.6g} us)") for line in merged)
     entries = {e["op"]: e for e in KnowledgeBase.load(kb).entries() if e.get("kind")}
     assert entries["rmsnorm"]["library_kept_us"] == round(library * 1e6, 4)
     assert all(("library_kept_us" in entries[r.shape.kind]) == r.library_kept
