@@ -40,13 +40,15 @@ class MergeResult:
     def describe(self) -> str:
         key = describe_key(entry_key(self.entry))
         unit = self.entry["objective"]
+        library = self.entry.get("library_kept_us")
+        shipped = "" if library is None else f"; library default kept ({library:.6g} us)"
         if self.outcome == "added":
-            return f"added {key}: {self.entry['value']:.6g} {unit}"
+            return f"added {key}: {self.entry['value']:.6g} {unit}{shipped}"
         assert self.other is not None
         won, lost = self.entry, self.other
         verb = "replaced" if self.outcome == "replaced" else "kept"
         return (f"{verb} {key}: {won['value']:.6g} {unit} (study {won['study']}) over "
-                f"{lost['value']:.6g} {lost['objective']} (study {lost['study']})")
+                f"{lost['value']:.6g} {lost['objective']} (study {lost['study']}){shipped}")
 
 
 class KnowledgeBase:

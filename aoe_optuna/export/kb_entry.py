@@ -112,9 +112,12 @@ def make_layer_entry(
     latency_us: float | None = None,
     date: str | None = None,
     band: Mapping[str, Any] | None = None,
+    library_kept_us: float | None = None,
 ) -> dict[str, Any]:
     """A validated attention or vector kernel entry: ``problem`` as the operator run keys
-    it, ``value`` calls per second (higher is better, like every entry's value)."""
+    it, ``value`` calls per second (higher is better, like every entry's value);
+    ``library_kept_us``: the library default kernel's time where it beats the tuned
+    ``config`` and is what the run ships."""
     entry: dict[str, Any] = {
         "kind": kind, "soc": soc, "op": op, "dtype": dtype, "problem": dict(problem),
         "config": dict(config), "value": value, "objective": objective, "gain": gain,
@@ -125,6 +128,8 @@ def make_layer_entry(
         entry["latency_us"] = latency_us
     if band is not None:
         entry["band"] = band
+    if library_kept_us is not None:
+        entry["library_kept_us"] = library_kept_us
     return validate_entry(entry)
 
 
@@ -170,7 +175,12 @@ def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any
                             f"one of {list(DTYPE_BYTES)}")
     out["problem"] = _checked_problem(where, PROBLEM_FIELDS[out["op"]], entry["problem"])
     out["config"] = _checked_config(where, entry["config"])
-    return _checked_result(entry, where, out)
+    out = _checked_result(entry, where, out)
+    if entry.get("library_kept_us") is not None:  # the library's kernel ships, not config
+        out["library_kept_us"] = float(_checked(
+            where, "library_kept_us", entry["library_kept_us"], _is_positive,
+            "a positive number of microseconds (the library kernel kept)"))
+    return out
 
 
 def _checked_problem(where: str, spec: ProblemFields, problem: Any) -> dict[str, Any]:

@@ -56,6 +56,8 @@ def rows(result: OperatorResult) -> list[list[str]]:
     for r in result.shapes:
         speedup = "-" if r.baseline_s is None or r.params is None else (
             f"{r.baseline_s / r.latency_s:.3f}")
+        if r.params is not None and r.library_kept:
+            speedup = LIBRARY_KEPT
         out.append([
             r.shape.label, r.shape.dims, str(r.shape.weight),
             f"{r.measured}+{r.retimed}",
@@ -64,6 +66,18 @@ def rows(result: OperatorResult) -> list[list[str]]:
             _us(r.baseline_s), speedup,
         ])
     return out
+
+
+LIBRARY_KEPT = "library"  # the speedup cell of an operator whose library kernel is kept
+
+
+def library_kept_lines(result: OperatorResult) -> list[str]:
+    """One line per operator whose library default kernel is faster than its tuned
+    winner: the run keeps the library's, and says by how much."""
+    return [f"library default kept: {r.shape.label} {r.shape.dims}: the library kernel's "
+            f"{_us(r.library_s)} us beats the tuned {_us(r.latency_s)} us; no tuned "
+            f"kernel shipped, the step charges the library's"
+            for r in result.shapes if r.params is not None and r.library_kept]
 
 
 # Shapes are written MxNxK everywhere (catlass's GemmCoord order, and the order of the
@@ -144,7 +158,8 @@ def end_to_end_lines(result: OperatorResult) -> list[str]:
         return [f"end to end: {len(missing)} of {len(result.shapes)} shapes have no successful "
                 f"measurement yet ({', '.join(s.label + ' ' + s.dims for s in missing[:3])}"
                 f"{', ...' if len(missing) > 3 else ''}); resume with a larger --n-trials"]
-    out = [f"end to end with each shape's winner: {result.tokens_per_s:.2f} tokens/s "
+    out = library_kept_lines(result)
+    out += [f"end to end with each shape's winner: {result.tokens_per_s:.2f} tokens/s "
            f"({result.tokens_per_s / result.roofline_tokens_per_s:.1%} of the roofline "
            f"{result.roofline_tokens_per_s:.2f})"]
     if result.split:
@@ -204,8 +219,9 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
         band = band_field(shape_band(r)) if simulated else None
         if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
+            library = r.library_s if r.library_kept else None
             out.append(layer_entry(spec.profile.soc, r.shape, r.params, r.latency_s, gain,
-                                   r.study_name, storage_url, band))
+                                   r.study_name, storage_url, band, library_s=library))
             continue
         full = spec.space.full_config(r.params)
         gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
@@ -223,12 +239,15 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
 
 def layer_entry(soc: str, op: LayerOperator, params: dict, latency_s: float,
                 gain: float | None, study: str, storage_url: str,
-                band: dict | None = None) -> dict:
+                band: dict | None = None, library_s: float | None = None) -> dict:
     """An attention or vector kernel's knowledge base entry (``band``: a simulated
-    time's held-out error)."""
+    time's held-out error; ``library_s``: the library default kernel's time where it
+    beats the tuned one and is kept)."""
     return make_layer_entry(soc, op.operator_kind.part, op.op_name, op.dtype, op.problem_doc(),
                             params, round(1.0 / latency_s, 4), gain, study, storage_url,
-                            latency_us=round(latency_s * 1e6, 4), band=band)
+                            latency_us=round(latency_s * 1e6, 4), band=band,
+                            library_kept_us=None if library_s is None
+                            else round(library_s * 1e6, 4))
 
 
 def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | None,
@@ -314,6 +333,10 @@ def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, ou
         if r.params is None:
             continue
         label = f"{r.shape.label} {r.shape.dims}"
+        if r.shape.operator_kind is not GEMM and r.library_kept:
+            out.lines.append(f"not written {label}: the library's default kernel is kept "
+                             f"({_us(r.library_s)} us against the tuned {_us(r.latency_s)} us)")
+            continue
         if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             path = out_dir / f"{r.shape.kind}_{r.shape.dims}{r.shape.operator_kind.kernel_suffix}"
             info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,

@@ -45,7 +45,7 @@ def result_band(result: OperatorResult) -> StepBand:
             continue
         tuned = [r for r in result.shapes if r.shape.operator_kind is not GEMM
                  and getattr(r.shape.problem, "part", None) == part.name]
-        weights = [r.latency_s * r.shape.weight for r in tuned]
+        weights = [r.shipped_s * r.shape.weight for r in tuned]
         if not tuned or sum(weights) <= 0:
             parts.append(StepPart(part.name, UNMODELLED_CHECK, part.seconds))
             continue

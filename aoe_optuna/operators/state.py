@@ -97,6 +97,11 @@ class RetimeRecord:
         return sorted(out, key=lambda r: (r.mean_s, r.trial))
 
 
+def stored_us(seconds: float) -> float:
+    """A latency as a trial stores it (``objective.py``): microseconds, 3 decimals."""
+    return round(seconds * 1e6, 3)
+
+
 @dataclass
 class ShapeResult:
     """One shape's outcome: its winner, what the winner runs at, and what it cost."""
@@ -112,6 +117,26 @@ class ShapeResult:
     first_s: float  # the winner's first timing
     baseline_s: float | None  # the baseline config's timing (one unselected timing)
     roofline_s: float
+    # what the step charges a call of this operator without tuning (the library's own
+    # kernel at its default, for attention and the vector kernels of a simulated run);
+    # None where nothing is charged to compare with (GEMMs, a run on the chip)
+    library_s: float | None = None
+
+    @property
+    def library_kept(self) -> bool:
+        """Whether the library's default kernel is faster than the tuned winner, compared
+        as trials store latencies (to the nanosecond: a tie is the tuned kernel's): the run
+        then ships the library's (no kernel, its time in the step)."""
+        return (self.library_s is not None
+                and stored_us(self.library_s) < stored_us(self.latency_s))
+
+    @property
+    def shipped_s(self) -> float:
+        """The latency of what the run ships for this operator: the tuned winner, or the
+        library's default kernel where that is faster."""
+        if self.library_s is not None and self.library_kept:
+            return self.library_s
+        return self.latency_s
 
     @property
     def tflops(self) -> float:

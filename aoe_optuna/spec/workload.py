@@ -32,8 +32,8 @@ MODEL_KEYS = ("phase", "batch", "seq_len", "tp", "dtype", "weights", "vector_ker
               "attention")
 # How a model's vector kernels (norms, SwiGLU, rope) are charged: at the roofline
 # (the default; studies made before the key keep their figures), or with the
-# simulator's vector-core model at CANN-style default tilings or at each kernel's
-# best tiling (docs/VECTOR_KERNELS.md); "tuned": charged at the default tiling, and
+# library's kernels as the simulator models them or the project's own kernel at each
+# call's best tiling (docs/VECTOR_KERNELS.md); "tuned": charged as "default", and
 # `aoe-tune operators` tunes each kernel as an operator of its own (docs/OPERATORS.md).
 VECTOR_CHARGES = ("roofline", "default", "best", "tuned")
 # Attention likewise: at the roofline, or with the simulator's decode (GQA/MQA, MLA)

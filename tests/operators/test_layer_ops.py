@@ -158,7 +158,7 @@ def test_tokens_per_s_replaces_each_charge_with_the_winners_latency(tmp_path: Pa
                            seed=1)
     result = OperatorTuner(open_storage(url), url, "run", spec, options).run()
     wl = spec.workload
-    by_name = {n: r.latency_s for r in result.shapes for n in r.shape.names}
+    by_name = {n: r.shipped_s for r in result.shapes for n in r.shape.names}
     gemm_s = sum(g.count * by_name[g.name] for g in wl.gemms)
     tuned_s = sum(op.count * by_name[op.name] for op in wl.layer_ops)
     stays_s = wl.fixed_s - sum(op.count * op.charged_s for op in wl.layer_ops)
@@ -179,11 +179,16 @@ def test_export_of_attention_and_vector_studies_writes_kb_entries_and_kernels(
                  "--sampler", "random", "--seed", "2", "--no-progress",
                  "--export-dir", str(kernels)]) == 0
     run_out = capsys.readouterr().out
-    written = sorted(p.name for p in kernels.iterdir())
-    assert "attention_b1-q28-kv4-d128-s1024.h" in written
-    assert {"rmsnorm", "add_rmsnorm", "swiglu", "rope"} <= {
-        n.split("_1x")[0] for n in written if n.endswith(".cpp")}
-    assert "not exported" not in run_out
+    written = {p.name for p in kernels.iterdir()}
+    # each kernel is written, or named as left to the library's faster default
+    files = {"attention b1-q28-kv4-d128-s1024": "attention_b1-q28-kv4-d128-s1024.h",
+             **{f"{k} 1x{w}": f"{k}_1x{w}.cpp" for k, w in (
+                 ("rmsnorm", 3584), ("add_rmsnorm", 3584), ("swiglu", 18944), ("rope", 4096))}}
+    for label, name in files.items():
+        kept = f"not written {label}: the library's default kernel is kept" in run_out
+        assert kept != (name in written), label
+        assert kept == (f"library default kept: {label}:" in run_out), label
+    assert written <= set(files.values()) and "not exported" not in run_out
     study = f"{PARENT}/attention/b1-q28-kv4-d128-s1024"
     kb = tmp_path / "kb.json"
     header = tmp_path / "aoe_catlass_fai.h"

@@ -4,10 +4,10 @@ For RMSNorm, the fused add + RMSNorm and SwiGLU that is CANN's own kernel
 (torch_npu's ``npu_rms_norm``, ``npu_add_rms_norm`` and ``npu_swiglu``), whose
 host tiling and passes :mod:`.cann_rms_norm`, :mod:`.cann_add_rms_norm` and
 :mod:`.cann_swiglu` follow; for the kernels without such a model (rope, the
-residual add of an unfused norm) it is the vector-core model of
-:mod:`.vector_ops` at its default tiling. Tuning always works in the vector-core
-model's own space: a ``tuned`` kernel replaces this charge once an operator run
-times it.
+residual add of an unfused norm) it is the project's own kernel
+(:mod:`.vector_ops`) at its default tiling. Tuning always works in the project's
+kernel's space: a ``tuned`` kernel replaces this charge once an operator run times
+it, where it is the faster of the two (``operators.state.ShapeResult.library_kept``).
 """
 
 from __future__ import annotations

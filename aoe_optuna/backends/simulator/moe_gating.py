@@ -31,17 +31,16 @@ import numpy as np
 
 from aoe_optuna.backends.simulator import transfer
 from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
-from aoe_optuna.backends.simulator.vector_ops import (
-    FP32_BYTES,
-    GM_UB_BYTES_PER_CYCLE,
-    ISSUE_CYCLES_PER_INSTRUCTION,
-    VECTOR_BYTES_PER_REPEAT,
-    VectorCost,
-)
+from aoe_optuna.backends.simulator.vector_ops import VectorCost
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.constraints import Columns
 from aoe_optuna.workload.moe_gating import ALIGN, MoeGating, cann_tiling, gating_space
 
+# The gating model's own vector-core constants (not yet on vector_pipe's measured rates):
+GM_UB_BYTES_PER_CYCLE = 128.0  # msKPP TheoreticalBandwidth(), GM->UB per vector core
+VECTOR_BYTES_PER_REPEAT = 256.0  # one vector repeat, one per cycle
+FP32_BYTES = 4.0
+ISSUE_CYCLES_PER_INSTRUCTION = 30.0  # assumed: scalar issue + pipe flag per instruction/tile
 SOFTMAX_OPS = 6  # cast, reduce-max, subtract, exp, reduce-sum, scale
 SORT_OPS = 2  # Sort32 over (value, index) pairs
 MERGE_OPS = 2  # one MrgSort level over the pairs

@@ -1,34 +1,34 @@
-"""The vector cores running a norm, SwiGLU or rope kernel: copy-in, compute, copy-out.
+"""The project's own vector kernel (norms, SwiGLU, rope) on the vector cores: its work
+split, its passes and its buffering, on the same vector unit and copy line as CANN's.
 
-Each launched vector core takes its share of the units (a norm's rows, an
-elementwise kernel's tiles) and walks it tile by tile through UB:
+The kernel is ``aoe_optuna/backends/npu/templates/vector_kernel.cpp``: what an
+operator run tunes (``tile_len``, ``cores``, ``double_buffer``, ``fused``) and
+exports. Each launched core takes every ``cores``-th unit (a norm's row, a SwiGLU
+or add tile, a rope row piece) and walks it through UB:
 
-* copy-in / copy-out (MTE2 / MTE3): the tile's row tensors at the core's GM
-  <-> UB rate, capped by its share of HBM, plus a DataCopy start-up per
-  tensor and tile (once, when double buffering issues the next copy under
-  this one); a norm whose row does not fit a tile reads the row it
-  normalises a second time (the input, or the residual sum the fused kernel
-  wrote in its first pass);
-* compute: the kernel's vector instructions per element at 64 fp32 lanes
-  per cycle, plus an issue cost per instruction and tile; a norm issues its
-  instructions row by row (ops-nn RmsNorm/AddRmsNorm: ``Compute`` and
-  ``ComputeSingleRow`` loop over the rows of a UB pass), so each row pays
-  them, its reduction tree's levels and a scalar round trip for its rstd,
-  however many rows share a tile;
-* with double buffering copy and compute overlap (the slower one sets the
-  pace, the faster one is paid once to fill the pipe); without, they add.
+* a norm row that fits a tile is copied in (x, and the residual when the add is
+  fused), cast, summed (the scalar waits on the sum, then on rstd: two round
+  trips), then gamma is copied in for the row once the previous copy-out has left
+  (``WaitCopyOut``), scaled and copied out; the next row's copy-in runs under this
+  row's scaling. With one output buffer the next row's sum also waits for this
+  row's copy-out. A row wider than a tile is walked in pieces twice: each piece
+  read and summed with the scalar waiting on it, then read again (both inputs when
+  fused) and scaled behind its gamma copy;
+* SwiGLU and the residual add: per tile both inputs copied in, the arithmetic,
+  the copy out; with two buffers a queue the slowest of the three sets the pace,
+  with one they add up;
+* rope: per row piece x copied in under the previous piece, cos and sin behind
+  the previous piece's copy-out, the rotation, the copy out.
 
-The kernel lasts as long as its busiest core, never less than the whole
-call's bytes at HBM bandwidth, plus a launch head; the unfused add + RMSNorm
-is two kernels (an Add, then an RmsNorm), each with its head and its passes.
-
-Constants and where they come from (none was fitted to a vector-kernel timing):
-the GM->UB rate is msKPP's theoretical 128 B/cycle/core (the project's
-../shared/reference/ascend-910b.md); 256 B per vector repeat is the Ascend C
-vector width; the DataCopy start-up is the GM->L1 fit of transfer.py (the
-same HBM latency); the launch head is the cube kernel's fitted head
-(backend.KERNEL_LAUNCH_S), assumed equal for a vector-only launch; the issue
-cost per instruction is an assumed order of magnitude.
+Every instruction is priced by :mod:`.vector_kernel_steps` at msKPP's measured rate
+of its op and dtype (:mod:`.vector_pipe`), every DataCopy by ``vector_pipe``'s copy
+line, run and line costs and HBM share, the scalar round trip as vector_pipe's: the
+same physics as :mod:`.cann_rms_norm`, :mod:`.cann_add_rms_norm` and
+:mod:`.cann_swiglu`, so only the two kernels' structure tells them apart. The call
+lasts as long as its busiest core, never less than its bytes at HBM bandwidth, plus
+the launch head (``backend.KERNEL_LAUNCH_S``, as CANN's kernels); the unfused add +
+RMSNorm is two kernels (an Add, then an RmsNorm), each with its head. Nothing here
+was set from a vector kernel's timing.
 """
 
 from __future__ import annotations
@@ -38,51 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import transfer
+from aoe_optuna.backends.simulator import vector_kernel_steps as steps
+from aoe_optuna.backends.simulator import vector_pipe as vp
 from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.constraints import Columns
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import default_config, vector_space, work_units
-
-GM_UB_BYTES_PER_CYCLE = 128.0  # msKPP TheoreticalBandwidth(), GM->UB per vector core
-VECTOR_BYTES_PER_REPEAT = 256.0  # one vector repeat, one per cycle
-FP32_BYTES = 4.0
-ISSUE_CYCLES_PER_INSTRUCTION = 30.0  # assumed: scalar issue + pipe flag per instruction/tile
-# Assumed: a norm row's rstd leaves the vector pipe (V->S flag), takes the scalar
-# unit's sqrt and divide, and comes back (S->V flag) before the row can be scaled.
-SCALAR_RSTD_CYCLES = 100.0
-REDUCE_REPEAT = 64  # fp32 elements the final WholeReduceSum takes: the tree stops there
-
-# Vector instructions per element of a norm, by dtype, counted in ops-nn's kernels
-# (norm/rms_norm/op_kernel/rms_norm.h, norm/add_rms_norm/op_kernel/add_rms_norm.h):
-# RmsNorm fp32: square, reduce (the halving adds sum to one pass), scale by rstd,
-# scale by gamma; fp16/bf16 adds the cast of x, the cast of gamma (every row) and the
-# cast of y. AddRmsNorm fp32: + the add; fp16: add in fp16, cast, square, scale by
-# 1/n, reduce, scale by rstd, cast, gamma; bf16 casts both inputs, rounds the sum
-# back to bf16 and up again, and casts gamma and y.
-NORM_INSTRUCTIONS: dict[tuple[str, str], int] = {
-    ("rmsnorm", "fp32"): 4, ("rmsnorm", "fp16"): 7, ("rmsnorm", "bf16"): 7,
-    ("add_rmsnorm", "fp32"): 6, ("add_rmsnorm", "fp16"): 8, ("add_rmsnorm", "bf16"): 13,
-}
-
-
-def instructions_per_element(op: VectorOp) -> float:
-    """Vector instructions per element: a norm's from ops-nn's kernels by dtype, the
-    elementwise kernels' from their arithmetic (fp16 in and out; fp32 skips the
-    two casts)."""
-    if (op.kind, op.dtype) in NORM_INSTRUCTIONS:
-        return float(NORM_INSTRUCTIONS[(op.kind, op.dtype)])
-    casts = 2.0 if op.dtype == "fp32" else 0.0
-    return float(op.ops_per_element) - casts
-
-
-def row_overhead_cycles(op: VectorOp) -> float:
-    """A norm row's fixed cost: every instruction issued for it (those per element and
-    one per level of its halving reduction tree) and the scalar round trip of its rstd."""
-    levels = max(0.0, np.ceil(np.log2(max(op.width, 1) / REDUCE_REPEAT)))
-    return ((instructions_per_element(op) + levels) * ISSUE_CYCLES_PER_INSTRUCTION
-            + SCALAR_RSTD_CYCLES)
 
 
 @dataclass(frozen=True)
@@ -95,49 +57,113 @@ class VectorCost:
     roofline_s: float
 
 
+@dataclass(frozen=True)
+class _Copies:
+    """DataCopy seconds of one core while ``cores`` cores stream alike (contiguous runs:
+    every row tensor of the kernel is read and written a row or a tile at a time)."""
+
+    profile: SocProfile
+    cores: np.ndarray
+
+    def into(self, nbytes: np.ndarray | float) -> np.ndarray:
+        return vp.copy_seconds(self.profile, nbytes, nbytes, nbytes, self.cores)
+
+    def out(self, nbytes: np.ndarray | float) -> np.ndarray:
+        return vp.copy_seconds(self.profile, nbytes, nbytes, nbytes, self.cores, write=True)
+
+
+def _norm_core(profile: SocProfile, op: VectorOp, tile: np.ndarray, db: np.ndarray,
+               rows: np.ndarray, copy: _Copies) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The busiest core's seconds, copy seconds and vector seconds over ``rows`` rows."""
+    clock, b = profile.clock_hz, DTYPE_BYTES[op.dtype]
+    adds = op.kind == "add_rmsnorm"
+    inputs = 2.0 if adds else 1.0
+    trip = vp.SCALAR_ROUND_TRIP_CYCLES
+    width = float(op.width)
+    # a row that fits a tile: one read
+    t_in = inputs * copy.into(width * b)
+    t_sum = copy.out(width * b) if adds else np.zeros_like(t_in)
+    gamma, t_out = copy.into(width * b), copy.out(width * b)
+    squares = steps.sum_of_squares_cycles(width) + steps.rstd_cycles() + 2 * trip
+    a = (steps.norm_load_cycles(op.dtype, width, adds, True) + squares) / clock
+    wait = np.maximum(t_sum - squares / clock, 0.0)  # gamma's copy waits for the sum's
+    scale = steps.norm_scale_cycles(op.dtype, width) / clock
+    period = np.where(db, a + wait + gamma + np.maximum(scale, t_in),
+                      a + wait + gamma + np.maximum(scale + t_out, t_in))
+    period = np.maximum(period, np.maximum(t_in + gamma, t_out + t_sum))
+    whole = t_in + rows * period + np.where(db, t_out, 0.0)
+    whole_copy = rows * (t_in + gamma + t_out + t_sum)
+    whole_vector = rows * (a + scale)
+    # a row in pieces: read and summed piece by piece, then read again and scaled
+    pieces = np.ceil(width / tile)
+    n = width / pieces
+    p_in = inputs * copy.into(n * b)
+    p_sum = copy.out(n * b) if adds else np.zeros_like(p_in)
+    p_gamma, p_out = copy.into(n * b), copy.out(n * b)
+    first = (steps.norm_load_cycles(op.dtype, n, adds, True)
+             + steps.sum_of_squares_cycles(n) + trip) / clock
+    second = (steps.norm_load_cycles(op.dtype, n, adds, False)
+              + steps.norm_scale_cycles(op.dtype, n)) / clock
+    one_pass = pieces * (p_in + first)
+    again = p_in + pieces * np.maximum(p_gamma + second + p_out, p_in + p_gamma)
+    row = one_pass + (steps.rstd_cycles() + trip) / clock + again
+    split = rows * row
+    split_copy = rows * pieces * (2 * p_in + p_sum + p_gamma + p_out)
+    split_vector = rows * pieces * (first + second)
+    fits = tile >= width
+    return (np.where(fits, whole, split), np.where(fits, whole_copy, split_copy),
+            np.where(fits, whole_vector, split_vector))
+
+
+def _elementwise_core(profile: SocProfile, op: VectorOp, tile: np.ndarray, db: np.ndarray,
+                      units: np.ndarray, copy: _Copies,
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The busiest core's seconds, copy seconds and vector seconds over ``units`` tiles
+    (SwiGLU, the add) or row pieces (rope)."""
+    clock, b = profile.clock_hz, DTYPE_BYTES[op.dtype]
+    if op.kind == "rope":
+        n = op.width / np.ceil(op.width / tile)
+        t_in, t_out = copy.into(n * b), copy.out(n * b)
+        trig = 2 * copy.into(op.head_dim * b)  # cos and sin, behind the last copy-out
+        vector = steps.rope_piece_cycles(op.dtype, n, op.head_dim) / clock
+        period = np.maximum(trig + vector + t_out, t_in + trig)
+        core = t_in + units * period
+        return core, units * (t_in + trig + t_out), units * vector
+    n = np.minimum(tile, float(op.elements))
+    t_in = 2 * copy.into(n * b)  # two inputs, one after the other on MTE2
+    t_out = copy.out(n * b)
+    cycles = (steps.swiglu_tile_cycles(op.dtype, n) if op.kind == "swiglu"
+              else steps.add_tile_cycles(op.dtype, n))
+    vector = cycles / clock
+    piped = t_in + (units - 1) * np.maximum(np.maximum(t_in, vector), t_out) + vector + t_out
+    core = np.where(db, piped, units * (t_in + vector + t_out))
+    return core, units * (t_in + t_out), units * vector
+
+
+def chip_seconds(profile: SocProfile, op: VectorOp, tile: np.ndarray) -> np.ndarray:
+    """The call's HBM floor: every tensor once, a norm row in pieces read twice."""
+    b = DTYPE_BYTES[op.dtype]
+    rows_bytes = op.elements * b
+    rereads = np.where(op.is_norm & (tile < op.width), float(op.reads), 0.0)
+    read = op.reads * rows_bytes + op.side_bytes + rereads * rows_bytes
+    return (read + op.writes * rows_bytes) / profile.hbm_bandwidth()
+
+
 def _one_kernel(profile: SocProfile, op: VectorOp, c: Columns) -> dict[str, np.ndarray]:
     """Seconds of one vector kernel of ``op`` for each config row of ``c``."""
-    clock = profile.clock_hz
-    b = DTYPE_BYTES[op.dtype]
     tile = np.asarray(c["tile_len"], dtype=float)
     cores = np.asarray(c["cores"], dtype=float)
-    units = work_units(op, np.asarray(c["tile_len"])).astype(float)
-    per_core_units = np.ceil(units / cores)
-    if op.is_norm:
-        elements = per_core_units * op.width
-        rows_per_tile = np.maximum(np.floor(tile / op.width), 1.0)
-        pieces = np.ceil(op.width / tile)  # tiles per row when the row does not fit
-        tiles = np.where(tile >= op.width, np.ceil(per_core_units / rows_per_tile),
-                         per_core_units * pieces)
-        rereads = np.where(tile >= op.width, 0.0, 1.0)  # the second pass over a long row
-    else:
-        elements = np.minimum(per_core_units * tile, float(op.elements))
-        tiles = per_core_units
-        rereads = np.zeros_like(tile)
-    tensors = op.reads + op.writes
-    moved = elements * b * (tensors + rereads)
-    rate = np.minimum(GM_UB_BYTES_PER_CYCLE * clock, profile.hbm_bandwidth() / cores)
-    startup = transfer.gm_to_l1().startup_s
     db = np.asarray(c["double_buffer"]) != 0
-    # the start-up is the HBM latency: with a second buffer the next tile's copy is
-    # issued under this one's, so it is exposed once, else once per tile and tensor
-    exposed = np.where(db, 1.0, tiles)
-    copy_s = moved / rate + exposed * (tensors + rereads) * startup
-    lanes = VECTOR_BYTES_PER_REPEAT / FP32_BYTES
-    ops = instructions_per_element(op)
-    if op.is_norm:  # instructions issued row by row, a long row's pieces each
-        pieces = np.ceil(op.width / tile)
-        issue = per_core_units * pieces * row_overhead_cycles(op)
+    if op.kind == "rope":  # the kernel deals row pieces, one token's cos/sin each
+        units = op.rows * np.ceil(op.width / tile)
     else:
-        issue = tiles * ops * ISSUE_CYCLES_PER_INSTRUCTION
-    compute_s = (elements * ops / lanes + issue) / clock
-    per_tile_copy, per_tile_compute = copy_s / tiles, compute_s / tiles
-    overlapped = (np.maximum(copy_s, compute_s)
-                  + np.minimum(per_tile_copy, per_tile_compute))
-    core_s = np.where(db, overlapped, copy_s + compute_s)
-    chip_s = (op.min_bytes + rereads * op.elements * b) / profile.hbm_bandwidth()
-    return {"total": KERNEL_LAUNCH_S + np.maximum(core_s, chip_s),
-            "copy": copy_s, "compute": compute_s}
+        units = work_units(op, np.asarray(c["tile_len"])).astype(float)
+    units = np.ceil(units / cores)
+    copy = _Copies(profile, cores)
+    core = _norm_core if op.is_norm else _elementwise_core
+    core_s, copy_s, compute_s = core(profile, op, tile, db, units, copy)
+    total = KERNEL_LAUNCH_S + np.maximum(core_s, chip_seconds(profile, op, tile))
+    return {"total": total, "copy": copy_s, "compute": compute_s}
 
 
 def vector_op_seconds(profile: SocProfile, op: VectorOp, c: Columns) -> dict[str, np.ndarray]:

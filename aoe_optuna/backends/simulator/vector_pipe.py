@@ -21,8 +21,12 @@ Where each number comes from (none was set from a vector kernel's timing):
   :mod:`.transfer`, fitted to published GEMM timings (a line from HBM once, from L2
   when neighbouring runs share it);
 * the issue cost of an instruction and the scalar round trip of a norm row's rstd:
-  assumed orders of magnitude (30 and 100 cycles), the values the vector-core model
-  has used since its norms paid a cost per row.
+  assumed orders of magnitude (30 and 100 cycles), the values the project's kernel
+  model has used since its norms paid a cost per row.
+
+Both CANN's kernels (:mod:`.cann_rms_norm`, :mod:`.cann_add_rms_norm`,
+:mod:`.cann_swiglu`) and the project's own (:mod:`.vector_ops`) are priced here: one
+vector unit and one copy line, so the two differ only by what their structure does.
 """
 
 from __future__ import annotations
@@ -85,7 +89,8 @@ def ub_copy(write: bool) -> transfer.MoverFit:
 
 
 def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.ndarray | float,
-                 stride_bytes: np.ndarray | float, cores: float, write: bool = False,
+                 stride_bytes: np.ndarray | float, cores: np.ndarray | float,
+                 write: bool = False,
                  ) -> np.ndarray:
     """Seconds of one DataCopy of ``nbytes`` in runs of ``run_bytes`` ``stride_bytes``
     apart in GM, while ``cores`` cores stream alike: the start-up, then the runs'
@@ -94,7 +99,8 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
     run = np.maximum(np.asarray(run_bytes, dtype=float), 1.0)
     stride = np.maximum(np.asarray(stride_bytes, dtype=float), run)
     mover = ub_copy(write)
-    peak = min(mover.bytes_per_s, profile.hbm_bandwidth() / max(cores, 1.0))
+    peak = np.minimum(mover.bytes_per_s,
+                      profile.hbm_bandwidth() / np.maximum(np.asarray(cores, dtype=float), 1.0))
     costs = transfer.StreamCosts(
         transfer.STREAM_RUN_L2_S, transfer.STREAM_RUN_HBM_S, transfer.STREAM_LINE_L2_S,
         transfer.STREAM_LINE_HBM_S, transfer.STREAM_PARTIAL_S, transfer.STREAM_MISALIGNED_S,
@@ -110,5 +116,5 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
 def chip_floor_s(profile: SocProfile, read_bytes: float, write_bytes: float) -> float:
     """The call's HBM time: every byte in and out at HBM bandwidth (the L2 starts cold;
     a write-back L2 may keep part of the output, which this floor does not credit, so
-    the floor is the kernel's roofline, as the vector-core model's)."""
+    the floor is the kernel's roofline)."""
     return (read_bytes + write_bytes) / profile.hbm_bandwidth()
