@@ -92,7 +92,7 @@ def test_a_follower_joins_the_allocation_until_the_run_is_done(tmp_path: Path) -
     url = f"sqlite:///{tmp_path / 'f.db'}"
     env = {**os.environ, "AOE_FAULT_AT": "allocated:6", "AOE_FAULT_SIGNAL": "SIGSTOP"}
     tuner = subprocess.Popen(aoe("operators", "--config", str(spec), "--storage", url,
-                                 "--n-trials", "80", "--sampler", "gp-ucb", "--seed", "0",
+                                 "--n-trials", "80", "--sampler", "random", "--seed", "0",
                                  "--no-progress"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=tmp_path, env=env)
@@ -138,7 +138,7 @@ def test_a_killed_workers_attention_trial_is_measured_again_once(
     (op,) = layer_operators(spec.workload)
     storage = open_storage(url)
     unit = LayerUnit.create(storage, url, "k", op, load_profile("Ascend910B2"),
-                            SamplerRequest("gp-ucb", {}, 0))
+                            SamplerRequest("random", {}, 0))
     unit.enqueue_baseline()
     monkeypatch.setenv("AOE_FAULT_AT", "measure:2")
     killed = unit.run(Budget(n_measurements=6), n_workers=2)
@@ -174,7 +174,7 @@ def test_a_paused_workers_attention_result_is_kept_and_it_stops_cleanly(
     url, n = f"sqlite:///{tmp_path / 'p.db'}", 6
     (op,) = layer_operators(spec_from_dict(SPEC).workload)
     unit = LayerUnit.create(open_storage(url), url, "p", op, load_profile("Ascend910B2"),
-                            SamplerRequest("gp-ucb", {}, 0))
+                            SamplerRequest("random", {}, 0))
     unit.enqueue_baseline()
     plan = WorkerPlan(url, unit.study.study_name, unit.session.sampler_choice,
                       Budget(n_measurements=n), module=LAYER_WORKER)
