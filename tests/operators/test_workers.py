@@ -42,15 +42,6 @@ def aoe(*args: str) -> list[str]:
     return [sys.executable, "-m", "aoe_optuna.cli.main", *args]
 
 
-def started(url: str) -> bool:
-    """The tuner has written its plan (tables may still be in creation before that)."""
-    try:
-        parent = optuna.load_study(study_name=PARENT, storage=url)
-    except Exception:  # no file, no tables yet, or no such study yet
-        return False
-    return parent.user_attrs.get(DONE_ATTR) is False
-
-
 def check_run(url: str, budget: int) -> None:
     parent = optuna.load_study(study_name=PARENT, storage=url)
     assert parent.user_attrs[DONE_ATTR] is True

@@ -16,6 +16,7 @@ from optuna.trial import TrialState
 
 from aoe_optuna.study.run.objective import count_measured, is_measured
 from tests.support.pg_server import postgres_server, server_bin
+from tests.support.study_poll import stored_study
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -73,10 +74,8 @@ def test_devices_pin_one_device_per_worker(tmp_path: Path) -> None:
 
 
 def _measured(url: str, name: str) -> int:
-    try:
-        return count_measured(optuna.load_study(study_name=name, storage=url).get_trials())
-    except Exception:  # no file, tables still in creation, or no such study yet
-        return 0
+    study = stored_study(url, name)
+    return 0 if study is None else count_measured(study.get_trials())
 
 
 def _wait_for_progress(url: str, name: str, step: int, limit_s: float = 120) -> None:

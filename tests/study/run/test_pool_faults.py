@@ -24,6 +24,7 @@ from aoe_optuna.study.run.objective import count_measured
 from aoe_optuna.study.session import SamplerRequest, StudySession
 from tests.study.run.cpu_study import SPACE, cpu_spec, measured
 from tests.study.run.test_device_lease import start_holder
+from tests.support.study_poll import stored_study
 
 pytestmark = pytest.mark.slow
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
@@ -139,10 +140,8 @@ def test_a_pool_run_killed_mid_flight_resumes_to_the_exact_budget(tmp_path: Path
                             stderr=subprocess.DEVNULL, start_new_session=True, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        try:
-            trials = optuna.load_study(study_name="k", storage=url).get_trials()
-        except KeyError:
-            trials = []
+        study = stored_study(url, "k")
+        trials = [] if study is None else study.get_trials()
         if count_measured(trials) >= 2 and any(t.state == TrialState.RUNNING for t in trials):
             break
         time.sleep(0.05)
