@@ -209,8 +209,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     spec, parent_name = run.spec, run.name
     shown_storage = redact_url(args.storage)
     options = _options(args, run.stored, spec.backend.get("name", MODELLED_BY))
-    say = (lambda line: None) if args.no_progress else (
-        lambda line: print(line, file=sys.stderr, flush=True))
+    say = (lambda line: None) if args.no_progress else _say
     if args.follow:
         if not run.started:
             raise UsageError(f"--follow: study {parent_name!r} has not started")
@@ -264,6 +263,21 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
             print(f"aoe-tune operators: {closing}", file=sys.stderr)
             return NOT_EXPORTED
     return 0
+
+
+def _say(line: str) -> None:
+    """A progress line; on a terminal broken between words at its width (the terminal
+    would fold it mid-number), as the run summary is."""
+    if not sys.stderr.isatty():
+        print(line, file=sys.stderr, flush=True)
+        return
+    import shutil
+
+    from aoe_optuna.study.report.text_fit import wrap_items
+
+    width = shutil.get_terminal_size().columns
+    for piece in wrap_items(line.split(" "), width, sep=" "):
+        print(piece, file=sys.stderr, flush=True)
 
 
 def _check_sampler(args: argparse.Namespace, spec: Any) -> None:
