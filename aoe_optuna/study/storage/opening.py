@@ -23,6 +23,7 @@ import os
 import random
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,34 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
                 f"storage {redact_url(url)}: cannot open ({_first_line(exc, url)})") from None
     if wal:
         _fast_sqlite(storage)
+    _report_background_failures(url)
     return storage
+
+
+def _report_background_failures(url: str) -> None:
+    """A storage write that fails in a background thread (Optuna's heartbeat, when the
+    disk fills or the database locks) is one line on stderr, not a thread's traceback:
+    the run's own next write meets the same storage and ends the run in one line. One
+    hook per process, naming the storage opened last."""
+    _background_url[0] = url
+    if getattr(threading.excepthook, "aoe_storage_hook", False):
+        return
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None and storage_failure(args.exc_value) is not None:
+            where = args.thread.name if args.thread is not None else "a thread"
+            print(f"warning: a write in the background ({where}) failed: "
+                  f"{describe_storage_error(_background_url[0], args.exc_value)}",
+                  file=sys.stderr)
+            return
+        previous(args)
+
+    hook.aoe_storage_hook = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+_background_url = [""]
 
 
 def _lost_schema_race(exc: BaseException) -> bool:
