@@ -348,22 +348,29 @@ def modelled_part(args: argparse.Namespace) -> dict[str, Any]:
             "rows": rows}
 
 
-def print_modelled(result: dict[str, Any]) -> None:
-    print(f"\nmodelled clock, {result['n']} measurements per run, sampler "
-          f"{result['sampler']}; build {result['build_s']:g} s ({result['build_source']}); "
-          f"run overhead {result['run_s']:g} s ({result['run_source']})\n")
-    print("| study | host | median to 99% of optimum (s) | seeds reaching it "
-          "| median clock at the last measurement (s) | median best/opt |")
+def print_clock_table(rows: Sequence[dict[str, Any]], target: str, quality: str,
+                      key: str) -> None:
+    """One row per study and host over the seeds: median clock to 99% of ``target``,
+    seeds reaching it, median clock at the end, median ``quality`` (``key``)."""
+    print(f"| study | host | median to 99% {target} (s) | seeds reaching it "
+          f"| median clock at the last measurement (s) | median {quality} |")
     print("|---|---|---|---|---|---|")
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in result["rows"]:
+    for r in rows:
         groups.setdefault((r["study"], r["host"]), []).append(r)
     for (study, host), rs in groups.items():
         reached = [r["to_99_s"] for r in rs if r["to_99_s"] is not None]
         med = f"{statistics.median(reached):,.0f}" if reached else "-"
         print(f"| {study} | {host} | {med} | {len(reached)}/{len(rs)} "
               f"| {statistics.median(r['end_s'] for r in rs):,.0f} "
-              f"| {statistics.median(r['best_over_opt'] for r in rs):.4f} |")
+              f"| {statistics.median(r[key] for r in rs):.4f} |")
+
+
+def print_modelled(result: dict[str, Any]) -> None:
+    print(f"\nmodelled clock, {result['n']} measurements per run, sampler "
+          f"{result['sampler']}; build {result['build_s']:g} s ({result['build_source']}); "
+          f"run overhead {result['run_s']:g} s ({result['run_source']})\n")
+    print_clock_table(result["rows"], "of optimum", "best/opt", "best_over_opt")
 
 
 def batch_part(args: argparse.Namespace) -> dict[str, Any]:
@@ -556,18 +563,7 @@ def print_layer(result: dict[str, Any]) -> None:
           f"measurements per run (re-timing included, not clocked), sampler "
           f"{result['sampler']}; builds {builds} ({result['build']['gemm']['source']}); "
           f"run overhead {result['run_s']:g} s\n")
-    print("| study | host | median to 99% of the limit (s) | seeds reaching it "
-          "| median clock at the last measurement (s) | median final / limit |")
-    print("|---|---|---|---|---|---|")
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in result["rows"]:
-        groups.setdefault((r["study"], r["host"]), []).append(r)
-    for (study, host), rs in groups.items():
-        reached = [r["to_99_s"] for r in rs if r["to_99_s"] is not None]
-        med = f"{statistics.median(reached):,.0f}" if reached else "-"
-        print(f"| {study} | {host} | {med} | {len(reached)}/{len(rs)} "
-              f"| {statistics.median(r['end_s'] for r in rs):,.0f} "
-              f"| {statistics.median(r['final_over_limit'] for r in rs):.4f} |")
+    print_clock_table(result["rows"], "of the limit", "final / limit", "final_over_limit")
     print("\n| study | seed | pool | to 99% serial (s) | pool (s) | x | final/limit serial "
           "| pool |")
     print("|---|---|---|---|---|---|---|---|")
