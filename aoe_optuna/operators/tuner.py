@@ -405,7 +405,8 @@ class OperatorTuner:
         if ranked:
             w = ranked[0]
             lo, hi = w.interval_s()
-            self.on_event(f"re-timed {self.shapes[i].dims}: {len(contenders)} configs x "
+            configs = "config" if len(contenders) == 1 else "configs"
+            self.on_event(f"re-timed {self.shapes[i].dims}: {len(contenders)} {configs} x "
                           f"{rounds}; trial {w.trial} holds at {w.mean_s * 1e6:.2f} us "
                           f"[{lo * 1e6:.2f}, {hi * 1e6:.2f}] (first timing "
                           f"{w.first_s * 1e6:.2f} us)")
