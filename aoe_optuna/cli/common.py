@@ -101,6 +101,18 @@ def user_errors() -> tuple[type[BaseException], ...]:
             SessionError, UsageError, FinalWriteError)
 
 
+def check_storage_exists(url: str, option: str) -> None:
+    """A storage a command only reads (``export``, ``calibrate --from-study``) must be
+    there: opening a SQLite or Journal file that is not creates it (an empty 112 KB
+    database, an empty Journal file), so a missing one is refused in one line first."""
+    from aoe_optuna.study.session import storage_file
+    from aoe_optuna.study.storage.file_kind import is_missing
+    from aoe_optuna.study.storage.redact import redact_url
+
+    if (local := storage_file(url)) is not None and is_missing(local):
+        raise UsageError(f"{option}: {redact_url(url)} does not exist")
+
+
 def load_spec_for(path: str, num_devices: int | None) -> Any:
     """The spec of ``path``, with the workload's ``tp`` set to ``num_devices`` if given."""
     from aoe_optuna.spec.format import read_document

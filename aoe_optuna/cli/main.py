@@ -388,16 +388,14 @@ def _export_command(argv: list[str]) -> int:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
     errors = _user_errors()
     try:
+        from aoe_optuna.cli.common import check_storage_exists
         from aoe_optuna.cli.final_writes import again_command, measurements_kept
         from aoe_optuna.study.create import load_or_create
         from aoe_optuna.study.report.summary import absolute_storage_url
-        from aoe_optuna.study.session import storage_file
-        from aoe_optuna.study.storage.file_kind import is_missing
         from aoe_optuna.study.storage.opening import open_storage
         from aoe_optuna.study.storage.redact import redact_url
 
-        if (local := storage_file(args.storage)) is not None and is_missing(local):
-            raise UsageError(f"--storage: {redact_url(args.storage)} does not exist")
+        check_storage_exists(args.storage, "--storage")
         from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
 
         for option, path in (("--output", args.output), ("--header", args.header),
