@@ -23,7 +23,9 @@ def test_an_entry_without_a_band_is_as_before_and_one_with_it_keeps_it() -> None
     assert _entry(band=BAND)["band"] == BAND
     unchecked = {**BAND, "kind": "rmsnorm", "median": None, "high": None, "high_is": ""}
     entry = make_layer_entry("Ascend910B2", "vector", "rmsnorm", "fp16",
-                             {"rows": 1, "width": 3584}, {"tile_m": 16}, 10.0, None, "s", None,
+                             {"rows": 1, "width": 3584},
+                             {"tile_len": 4096, "cores": 1, "double_buffer": 1}, 10.0, None, "s",
+                             None,
                              band=unchecked)
     assert entry["band"] == unchecked
 
@@ -33,7 +35,8 @@ def test_an_entry_without_a_band_is_as_before_and_one_with_it_keeps_it() -> None
     {"kind": "gemm_tiled", "median": 0.1}, {**BAND, "kind": ""}, "14%",
 ])
 def test_a_broken_band_is_refused_naming_the_field(band: object) -> None:
-    with pytest.raises(KBError, match=r"^entry: band: expected \{kind, median, high, high_is\}"):
+    with pytest.raises(KBError, match=r"^entry \(Ascend910B2/gemm/fp16 16x4608x3584 row_major\): "
+                       r"band: expected \{kind, median, high, high_is\}"):
         _entry(band=band)
 
 
