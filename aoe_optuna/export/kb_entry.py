@@ -26,6 +26,7 @@ from typing import Any
 
 from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
 from aoe_optuna.export.kb_band import checked_band
+from aoe_optuna.export.kb_figure import CALL_UNIT, STEP_UNIT
 from aoe_optuna.hardware.profile import DTYPE_BYTES
 from aoe_optuna.space.layer_problem import Domain, ProblemFields
 from aoe_optuna.space.params import (
@@ -55,6 +56,13 @@ class KBError(ValueError):
     """A knowledge base file or entry that cannot be used; one line naming file and key."""
 
 
+def gemm_kb_op(op_name: str, batch: int) -> str:
+    """The KB's op of a GEMM: a batched launch is another kernel (catlass's
+    BatchedMatmul), so its entries live under ``<op>-batch<n>`` and never answer a
+    single GEMM's lookup."""
+    return op_name if batch == 1 else f"{op_name}-batch{batch}"
+
+
 def make_entry(
     soc: str,
     op: str,
@@ -69,17 +77,19 @@ def make_entry(
     study: str,
     storage: str | None,
     *,
-    objective: str = "tokens/s",
+    objective: str = STEP_UNIT,
     date: str | None = None,
     latency_us: float | None = None,
     latency_interval_us: tuple[float, float] | None = None,
     band: Mapping[str, Any] | None = None,
+    workload: str | None = None,
 ) -> dict[str, Any]:
     """A validated entry. ``gain`` is relative (0.25: 25 % over the baseline) or None.
 
-    An entry of an operator study (one study per shape) carries the shape's own
-    figures: ``objective`` "TFLOPS", its latency and the latency's 95% interval
-    from the re-timing of the winner.
+    ``value`` is one of the figures of :mod:`aoe_optuna.export.kb_figure`: a
+    workload's step (``objective`` "tokens/s", ``workload`` its name), or a shape's
+    own (``objective`` "TFLOPS", its latency, and from an operator run the
+    latency's 95% interval from the re-timing of the winner).
 
     ``layout`` is the GM layout of A and B the config is for; when the study tuned
     ``layout``, the config's value must be the same. The storage URL is kept
@@ -97,6 +107,8 @@ def make_entry(
         entry["latency_interval_us"] = list(latency_interval_us)
     if band is not None:
         entry["band"] = band
+    if workload is not None:
+        entry["workload"] = workload
     return validate_entry(entry)
 
 
@@ -112,7 +124,7 @@ def make_layer_entry(
     study: str,
     storage: str | None,
     *,
-    objective: str = "calls/s",
+    objective: str = CALL_UNIT,
     latency_us: float | None = None,
     date: str | None = None,
     band: Mapping[str, Any] | None = None,
@@ -219,8 +231,11 @@ def _checked_problem(where: str, spec: ProblemFields, problem: Any) -> dict[str,
 def _checked_result(entry: Mapping[str, Any], where: str, out: dict[str, Any]) -> dict[str, Any]:
     """The fields every entry has past its key and config: value, study, date..."""
     out["value"] = float(_checked(where, "value", entry["value"], _is_finite, "a finite number"))
-    out["objective"] = _checked(where, "objective", entry.get("objective", "tokens/s"),
+    out["objective"] = _checked(where, "objective", entry.get("objective", STEP_UNIT),
                                 _is_text, "a short text")
+    if entry.get("workload") is not None:  # a step's figure; entries before it have none
+        out["workload"] = _checked(where, "workload", entry["workload"], _is_text,
+                                   "the name of the workload whose step the value is")
     gain = entry.get("gain")
     out["gain"] = None if gain is None else float(
         _checked(where, "gain", gain, _is_finite, "a finite number or null"))

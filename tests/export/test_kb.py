@@ -106,10 +106,13 @@ def test_merge_keeps_the_better_entry_and_says_which():
 def test_merge_refuses_to_compare_different_objectives_unless_told():
     kb = KnowledgeBase()
     kb.merge(entry(value=100.0))
-    with pytest.raises(KBError, match="values cannot be compared"):
+    with pytest.raises(KBError, match="another unit, not comparable") as err:
         kb.merge(entry(value=5.0, objective="TFLOPS"))
+    assert "write it to another knowledge base file (--kb), or give --kb-replace" in str(
+        err.value)
     forced = kb.merge(entry(value=5.0, objective="TFLOPS"), replace=True)
     assert forced.outcome == "replaced" and kb.entries()[0]["objective"] == "TFLOPS"
+    assert forced.describe().endswith("(another figure: --kb-replace)")
 
 
 # --- the file -----------------------------------------------------------------------------------

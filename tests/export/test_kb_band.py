@@ -40,7 +40,7 @@ def test_a_broken_band_is_refused_naming_the_field(band: object) -> None:
         _entry(band=band)
 
 
-def test_a_simulator_study_exports_entries_with_the_tokens_band(tmp_path: Path) -> None:
+def test_a_simulator_study_of_one_gemm_exports_the_gemm_models_band(tmp_path: Path) -> None:
     from aoe_optuna.calibration.band_kinds import GEMM_TILED
     from aoe_optuna.calibration.bands import shipped_bands
     from aoe_optuna.cli.main import main
@@ -50,7 +50,7 @@ def test_a_simulator_study_exports_entries_with_the_tokens_band(tmp_path: Path) 
     assert main(["--config", str(spec), "--storage", f"sqlite:///{tmp_path / 'a.db'}",
                  "--n-trials", "3", "--no-progress", "--kb", str(kb)]) == 0
     entry = json.loads(kb.read_text())["entries"][0]
-    gemm = shipped_bands()[GEMM_TILED]  # one GEMM: the step's band is the GEMM model's
-    assert entry["band"]["kind"] == "tokens/s"
+    gemm = shipped_bands()[GEMM_TILED]  # one GEMM: its own TFLOPS, the GEMM model's band
+    assert entry["objective"] == "TFLOPS" and entry["band"]["kind"] == GEMM_TILED
     assert entry["band"]["median"] == pytest.approx(gemm.median, abs=1e-4)
     assert entry["band"]["high"] == pytest.approx(gemm.high, abs=1e-4)
