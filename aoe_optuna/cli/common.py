@@ -133,3 +133,26 @@ def load_spec_for(path: str, num_devices: int | None) -> Any:
             "--num-devices splits a model (model or hf_config) over devices")
     doc["workload"] = {**workload, "tp": num_devices}
     return spec_from_dict(doc, source=str(path))
+
+
+def add_kb_replace(parser: Any) -> None:
+    """``--kb-replace``, the same on every command that merges into a knowledge base."""
+    parser.add_argument(
+        "--kb-replace", action="store_true",
+        help="replace a knowledge base entry whose value is another figure (a step's "
+        "tokens/s and a GEMM shape's own TFLOPS, or steps of two workloads) instead of "
+        "refusing the merge; entries of one figure keep the higher value either way")
+
+
+def check_kb_planned(kb: str | None, replace: bool, planned: Any) -> None:
+    """Before the first measurement: the knowledge base holds no entry of another figure
+    under a key the run will write (``planned``: a callable giving those entries, called
+    only when there is something to check). ``--kb-replace`` needs ``--kb``."""
+    if replace and not kb:
+        raise UsageError("--kb-replace: give --kb too (the knowledge base whose entries "
+                         "it replaces)")
+    if not kb or replace:
+        return
+    from aoe_optuna.export.destinations import check_knowledge_base
+
+    check_knowledge_base(kb, planned=planned())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from aoe_optuna.attrs import ROOFLINE_ATTR
-from aoe_optuna.cli.common import UsageError
+from aoe_optuna.cli.common import UsageError, add_kb_replace
 from aoe_optuna.cli.common import user_errors as _user_errors
 
 EXAMPLES = """\
@@ -95,6 +95,7 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", default=None,
                    help="knowledge base file to merge the best config into (checked before "
                    "the first measurement)")
+    add_kb_replace(p)
     p.add_argument("--num-devices", type=int, default=None,
                    help="tensor-parallel degree the model is served with (AOE's --num-devices):"
                    " per-card shapes and the all-reduce in the step time; sets workload.tp")
@@ -201,6 +202,7 @@ def _tune(args: argparse.Namespace) -> int:
     import optuna
 
     from aoe_optuna.cli.common import (
+        check_kb_planned,
         check_positive,
         load_spec_for,
         parse_sampler_kwargs,
@@ -237,6 +239,13 @@ def _tune(args: argparse.Namespace) -> int:
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     if spec is not None and args.output is not None:
         _check_kernel_export(args, spec)
+    from aoe_optuna.export.from_study import planned_entries
+
+    def planned() -> list[dict[str, Any]]:
+        return planned_entries(spec, args.study_name or spec.default_study_name())
+
+    if spec is not None or args.kb_replace:
+        check_kb_planned(args.kb, args.kb_replace, planned)
     from aoe_optuna.study.run.pool_default import builders_for
 
     # Optuna logs every failed trial with a traceback; the progress view says it in one line.
@@ -246,6 +255,8 @@ def _tune(args: argparse.Namespace) -> int:
     study, spec = session.study, session.spec
     if args.config is None and args.output is not None:
         _check_kernel_export(args, spec)
+    if args.config is None:
+        check_kb_planned(args.kb, args.kb_replace, planned)
     builders = builders_for(spec.backend["name"], args.builders, n_workers)
     shown_storage = redact_url(args.storage)
     roofline = study.user_attrs.get(ROOFLINE_ATTR)
@@ -264,7 +275,8 @@ def _tune(args: argparse.Namespace) -> int:
     folder, storage_url = Path.cwd(), absolute_storage_url(args.storage)
     shown_absolute = absolute_storage_url(shown_storage)
     again = again_command(
-        ["aoe-tune", "export", "--storage", shown_absolute, "--study-name", study.study_name],
+        ["aoe-tune", "export", "--storage", shown_absolute, "--study-name", study.study_name,
+         *(["--kb-replace"] if args.kb_replace else [])],
         {"--kb": args.kb if args.kb is not None else "", "--output": args.output,
          "--op-source": args.op_source})
     view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress,
@@ -305,7 +317,8 @@ def _tune(args: argparse.Namespace) -> int:
         if args.output is not None or args.kb is not None:
             source = Path(args.op_source) if args.op_source is not None else None
             output = Path(args.output) if args.output is not None else None
-            _export_study(study, spec, args.storage, source, output, args.kb)
+            _export_study(study, spec, args.storage, source, output, args.kb,
+                          replace=args.kb_replace)
             kept = [*([output] if output else []), *([Path(args.kb)] if args.kb else [])]
             upload_files(study, storage_url, kept)
     if (where := artifact_dir(storage_url)) is not None:
@@ -376,6 +389,7 @@ def _export_parser() -> argparse.ArgumentParser:
                    "declarations --output gets rewritten with the best config")
     p.add_argument("--kb", default="aoe_kb.json",
                    help="knowledge base JSON to merge into (default aoe_kb.json)")
+    add_kb_replace(p)
     p.add_argument("--header", default=None, help="also write the knowledge base as a C header")
     p.add_argument("--catlass-header", default=None,
                    help="also write the best config as a catlass instantiation header")
@@ -386,6 +400,9 @@ def _export_command(argv: list[str]) -> int:
     args = _export_parser().parse_args(argv)
     if args.op_source is not None and args.output is None:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
+    if args.kb_replace and not args.kb:
+        raise UsageError("--kb-replace: give --kb too (the knowledge base whose entries it "
+                         "replaces)")
     errors = _user_errors()
     try:
         from aoe_optuna.cli.common import check_storage_exists
@@ -406,7 +423,8 @@ def _export_command(argv: list[str]) -> int:
             check_knowledge_base(args.kb)
         shown = absolute_storage_url(redact_url(args.storage))
         again = again_command(
-            ["aoe-tune", "export", "--storage", shown, "--study-name", args.study_name],
+            ["aoe-tune", "export", "--storage", shown, "--study-name", args.study_name,
+             *(["--kb-replace"] if args.kb_replace else [])],
             {"--kb": args.kb, "--output": args.output, "--op-source": args.op_source,
              "--header": args.header, "--catlass-header": args.catlass_header})
         storage = open_storage(args.storage)
@@ -418,7 +436,8 @@ def _export_command(argv: list[str]) -> int:
             src = Path(args.op_source) if args.op_source else None
             out = Path(args.output) if args.output else None
             catlass = Path(args.catlass_header) if args.catlass_header else None
-            _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
+            _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass,
+                          replace=args.kb_replace)
     except errors as exc:
         return _fail(" ".join(str(exc).split()), "aoe-tune export")
     except Exception as exc:
@@ -461,7 +480,8 @@ def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
             raise UsageError(f"--{option.replace('_', '-')}: study {args.study_name!r} tunes "
                              f"{study.user_attrs[LAYER_OP_ATTR]['kind']}, whose kernel "
                              "--output writes (the npu backend's own rendering)")
-    for line in export_layer_study(study, args.storage, args.kb, args.header, args.output):
+    for line in export_layer_study(study, args.storage, args.kb, args.header, args.output,
+                                   replace=args.kb_replace):
         print(line)
     return True
 
@@ -469,11 +489,12 @@ def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
 def _export_study(
     study: Any, spec: Any, storage_url: str, source: Path | None, output: Path | None,
     kb_path: str | None, header: str | None = None, catlass_header: Path | None = None,
+    replace: bool = False,
 ) -> None:
     from aoe_optuna.export.from_study import export_best
 
     for line in export_best(study, spec, storage_url, source, output, kb_path, header,
-                            catlass_header):
+                            catlass_header, replace):
         print(line)
 
 

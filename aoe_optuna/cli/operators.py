@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.attrs import SCHEDULER_ATTR
-from aoe_optuna.cli.common import UsageError
+from aoe_optuna.cli.common import UsageError, add_kb_replace
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 
 EXAMPLES = """\
@@ -72,6 +72,7 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    "resume keeps the run's setting)")
     p.add_argument("--kb", default=None,
                    help="knowledge base JSON: read for warm starts, each shape's winner merged in")
+    add_kb_replace(p)
     p.add_argument("--export-dir", default=None,
                    help="write each shape's kernel here (catlass header; kernel source with "
                    "--op-source)")
@@ -162,7 +163,7 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
 def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     import optuna
 
-    from aoe_optuna.cli.common import load_spec_for
+    from aoe_optuna.cli.common import check_kb_planned, load_spec_for
     from aoe_optuna.cli.final_writes import again_command, measurements_kept
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
@@ -199,6 +200,13 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
                              f"{spec.default_study_name()}-operators"):
             print(line)
         return 0
+
+    def planned() -> list[dict]:  # the run's keys: none of them of another figure
+        name = args.study_name or f"{spec.default_study_name()}-operators"
+        return outcome.planned_kb_entries(spec, name)
+
+    if spec is not None or args.kb_replace:
+        check_kb_planned(args.kb, args.kb_replace, planned)
     if spec is not None and args.sampler is not None:
         _check_sampler(args, spec)
     # made before the storage is opened: a backend that cannot start (no toolkit, no
@@ -207,6 +215,8 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     run = open_operator_run(args.storage, spec, args.study_name)
     spec, parent_name = run.spec, run.name
+    if args.config is None:  # a resumed run: its spec is the stored one
+        check_kb_planned(args.kb, args.kb_replace, planned)
     shown_storage = redact_url(args.storage)
     options = _options(args, run.stored, spec.backend.get("name", MODELLED_BY))
     say = (lambda line: None) if args.no_progress else _say
@@ -220,7 +230,8 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     # made before the run: the working folder may be deleted while it measures
     shown_absolute = absolute_storage_url(shown_storage)
     again = again_command(
-        ["aoe-tune", "operators", "--storage", shown_absolute, "--study-name", parent_name],
+        ["aoe-tune", "operators", "--storage", shown_absolute, "--study-name", parent_name,
+         *(["--kb-replace"] if args.kb_replace else [])],
         {"--kb": args.kb, "--export-dir": args.export_dir, "--op-source": args.op_source})
     donors = []
     if kb is not None and options.warm_start:
@@ -248,7 +259,8 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     outcome.save_note(tuner.parent, result)
     with measurements_kept(parent_name, shown_absolute, again):
         if args.kb:
-            for line in outcome.merge_into_kb(result, spec, args.storage, args.kb):
+            for line in outcome.merge_into_kb(result, spec, args.storage, args.kb,
+                                              args.kb_replace):
                 print(line)
         exports = None
         if args.export_dir:

@@ -159,6 +159,7 @@ BAD_COMMAND_LINES = [
     (["--config", QWEN, "--storage", "redis-ish"], "storage"),
     (["--config", QWEN, "--storage", "sqlite:////nonexistent-dir/x.db"], "does not exist"),
     (["--study-name", "nothing-here"], "does not exist"),
+    (["--config", QWEN, "--kb-replace"], "--kb-replace: give --kb too"),
 ]
 
 

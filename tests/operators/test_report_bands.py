@@ -10,6 +10,7 @@ from rich.console import Console
 
 from aoe_optuna.calibration.band_kinds import GEMM_TILED
 from aoe_optuna.calibration.bands import shipped_bands
+from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.operators.layer_ops import layer_operators
 from aoe_optuna.operators.outcome import (
     end_to_end_lines,
@@ -34,7 +35,8 @@ LAYER = ROOT / "studies" / "qwen25_7b_decode_layer_910b2.json"
 def _result(simulated: bool) -> tuple[OperatorResult, object]:
     spec = load_spec(LAYER)
     shapes = [*operator_shapes(spec.workload), *layer_operators(spec.workload)]
-    out = [ShapeResult(s, f"p/{s.label}", 10, 2, {"tile_m": 16}, 3,
+    out = [ShapeResult(s, f"p/{s.label}", 10, 2, {"tile_m": 16} if s.operator_kind is GEMM
+                       else s.default_config(spec.profile), 3,
                        50e-6, (49e-6, 51e-6), 50e-6, 60e-6, 20e-6)
            for s in shapes]
     latencies = {g.name: 50e-6 for g in spec.workload.gemms}

@@ -18,6 +18,7 @@ name for the shape, its KB op and its roofline group.
 from __future__ import annotations
 
 from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
+from aoe_optuna.export.kb_entry import gemm_kb_op
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.gemm import Gemm
 
@@ -46,10 +47,9 @@ class GemmKind:
         return g.flops
 
     def kb_op(self, op_name: str, batch: int) -> str:
-        """The KB's op of a shape: a batched launch is another kernel (catlass's
-        BatchedMatmul), so its entries live under ``<op>-batch<n>`` and never answer a
-        single GEMM's lookup."""
-        return op_name if batch == 1 else f"{op_name}-batch{batch}"
+        """The KB's op of a shape (:func:`~aoe_optuna.export.kb_entry.gemm_kb_op`: a
+        batched launch is filed as another kernel)."""
+        return gemm_kb_op(op_name, batch)
 
     def group(self, profile: SocProfile, g: Gemm) -> str:
         """GEMMs whose roofline fractions compare: one dtype, one side of the ridge."""
