@@ -246,7 +246,7 @@ def _tune(args: argparse.Namespace) -> int:
     study, spec = session.study, session.spec
     if args.config is None and args.output is not None:
         _check_kernel_export(args, spec)
-    builders = builders_for(spec.backend["name"], args.builders, n_workers)
+    builders = builders_for(spec.backend_kind, args.builders, n_workers)
     shown_storage = redact_url(args.storage)
     roofline = study.user_attrs.get(ROOFLINE_ATTR)
     budget = Budget(

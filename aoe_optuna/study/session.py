@@ -29,7 +29,7 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.attrs import SPACE_PARAMS_ATTR
-from aoe_optuna.backends.base import Backend
+from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
@@ -133,7 +133,7 @@ def run_here_or_on_workers(
     stale_after_s: float | None = None,
     max_idle: int | None = None,
     builders: int | None = None,
-    device_kind: str | None = None,
+    device: type[BackendBase] | None = None,
     worker_index: int = 0,
     host_devices: int = 1,
 ) -> RunResult:
@@ -141,18 +141,20 @@ def run_here_or_on_workers(
     (``objective()`` under the budget guard) or on ``n_workers`` processes of
     ``worker_module`` that each open the study by name. ``max_idle``: stop after this
     many proposals in a row that measure nothing. ``builders``: each process builds
-    ahead on that many builders while its device (of the ``device_kind`` backend)
-    times; a card's host program keeps one of the last ``host_devices`` cores."""
+    ahead on that many builders while its device (``device``'s, a backend class)
+    times; where each device's host program keeps a core, it is one of the last
+    ``host_devices`` cores."""
     if n_workers <= 1:
         extra = {} if max_idle is None else {"max_idle": max_idle}
         pool = None
         if builders is not None:
-            from aoe_optuna.study.run.build_pool import PoolPlan, device_of
+            from aoe_optuna.study.run.build_pool import PoolPlan
 
-            if device_kind is None:
+            if device is None:
                 raise SessionError("--builders: this study has no backend to build for")
-            pool = PoolPlan.for_host(builders, device_of(device_kind), worker_index,
-                                     reserve=host_devices if device_kind == "npu" else 0)
+            reserve = host_devices if device.host_core_per_device else 0
+            pool = PoolPlan.for_host(builders, device.leased_device(), worker_index,
+                                     reserve=reserve)
         return run_study(study, objective(), budget, on_update,
                          stale_after_s=stale_after_s, pool=pool, **extra)
     from aoe_optuna.study.run.worker_pool import WORKER_MODULE, WorkerPlan, run_workers
@@ -173,7 +175,7 @@ class StudySession:
     storage: optuna.storages.BaseStorage
     study: optuna.Study
     spec: StudySpec
-    backend: Backend
+    backend: BackendBase
     sampler_choice: SamplerChoice
     worker_index: int = 0
 
@@ -187,7 +189,7 @@ class StudySession:
         *,
         worker_index: int | None = None,
         storage: optuna.storages.BaseStorage | None = None,
-        backend: Backend | None = None,
+        backend: BackendBase | None = None,
         enqueue_baseline_now: bool = True,
     ) -> StudySession:
         """Create or load the study. ``spec`` None: resume the stored one. A worker
@@ -284,7 +286,7 @@ class StudySession:
             self.study, self.objective, budget, on_update, storage_url=self.storage_url,
             sampler=self.sampler_choice, n_workers=n_workers, devices=devices,
             stale_after_s=stale_after_s, max_idle=max_idle, builders=builders,
-            device_kind=self.spec.backend["name"], worker_index=self.worker_index,
+            device=self.spec.backend_kind, worker_index=self.worker_index,
             host_devices=host_devices)
 
 
@@ -313,7 +315,7 @@ class SpaceSession:
     baseline: dict[str, Any] | None = None
     worker_module: str | None = None  # the ``python -m`` module its workers run
     worker_index: int = 0
-    device_kind: str | None = None  # the backend its evaluator measures on (a build pool's)
+    device: type[BackendBase] | None = None  # the backend its evaluator measures on
 
     @classmethod
     def open(
@@ -330,13 +332,13 @@ class SpaceSession:
         baseline: dict[str, Any] | None = None,
         worker_index: int | None = None,
         worker_module: str | None = None,
-        device_kind: str | None = None,
+        device: type[BackendBase] | None = None,
     ) -> SpaceSession:
         """Create the study (or load it, when it holds the same ``plan``), store the
         sampler it runs with and its parameter names (what a dead worker's trial had
         chosen is told from them: ``study.recovery``). A worker or a follower
         (``worker_index`` given) loads it and writes nothing. A named sampler is built
-        before the storage is opened: refused, it leaves nothing behind. ``device_kind``:
+        before the storage is opened: refused, it leaves nothing behind. ``device``:
         the backend the evaluator measures on, for a run with builders (None: none)."""
         index = worker_index or 0
         choice = choose_sampler(sampler) if sampler.name is not None else None
@@ -360,7 +362,7 @@ class SpaceSession:
             study.set_user_attr(SPACE_PARAMS_ATTR, list(space.names))
         study.sampler = built
         return cls(storage_url, storage, study, space, evaluator, choice, baseline,
-                   worker_module, index, device_kind)
+                   worker_module, index, device)
 
     def objective(self) -> TuningObjective:
         return TuningObjective(self.space, self.evaluator)
@@ -392,7 +394,7 @@ class SpaceSession:
             self.study, self.objective, budget, on_update, storage_url=self.storage_url,
             sampler=self.sampler_choice, worker_module=self.worker_module,
             n_workers=n_workers, devices=devices, stale_after_s=stale_after_s,
-            max_idle=max_idle, builders=builders, device_kind=self.device_kind,
+            max_idle=max_idle, builders=builders, device=self.device,
             worker_index=self.worker_index, host_devices=host_devices)
 
 
