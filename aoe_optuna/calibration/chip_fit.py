@@ -41,10 +41,6 @@ LAUNCH_FROM = 6
 ROBUST_SCALE = 0.05  # soft_l1's knee, in log time
 
 
-class CalibrationRefused(ValueError):
-    """A fit that does not beat the shipped profile on its own held-out rows."""
-
-
 def model_us(rows: Sequence[TimedKernel], profile: SocProfile) -> np.ndarray:
     """The uncalibrated simulator's time of each row; an infeasible tiling names its row."""
     base = replace(profile, calibration=None)
