@@ -37,8 +37,6 @@ MIN_KERNELS = 3  # leave-one-out needs two kernels to fit and one to predict
 LAUNCH_FROM = 6
 
 
-class CalibrationRefused(ValueError):
-    """A fit that does not beat the shipped profile on its own held-out kernels."""
 
 
 def fits_launch(model: np.ndarray) -> bool:

@@ -207,10 +207,9 @@ def _study_soc_and_rows(url: str, name: str, table: Any) -> str:
     spec = stored_spec(study)
     if spec is None:
         raise UsageError(f"--from-study: study {name!r} was not made by aoe-tune (no spec)")
-    backend = spec.backend.get("name")
-    if backend != "npu":
-        raise UsageError(f"--from-study: study {name!r} ran on the {backend} backend: expected "
-                         "an npu study (measured on the chip, not modelled)")
+    if not spec.backend_kind.times_soc():
+        raise UsageError(f"--from-study: study {name!r} ran on the {spec.backend['name']} "
+                         "backend: expected an npu study (measured on the chip, not modelled)")
     gemms = {g.name: g for g in spec.workload.gemms}
     before = table.rows
     for trial in study.get_trials(deepcopy=False):

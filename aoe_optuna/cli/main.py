@@ -122,6 +122,11 @@ def _tune_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _quiet_library_warnings()
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        # the tuning command takes options only: a first word that is none is a typo
+        return _fail(f"unknown command {argv[0]!r}: expected one of "
+                     f"{', '.join(SUBCOMMANDS)}, or the tuning command's options "
+                     "(see aoe-tune --help)")
     command = argv[0] if argv and argv[0] in SUBCOMMANDS else "tune"
     if argv and argv[0] == command:
         argv = argv[1:]
@@ -257,7 +262,7 @@ def _tune(args: argparse.Namespace) -> int:
         _check_kernel_export(args, spec)
     if args.config is None:
         check_kb_planned(args.kb, args.kb_replace, planned)
-    builders = builders_for(spec.backend["name"], args.builders, n_workers)
+    builders = builders_for(spec.backend_kind, args.builders, n_workers)
     shown_storage = redact_url(args.storage)
     roofline = study.user_attrs.get(ROOFLINE_ATTR)
     budget = Budget(

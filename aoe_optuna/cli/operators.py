@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aoe_optuna.attrs import SCHEDULER_ATTR
 from aoe_optuna.cli.common import UsageError, add_kb_replace
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
+
+if TYPE_CHECKING:
+    from aoe_optuna.backends.base import BackendBase
 
 EXAMPLES = """\
 examples:
@@ -132,8 +135,8 @@ def main(argv: list[str]) -> int:
 
 
 def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
-             backend_name: str | None = None) -> Any:
-    """The tuner's options; ``backend_name``: the run's backend, for the default builders."""
+             backend: type[BackendBase] | None = None) -> Any:
+    """The tuner's options; ``backend``: the run's backend class (its default builders)."""
     from aoe_optuna.cli.common import check_positive, parse_sampler_kwargs, parse_workers
     from aoe_optuna.operators.scheduler import make_scheduler
     from aoe_optuna.operators.tuner import TunerOptions
@@ -156,8 +159,8 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
                         seed=args.seed,
                         warm_start=bool(warm), n_workers=n_workers, devices=devices,
                         stale_after_s=args.stale_after,
-                        builders=builders_for(backend_name, args.builders, n_workers)
-                        if backend_name is not None else None)
+                        builders=builders_for(backend, args.builders, n_workers)
+                        if backend is not None else None)
 
 
 def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
@@ -168,7 +171,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import outcome
-    from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
+    from aoe_optuna.operators.layer_ops import check_backend
     from aoe_optuna.operators.parent_study import open_operator_run
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.backend import make_backend
@@ -190,7 +193,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     _options(args, {})  # the options' own checks, before the storage is touched
     if spec is not None:
-        check_backend(spec.backend.get("name", MODELLED_BY), spec.workload)
+        check_backend(spec.backend_kind, spec.workload)
     if args.dry_run:
         from aoe_optuna.operators.dry_plan import dry_plan
 
@@ -218,7 +221,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     if args.config is None:  # a resumed run: its spec is the stored one
         check_kb_planned(args.kb, args.kb_replace, planned)
     shown_storage = redact_url(args.storage)
-    options = _options(args, run.stored, spec.backend.get("name", MODELLED_BY))
+    options = _options(args, run.stored, spec.backend_kind)
     say = (lambda line: None) if args.no_progress else _say
     if args.follow:
         if not run.started:

@@ -175,7 +175,7 @@ def _simulated_gemm_band(spec: StudySpec) -> dict | None:
 
 def _simulated_band(spec: StudySpec, tokens_per_s: float) -> dict | None:
     """The tokens/s band of a simulator study's value (None for measurements)."""
-    if spec.backend.get("name") != "simulator" or tokens_per_s <= 0:
+    if not spec.exact_model or tokens_per_s <= 0:
         return None
     from aoe_optuna.calibration.workload_band import tokens_band
     from aoe_optuna.export.kb_band import step_band_field

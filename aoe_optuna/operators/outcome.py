@@ -216,7 +216,7 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
     """One entry per tuned operator: a GEMM shape's with its own latency, interval and
     TFLOPS; an attention or vector kernel's with its problem and calls per second."""
     out = []
-    simulated = spec.backend.get("name") == "simulator"
+    simulated = spec.exact_model
     for r in result.shapes:
         if r.params is None:
             continue

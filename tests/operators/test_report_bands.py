@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aoe_optuna.backends.registry import backend_class
 from aoe_optuna.calibration.band_kinds import GEMM_TILED
 from aoe_optuna.calibration.bands import shipped_bands
 from aoe_optuna.operators.kinds.registry import GEMM
@@ -91,5 +92,6 @@ def test_the_knowledge_base_entries_of_a_simulated_run_carry_their_band() -> Non
                             "high_is": "80th percentile"}
     layer = next(e for e in entries if e.get("kind") == "vector")
     assert layer["band"]["median"] is None and layer["band"]["kind"] == layer["op"]
-    measured = dataclasses.replace(spec, backend={**spec.backend, "name": "npu"})
+    measured = dataclasses.replace(spec, backend={**spec.backend, "name": "npu"},
+                                   backend_kind=backend_class("npu"))
     assert all("band" not in e for e in kb_entries(result, measured, "sqlite:///aoe.db"))

@@ -92,6 +92,11 @@ class CpuBackend(BackendBase):
     name = "cpu"
     runs_on_soc = False
 
+    @classmethod
+    def leased_device(cls) -> None:
+        """A host core of its own (the build pool picks it), not a named device."""
+        return None
+
     def __init__(
         self,
         *,

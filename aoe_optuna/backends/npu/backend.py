@@ -117,6 +117,16 @@ class NpuBackend(BackendBase):
     """Builds and times configs of the shipped Ascend C GEMM kernel."""
 
     name = "npu"
+    # builds on host cores, timings on the card, its launcher on a core no builder uses
+    pooled_by_default = True
+    host_core_per_device = True
+    cann_toolchain = True
+    layer_kernels = "device"
+
+    @classmethod
+    def leased_device(cls) -> str:
+        """The worker's card (the first of its visible devices)."""
+        return f"npu-{os.environ.get('ASCEND_RT_VISIBLE_DEVICES', '0').split(',')[0]}"
 
     def __init__(
         self,

@@ -37,9 +37,6 @@ RTOL = {"fp16": 2.0**-10, "bf16": 2.0**-7}
 ATOL = {"fp16": 2.0**-14, "bf16": 2.0**-11}
 KIND_CODES = {"rmsnorm": 0, "add_rmsnorm": 1, "swiglu": 2, "rope": 3}
 ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
-# Tuned parameter -> the declaration it becomes (double_buffer -> BUFFER_NUM 1 or 2).
-DECLARATIONS = {"tile_len": "TILE_LEN", "cores": "CORES", "double_buffer": "BUFFER_NUM",
-                "fused": "FUSED"}
 
 
 def problem_reason(op: VectorOp) -> str | None:

@@ -80,6 +80,7 @@ class AscendSimulator(BackendBase):
 
     name = "simulator"
     exact_model = True
+    layer_kernels = "model"  # the layer kinds' models (operators/kinds)
 
     @classmethod
     def timing_noise(cls, options: Mapping[str, Any]) -> float | None:

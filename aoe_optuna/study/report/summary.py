@@ -86,14 +86,14 @@ def summarise(
         folder=folder if folder is not None else Path.cwd(),
         band=simulated_band(spec, None if best is None else best.value),
         time_split=TimeSplit.of(study.get_trials(deepcopy=False),
-                                modelled=spec.backend.get("name") == "simulator").items(),
+                                modelled=spec.exact_model).items(),
     )
 
 
 def simulated_band(spec: StudySpec, tokens_per_s: float | None) -> str | None:
     """The held-out error band of a simulated tokens/s (the step's GEMMs at the time it
     implies); None where the figures are measurements or there is none yet."""
-    if spec.backend.get("name") != "simulator" or not tokens_per_s:
+    if not spec.exact_model or not tokens_per_s:
         return None
     from aoe_optuna.calibration.workload_band import tokens_band
 

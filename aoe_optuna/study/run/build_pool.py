@@ -234,14 +234,3 @@ def pool_objective(study: optuna.Study, objective: TuningObjective, plan: PoolPl
         inner = sampler.inner if isinstance(sampler, WorkerTaggingSampler) else sampler
         study.sampler = SharedSampler(inner)
     return plan.threads
-
-
-def device_of(backend_name: str) -> str | None:
-    """The device a worker's timings lease: None for the cpu backend (a core of its own,
-    see :meth:`PoolPlan.for_host`), the worker's card for the npu, and this process
-    alone for a backend that times nothing real (the simulator, a replayed space)."""
-    if backend_name == "cpu":
-        return None
-    if backend_name == "npu":
-        return f"npu-{os.environ.get('ASCEND_RT_VISIBLE_DEVICES', '0').split(',')[0]}"
-    return f"{backend_name}-{os.getpid()}"

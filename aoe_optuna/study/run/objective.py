@@ -53,7 +53,7 @@ from aoe_optuna.attrs import (
     ATTR_TOKENS_PER_S,
     OPTUNA_FIXED_PARAMS_KEY,
 )
-from aoe_optuna.backends.base import FAILURE_LOG, Backend, BuildAhead
+from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, BuildAhead
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.study.storage.artifacts import upload_trial_text
@@ -137,7 +137,7 @@ class Evaluator:
     def __init__(
         self,
         workload: Workload,
-        backend: Backend,
+        backend: BackendBase,
         roofline_tokens_per_s: float | None,
         max_accuracy_loss: float | None = None,
     ) -> None:
@@ -147,13 +147,12 @@ class Evaluator:
         self.max_accuracy_loss = max_accuracy_loss
         # Early stop against the best config this evaluator timed in full: only where the
         # value is one GEMM's latency, so a config cut short cannot have been the winner.
-        margin = getattr(backend, "early_stop_margin", None)
-        self.stops_early = margin is not None and len(workload.gemms) == 1
+        self.stops_early = backend.early_stop_margin is not None and len(workload.gemms) == 1
         self.incumbent: dict[str, float] = {}
         self._incumbent_tps = float("-inf")
 
     @classmethod
-    def of_spec(cls, spec: StudySpec, backend: Backend | None = None,
+    def of_spec(cls, spec: StudySpec, backend: BackendBase | None = None,
                 roofline_tokens_per_s: float | None = None) -> Evaluator:
         """The spec's evaluator: its workload on ``backend`` (by default the one the spec
         names), against the roofline given (a study's stored one) or the spec's own."""
@@ -277,7 +276,7 @@ class TuningObjective:
         self.late_note: str | None = None  # what became of a measurement finished too late
 
     @classmethod
-    def from_spec(cls, spec: StudySpec, backend: Backend | None = None) -> TuningObjective:
+    def from_spec(cls, spec: StudySpec, backend: BackendBase | None = None) -> TuningObjective:
         """The objective of a study spec: its space, each config measured on every GEMM of
         its workload by ``backend`` (by default the one the spec names)."""
         return cls(spec.space, Evaluator.of_spec(spec, backend))
