@@ -164,7 +164,7 @@ def _gemm_latency_s(workload: Workload, gemm: Gemm, trial: FrozenTrial) -> float
 def _simulated_gemm_band(spec: StudySpec) -> dict | None:
     """The GEMM model's band of a simulated shape (None for measurements), as an
     operator run's shape entry carries."""
-    if spec.backend.get("name") != "simulator":
+    if not spec.exact_model:
         return None
     from aoe_optuna.calibration.band_kinds import GEMM_TILED
     from aoe_optuna.calibration.bands import shipped_band
