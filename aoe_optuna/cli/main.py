@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from aoe_optuna.attrs import ROOFLINE_ATTR
-from aoe_optuna.cli.common import UsageError
+from aoe_optuna.cli.common import WORKERS_PER_CPU, UsageError
 from aoe_optuna.cli.common import user_errors as _user_errors
 
 EXAMPLES = """\
@@ -109,7 +109,8 @@ def _tune_parser() -> argparse.ArgumentParser:
                    "proposed next while each worker's device times one at a time (the cpu "
                    "backend's device is a core of its own); 0: build, then time, one config "
                    "at a time (default on the npu backend: the host's cores minus one per "
-                   "device, shared out over the devices; elsewhere 0)")
+                   "device, shared out over the devices; elsewhere 0). Each worker has B + 1 "
+                   f"trials in flight, at most {WORKERS_PER_CPU} per usable CPU on the host")
     p.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER_S, metavar="SECONDS",
                    help="fail a RUNNING trial that no heartbeat watches and no live process of "
                    "this host owns (optuna ask without tell, a host on a journal file) once it "
@@ -201,6 +202,7 @@ def _tune(args: argparse.Namespace) -> int:
     import optuna
 
     from aoe_optuna.cli.common import (
+        check_builders,
         check_positive,
         load_spec_for,
         parse_sampler_kwargs,
@@ -224,10 +226,8 @@ def _tune(args: argparse.Namespace) -> int:
     check_positive(args.timeout, "--timeout", "number of seconds")
     check_positive(args.stale_after, "--stale-after", "number of seconds")
     check_positive(args.target, "--target", "number of tokens/s")
-    if args.builders is not None and args.builders < 0:
-        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
-                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
+    check_builders(args.builders, n_workers)
     if args.op_source is not None and args.output is None:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
     if args.op_source is not None and not Path(args.op_source).is_file():

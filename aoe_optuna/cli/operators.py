@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.attrs import SCHEDULER_ATTR
-from aoe_optuna.cli.common import UsageError
+from aoe_optuna.cli.common import WORKERS_PER_CPU, UsageError
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 
 EXAMPLES = """\
@@ -92,7 +92,8 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    "and a chunk holds at least as many measurements as are in flight; 0: "
                    "build, then time (default on the npu backend: the host's cores minus "
                    "one per device, shared out over the devices; elsewhere 0). On the "
-                   "simulator the virtual clock counts the builds")
+                   "simulator the virtual clock counts the builds. Each worker has B + 1 "
+                   f"trials in flight, at most {WORKERS_PER_CPU} per usable CPU on the host")
     p.add_argument("--follow", action="store_true",
                    help="join a running operator study from another host: measure the shapes "
                    "its tuner allocates until it is done")
@@ -133,15 +134,18 @@ def main(argv: list[str]) -> int:
 def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
              backend_name: str | None = None) -> Any:
     """The tuner's options; ``backend_name``: the run's backend, for the default builders."""
-    from aoe_optuna.cli.common import check_positive, parse_sampler_kwargs, parse_workers
+    from aoe_optuna.cli.common import (
+        check_builders,
+        check_positive,
+        parse_sampler_kwargs,
+        parse_workers,
+    )
     from aoe_optuna.operators.scheduler import make_scheduler
     from aoe_optuna.operators.tuner import TunerOptions
     from aoe_optuna.study.run.pool_default import builders_for
 
-    if args.builders is not None and args.builders < 0:
-        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
-                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
+    check_builders(args.builders, n_workers)
     budget = args.n_trials if args.n_trials is not None else parent_attrs.get(
         "budget", DEFAULT_BUDGET)
     check_positive(budget, "--n-trials", "number of measurements")

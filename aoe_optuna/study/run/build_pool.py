@@ -21,6 +21,7 @@ device) and ``time_s``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -79,6 +80,15 @@ class PoolPlan:
     def threads(self) -> int:
         """Trials in flight: one being timed while ``builders`` build."""
         return self.in_flight or self.builders + 1
+
+    def at_most(self, trials: int | None) -> PoolPlan:
+        """This plan with no more than ``trials`` in flight (None: no limit): what a
+        budget has left to measure. A trial past it could only be made to be pruned as
+        surplus, and every one is a thread queueing for the sampler. The builders stay:
+        every trial in flight may build at once."""
+        if trials is None or trials >= self.threads:
+            return self
+        return dataclasses.replace(self, in_flight=max(trials, 1))
 
     @classmethod
     def for_host(cls, builders: int, device: str | None = None, device_index: int = 0,
