@@ -14,6 +14,7 @@ measurement really took (render + build or cache hit + driver run).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -197,7 +198,9 @@ class CpuBackend(BackendBase):
         if build.failed_run is not None:
             failed = failure_from_run(build.failed_run, "build", "build", cost())
             assert failed is not None
-            return failed
+            # a failure the cache remembered was not built again
+            return dataclasses.replace(failed, extra={**failed.extra, "build_s": build.seconds,
+                                                      "build_cached": build.cached})
         assert build.artifact is not None
         canon = kernel.config
         argv = [
