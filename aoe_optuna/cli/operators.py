@@ -34,11 +34,14 @@ exit status:
   3    tuned and stored, but --export-dir could not write some kernel: one line each
        says why, and the last line on stderr names them all (their tunings are in their
        studies and, with --kb, the knowledge base)
+  4    nothing could be measured: every measurement of every operator failed (the
+       last line on stderr says how)
   130  interrupted; the measurements are stored, the same command resumes
 """
 
 DEFAULT_BUDGET = 200
 NOT_EXPORTED = 3  # exit status: tuned and stored, some kernel not written (EXAMPLES)
+NOTHING_MEASURED = 4  # exit status: every measurement of every operator failed (EXAMPLES)
 
 
 def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
@@ -175,6 +178,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.operators.parent_study import open_operator_run
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.study.report.failed_run import all_failed
     from aoe_optuna.study.report.summary import absolute_storage_url
     from aoe_optuna.study.storage.redact import redact_url
 
@@ -250,6 +254,11 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         return 130
     outcome.print_result(result)
     outcome.save_note(tuner.parent, result)
+    failed = all_failed([t for s in tuner.studies for t in s.get_trials(deepcopy=False)])
+    if failed is not None:  # no operator has a result: nothing to merge or export
+        print(f"aoe-tune operators: error: nothing could be measured: {failed.line()}",
+              file=sys.stderr)
+        return NOTHING_MEASURED
     with measurements_kept(parent_name, shown_absolute, again):
         if args.kb:
             for line in outcome.merge_into_kb(result, spec, args.storage, args.kb):
