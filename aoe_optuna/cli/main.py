@@ -56,6 +56,7 @@ SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operat
                "doctor", "calibrate")
 DEFAULT_STALE_AFTER_S = 3600.0
 NOTHING_MEASURED = 4  # exit status: every measurement failed, the study holds no result
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,7 +130,17 @@ def _tune_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # a reader that stopped early (`aoe-tune describe ... | head`) is not an error of
+        # ours: quiet, and what is left unflushed goes nowhere instead of a traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _dispatch(argv: list[str]) -> int:
     _quiet_library_warnings()
     if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
         # the tuning command takes options only: a first word that is none is a typo
