@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.aicore.gemm.model import GemmModel
 from aoe_optuna.calibration.bands import QUANTILE, QUANTILE_FROM
 from aoe_optuna.calibration.residuals import library_space
 from aoe_optuna.calibration.timings import TimedKernel
@@ -48,7 +48,7 @@ class CalibrationRefused(ValueError):
 def model_us(rows: Sequence[TimedKernel], profile: SocProfile) -> np.ndarray:
     """The uncalibrated simulator's time of each row; an infeasible tiling names its row."""
     base = replace(profile, calibration=None)
-    sim = AscendSimulator(base)
+    sim = GemmModel(base)
     out = np.empty(len(rows))
     for i, row in enumerate(rows):
         if row.tiling is None:
