@@ -1,7 +1,7 @@
 """The project's own vector kernel, step by step: the instructions each step issues,
 priced at the vector unit's measured rates.
 
-Read in ``aoe_optuna/backends/npu/templates/vector_kernel.cpp`` (the kernel an
+Read in ``backends/npu/layer_kernels/templates/vector_kernel.cpp`` (the kernel an
 operator run tunes and exports; fp16/bf16 in GM, fp32 in UB):
 
 * a norm row (``NormRow``): ``LoadRowPiece`` casts x up (add + RMSNorm: casts the

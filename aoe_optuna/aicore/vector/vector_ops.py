@@ -1,7 +1,7 @@
 """The project's own vector kernel (norms, SwiGLU, rope) on the vector cores: its work
 split, its passes and its buffering, on the same vector unit and copy line as CANN's.
 
-The kernel is ``aoe_optuna/backends/npu/templates/vector_kernel.cpp``: what an
+The kernel is ``backends/npu/layer_kernels/templates/vector_kernel.cpp``: what an
 operator run tunes (``tile_len``, ``cores``, ``double_buffer``, ``fused``) and
 exports. Each launched core takes every ``cores``-th unit (a norm's row, a SwiGLU
 or add tile, a rope row piece) and walks it through UB:

@@ -8,7 +8,7 @@ simulator's model is :mod:`aoe_optuna.aicore.gemm.model`). The problem
 is :class:`aoe_optuna.workload.gemm.Gemm`; its knowledge base entry and C header
 are :mod:`aoe_optuna.export.kb`'s own (filed under the spec's op,
 :meth:`GemmKind.kb_op`); its kernels are the npu backend's
-(:mod:`aoe_optuna.backends.npu.gemm_kernel`, rewritten by
+(:mod:`aoe_optuna.backends.npu.simple_gemm.kernel`, rewritten by
 :mod:`aoe_optuna.export.kernel_source`) and catlass's instantiation header
 (:mod:`aoe_optuna.export.catlass_header`). This module holds what the operator
 code asks of a GEMM whatever its space: roofline, bound, FLOPs, its study's

@@ -7,7 +7,7 @@ Parts: the problem and its tiling rules, catlass's default in
 :mod:`aoe_optuna.aicore.attention.mla_attention`;
 the knowledge base's op and problem fields on the problem (``KB_OP``,
 ``KB_FIELDS``); the kernel (catlass's ``examples/19_mla`` instantiated) and its host
-program in :mod:`aoe_optuna.backends.npu.catlass_mla`.
+program in :mod:`aoe_optuna.backends.npu.catlass.mla`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from aoe_optuna.aicore.attention.mla_attention import floor_s, mla_attention_cost
 from aoe_optuna.aicore.attention.mla_attention import roofline_s as model_roofline_s
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError
-from aoe_optuna.backends.npu.catlass_mla import (
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError
+from aoe_optuna.backends.npu.catlass.mla import (
     mla_args,
     mla_program,
     problem_reason,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError
-from aoe_optuna.backends.npu.catlass_build import catlass_build_commands
-from aoe_optuna.backends.npu.catlass_fai import (
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError
+from aoe_optuna.backends.npu.catlass.build import TEMPLATES, catlass_build_commands
+from aoe_optuna.backends.npu.catlass.fai import (
     FAI_BENCH,
     FAI_HEADER,
     fai_args,
@@ -20,7 +20,7 @@ from aoe_optuna.backends.npu.catlass_fai import (
     render_fai_header,
     render_fai_project,
 )
-from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE, RenderError, template_text
+from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, SHARED, RenderError
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.attention_space import config_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
@@ -147,7 +147,7 @@ def test_build_tree_and_commands(tmp_path: Path, build_system: str) -> None:
 def test_the_host_program_reports_in_the_gemm_programs_terms() -> None:
     """results.py reads ok / accuracy / runtime / usage and ``max_abs_err``: a wrong O
     must read as an accuracy failure, not as an unknown status."""
-    bench = template_text(FAI_BENCH) + template_text(BENCH_COMMON_FILE)
+    bench = TEMPLATES.text(FAI_BENCH) + SHARED.text(BENCH_COMMON_FILE)
     statuses = set(re.findall(r'\\"status\\": \\"(\w+)\\"', bench))
     for passed, failed in re.findall(r'ok \? "(\w+)" : "(\w+)"', bench):
         statuses |= {passed, failed}

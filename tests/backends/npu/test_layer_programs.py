@@ -14,7 +14,7 @@ import pytest
 from aoe_optuna.backends.kernel_build import BuildCache
 from aoe_optuna.backends.npu.backend import NpuBackend
 from aoe_optuna.backends.npu.cann import CannToolkit
-from aoe_optuna.backends.npu.catlass_build import NOT_FOUND
+from aoe_optuna.backends.npu.catlass.build import NOT_FOUND
 from aoe_optuna.backends.npu.commands import TimingArgs
 from aoe_optuna.backends.npu.kernel_program import (
     KernelProgram,

@@ -4,8 +4,9 @@
  * share: their exit codes, the ACL check that ends a program with a "runtime" result
  * line, the timing rules of aoe_optuna/backends/timing.py, and the event-timed loop
  * that applies them on the device (TimeOnStream).
- * Shipped beside each program in its build tree (render.py, catlass_build.py,
- * catlass_fai.py), so a fix to the timing reaches every program at once.
+ * Shipped beside each program in its build tree (simple_gemm/render.py, catlass/build.py,
+ * catlass/fai.py, catlass/mla.py, layer_kernels/program.py), so a fix to the timing
+ * reaches every program at once.
  *
  * Include it after acl/acl.h (or, built with ASCENDC_CPU_DEBUG, without: no CHECK_ACL).
  */

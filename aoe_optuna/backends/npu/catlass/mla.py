@@ -27,23 +27,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aoe_optuna.backends.npu.catlass_args import (
+from aoe_optuna.backends.npu.catlass.args import (
     CATLASS_COMMIT,
     ELEMENTS,
     ArchInfo,
     CatlassArgError,
     arch_for,
 )
-from aoe_optuna.backends.npu.catlass_build import (
+from aoe_optuna.backends.npu.catlass.build import (
     CATLASS_RUN_MODES,
+    TEMPLATES,
     CatlassTarget,
     catlass_program,
     render_cmake,
 )
-from aoe_optuna.backends.npu.catlass_fai import Counterpart
-from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE, template_text
+from aoe_optuna.backends.npu.catlass.fai import Counterpart
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.render import check_soc
+from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, SHARED, check_soc
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 
@@ -133,7 +133,7 @@ def render_mla_header(args: MlaArgs, provenance: Sequence[str] = ()) -> str:
     return "\n".join([
         "/*",
         f" * {MLA_HEADER}: catlass's MLA decode kernel for a tuned MLA attention, rendered by",
-        " * aoe_optuna (backends/npu/catlass_mla.py); regenerate it instead of editing it.",
+        " * aoe_optuna (backends/npu/catlass/mla.py); regenerate it instead of editing it.",
         f" * Written against catlass@{CATLASS_COMMIT}; MLA<Dtype> (its using chain fixed",
         f" * inside) comes from {MLA_EXAMPLE}/mla_kernel.cpp (not include/catlass).",
         *(f" * {line}" for line in provenance),
@@ -176,8 +176,8 @@ def render_mla_project(args: MlaArgs, profile: SocProfile, run_mode: str,
     """File name -> text of the CMake project that builds, checks and times the kernel."""
     return {
         MLA_HEADER: render_mla_header(args, provenance),
-        MLA_BENCH: template_text(MLA_BENCH),
-        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
+        MLA_BENCH: TEMPLATES.text(MLA_BENCH),
+        BENCH_COMMON_FILE: SHARED.text(BENCH_COMMON_FILE),
         "CMakeLists.txt": render_cmake(None, run_mode, (), build_system, check_soc(profile),
                                        mla_target(), args.arch.npu_arch),
     }

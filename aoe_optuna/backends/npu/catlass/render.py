@@ -6,7 +6,7 @@ GemmTypes, BlockMmad, block epilogue, BlockScheduler, the kernel and
 ``Catlass::Gemm::Device::DeviceGemm<MatmulKernel>`` as ``MatmulAdapter``. It also
 defines ``AOE_CATLASS_ARGS`` (which ``Arguments`` form the kernel takes) so a host
 program can construct them without knowing the variant. Every value written comes
-from :class:`~aoe_optuna.backends.npu.catlass_args.CatlassArgs`: ints, ``true``/``false``
+from :class:`~aoe_optuna.backends.npu.catlass.args.CatlassArgs`: ints, ``true``/``false``
 and names from fixed tables, never text from a spec.
 
 Facts (catlass@0dfcf9df304f297361edab86448ac5ea6aed1647): headers and argument order
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aoe_optuna.backends.npu.catlass_args import CATLASS_COMMIT, CatlassArgs
+from aoe_optuna.backends.npu.catlass.args import CATLASS_COMMIT, CatlassArgs
 
 HEADER_FILE = "aoe_catlass_gemm.h"
 KERNEL_TYPES = {
@@ -202,7 +202,7 @@ def render_header(args: CatlassArgs, provenance: Sequence[str] = ()) -> str:
     lines = [
         "/*",
         " * aoe_catlass_gemm.h: a tuned catlass GEMM instantiation, rendered by aoe_optuna",
-        " * (backends/npu/catlass_render.py); regenerate it instead of editing it.",
+        " * (backends/npu/catlass/render.py); regenerate it instead of editing it.",
         f" * Written against catlass@{CATLASS_COMMIT}.",
         *(f" * {line}" for line in provenance),
         " *",

@@ -27,22 +27,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aoe_optuna.backends.npu.catlass_args import (
+from aoe_optuna.backends.npu.catlass.args import (
     CATLASS_COMMIT,
     ELEMENTS,
     ArchInfo,
     CatlassArgError,
     arch_for,
 )
-from aoe_optuna.backends.npu.catlass_build import (
+from aoe_optuna.backends.npu.catlass.build import (
     CATLASS_RUN_MODES,
+    TEMPLATES,
     CatlassTarget,
     catlass_program,
     render_cmake,
 )
-from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE, RenderError, template_text
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.render import check_soc
+from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, SHARED, RenderError, check_soc
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
@@ -133,7 +133,7 @@ def problem_reason(problem: DecodeAttention | PrefillAttention | MlaDecodeAttent
         return str(exc)
     if not isinstance(problem, DecodeAttention | PrefillAttention):
         return ("MLA: flash-attention-infer takes one head width for Q, K and V; "
-                "MLA decode runs catlass's examples/19_mla (catlass_mla.py)")
+                "MLA decode runs catlass's examples/19_mla (catlass/mla.py)")
     if isinstance(problem, PrefillAttention) and problem.window is not None:
         return (f"sliding window {problem.window}: catlass's flash attention "
                 "has no band mask (fai_kernel.cpp: none or causal)")
@@ -249,7 +249,7 @@ def render_fai_header(args: FaiArgs, provenance: Sequence[str] = ()) -> str:
         "/*",
         f" * {FAI_HEADER}: catlass's flash-attention-infer kernel instantiated for a tuned "
         f"{args.phase} attention,",
-        " * rendered by aoe_optuna (backends/npu/catlass_fai.py); regenerate it instead of "
+        " * rendered by aoe_optuna (backends/npu/catlass/fai.py); regenerate it instead of "
         "editing it.",
         f" * Written against catlass@{CATLASS_COMMIT}; FAInferKernel, FATilingData and",
         f" * FAIKernelParams come from {FAI_EXAMPLE}/fai_kernel.cpp (not include/catlass).",
@@ -308,8 +308,8 @@ def render_fai_project(args: FaiArgs, profile: SocProfile, run_mode: str,
                           f"{list(CATLASS_RUN_MODES)}")
     return {
         FAI_HEADER: render_fai_header(args, provenance),
-        FAI_BENCH: template_text(FAI_BENCH),
-        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
+        FAI_BENCH: TEMPLATES.text(FAI_BENCH),
+        BENCH_COMMON_FILE: SHARED.text(BENCH_COMMON_FILE),
         "CMakeLists.txt": render_cmake(None, run_mode, (), build_system, check_soc(profile),
                                        fai_target(), args.arch.npu_arch),
     }

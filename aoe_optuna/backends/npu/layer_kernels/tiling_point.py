@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aoe_optuna.backends.npu.gemm_kernel import RenderError
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.space.params import ParamError
 from aoe_optuna.space.search_space import SearchSpace
 

@@ -37,18 +37,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aoe_optuna.backends.npu.cann import CannToolkit
-from aoe_optuna.backends.npu.catlass_args import ArchInfo, CatlassArgs
-from aoe_optuna.backends.npu.catlass_render import HEADER_FILE, render_header
-from aoe_optuna.backends.npu.gemm_kernel import (
-    BENCH_COMMON_FILE,
-    RenderError,
-    kernel_options,
-    template_text,
-)
+from aoe_optuna.backends.npu.catlass.args import ArchInfo, CatlassArgs
+from aoe_optuna.backends.npu.catlass.render import HEADER_FILE, render_header
+from aoe_optuna.backends.npu.compile_flags import kernel_options
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.render import RTOL, check_soc
+from aoe_optuna.backends.npu.sources import (
+    BENCH_COMMON_FILE,
+    RTOL,
+    SHARED,
+    RenderError,
+    Templates,
+    check_soc,
+)
 from aoe_optuna.hardware.profile import SocProfile
 
+TEMPLATES = Templates("aoe_optuna.backends.npu.catlass")
 ENV_VAR = "CATLASS_HOME"
 MARKER = Path("include") / "catlass" / "catlass.hpp"
 BENCH_FILE = "catlass_bench.cpp"
@@ -132,7 +135,7 @@ def render_bench_header(args: CatlassArgs, profile: SocProfile, run_mode: str) -
         raise RenderError(f"run_mode {run_mode!r}: the catlass kernel runs in "
                           f"{list(CATLASS_RUN_MODES)}")
     return "\n".join([
-        "// Rendered by aoe_optuna/backends/npu/catlass_build.py for catlass_bench.cpp.",
+        "// Rendered by aoe_optuna/backends/npu/catlass/build.py for catlass_bench.cpp.",
         "#pragma once",
         f'#define AOE_SOC_VERSION "{check_soc(profile)}"',
         f'#define AOE_RUN_MODE "{run_mode}"',
@@ -172,7 +175,7 @@ def render_cmake(args: CatlassArgs | None, run_mode: str, options: Sequence[str]
                  target: CatlassTarget = GEMM_TARGET, arch: str = "2201") -> str:
     """The CMakeLists of ``target`` (a GEMM's when ``args`` is given, its variant
     deciding cube-only or mix)."""
-    template = template_text(BUILD_SYSTEMS[build_system])
+    template = TEMPLATES.text(BUILD_SYSTEMS[build_system])
     language = "ASC" if build_system == "asc" else "ASCEND"
     # One SHELL: entry keeps flag pairs such as "-mllvm -misched=..." from being de-duplicated.
     flags = (f'"SHELL:$<$<COMPILE_LANGUAGE:{language}>:{" ".join(options)}>"'
@@ -202,8 +205,8 @@ def render_catlass_project(args: CatlassArgs, config: Mapping[str, Any], profile
     return {
         HEADER_FILE: render_header(args),
         BENCH_HEADER: render_bench_header(args, profile, run_mode),
-        BENCH_FILE: template_text(BENCH_FILE),
-        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
+        BENCH_FILE: TEMPLATES.text(BENCH_FILE),
+        BENCH_COMMON_FILE: SHARED.text(BENCH_COMMON_FILE),
         "CMakeLists.txt": render_cmake(args, run_mode, kernel_options(config), build_system,
                                        check_soc(profile)),
     }

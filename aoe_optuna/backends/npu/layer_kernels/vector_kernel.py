@@ -14,15 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aoe_optuna.backends.npu.ascendc_program import ascendc_program, config_header
-from aoe_optuna.backends.npu.gemm_kernel import (
-    INPUT_TYPES,
-    RenderError,
-    render_kernel,
-    template_text,
-)
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.tiling_point import feasible_point
+from aoe_optuna.backends.npu.layer_kernels.program import TEMPLATES, ascendc_program, config_header
+from aoe_optuna.backends.npu.layer_kernels.tiling_point import feasible_point
+from aoe_optuna.backends.npu.sources import INPUT_TYPES, RenderError, render_kernel
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import vector_space
@@ -83,7 +78,7 @@ def vector_values(op: VectorOp, config: Mapping[str, Any],
 
 def render_vector_kernel(op: VectorOp, config: Mapping[str, Any], profile: SocProfile) -> str:
     """The kernel source for ``op`` with ``config`` written into its declarations."""
-    return render_kernel(template_text(VECTOR_KERNEL_FILE), vector_values(op, config, profile))
+    return render_kernel(TEMPLATES.text(VECTOR_KERNEL_FILE), vector_values(op, config, profile))
 
 
 def vector_program(op: VectorOp, config: Mapping[str, Any], profile: SocProfile,
@@ -107,7 +102,7 @@ def vector_program(op: VectorOp, config: Mapping[str, Any], profile: SocProfile,
         "AOE_RTOL": repr(RTOL[op.dtype]),
         "AOE_ATOL": repr(ATOL[op.dtype]),
     })
-    kernel = render_kernel(template_text(VECTOR_KERNEL_FILE), values)
+    kernel = render_kernel(TEMPLATES.text(VECTOR_KERNEL_FILE), values)
     return ascendc_program(VECTOR_KERNEL_NAME, kernel, VECTOR_BENCH, VECTOR_CONFIG, header,
                            [str(int(op.rows))], profile, target,
                            f"Ascend C {op.kind} kernel (templates/vector_kernel.cpp)")

@@ -15,7 +15,7 @@
  * usage: vector_bench rows warmup launches min_samples max_samples rel_precision
  *                     max_seconds device
  * The kind, row width, head dim, cores and dtype are the kernel's, rendered into
- * aoe_vector_config.h by aoe_optuna/backends/npu/vector_kernel.py.
+ * aoe_vector_config.h by aoe_optuna/backends/npu/layer_kernels/vector_kernel.py.
  *
  * Tolerance: inputs are exact in the element type; the kernel computes in fp32, so the
  * output's rounding to the element type (AOE_RTOL, one unit in its last place) and a

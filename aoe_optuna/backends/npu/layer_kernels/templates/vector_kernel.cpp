@@ -9,7 +9,8 @@
  * kernels", says what that checks and what it does not.
  *
  * Tunable values, one plain declaration each right below (aoe_optuna/backends/npu/
- * vector_kernel.py renders them from a tuned config; aoe-tune export writes the result):
+ * layer_kernels/vector_kernel.py renders them from a tuned config; aoe-tune export
+ * writes the result):
  *   TILE_LEN    elements of one UB tile per tensor (tile_len)
  *   CORES       vector cores the host launches (cores): the block dim
  *   BUFFER_NUM  2 with double_buffer (the next tile's copy-in overlaps this tile's
@@ -19,7 +20,7 @@
  * and the problem: KIND, WIDTH (the row; SwiGLU's output row), HEAD_DIM (rope),
  * UB_BYTES (one vector core's UB, the SoC profile's), InputT (half or bfloat16_t).
  *
- * Work split (the simulator's model, aoe_optuna/backends/simulator/vector_ops.py): a
+ * Work split (the simulator's model, aoe_optuna/aicore/vector/vector_ops.py): a
  * norm row belongs to one core (rows dealt cyclically: row = block, block + CORES, ...);
  * SwiGLU's tiles of TILE_LEN elements and rope's row pieces of TILE_LEN (one token's
  * cos/sin each) are dealt the same way. A row wider

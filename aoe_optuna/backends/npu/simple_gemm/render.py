@@ -1,7 +1,8 @@
-"""Render one npu-backend candidate: the Ascend C kernel, its host program and CMake project.
+"""Render one simple-kernel candidate: the Ascend C GEMM, its host program and CMake project.
 
-The kernel and its build flags come from :mod:`.gemm_kernel` (the one source, which
-``aoe-tune export`` writes from too: :func:`tuned_kernel`); this module validates
+The kernel comes from :mod:`.kernel` (the one source, which ``aoe-tune export`` writes
+from too: :func:`tuned_kernel`), its build flags from
+:mod:`aoe_optuna.backends.npu.compile_flags`; this module validates
 the config and renders the project around the kernel. Nothing from a spec or a
 trial is pasted as text: every value written is an ``int`` that passed
 validation, ``true``/``false``, or a name looked up in a fixed table. The
@@ -10,40 +11,40 @@ toolkit path never enters a file: it is a CMake command-line argument.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aoe_optuna.backends.npu.gemm_kernel import (
-    BENCH_COMMON_FILE,
-    INPUT_TYPES,
+from aoe_optuna.backends.npu.ascendc_cmake import CMAKE_FILE, render_cmake
+from aoe_optuna.backends.npu.compile_flags import OPT_FLAGS, kernel_options
+from aoe_optuna.backends.npu.simple_gemm.kernel import (
     KERNEL_FILE,
     KERNEL_NAME,
-    OPT_FLAGS,
-    RenderError,
-    kernel_options,
+    TEMPLATES,
     kernel_values,
+)
+from aoe_optuna.backends.npu.sources import (
+    BENCH_COMMON_FILE,
+    INPUT_TYPES,
+    RTOL,
+    SHARED,
+    RenderError,
+    check_soc,
     render_kernel,
-    template_text,
 )
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError, canonical_value
 
 CONFIG_HEADER = "aoe_gemm_config.h"
+HOST_PROGRAM = "main.cpp"
 RUN_MODES = ("npu", "sim", "cpu")
 TILE_LIMIT = 4096  # no tile edge past this fits any AI core buffer
 UNROLL_LIMIT = 64
-
-# The relative tolerance of C: one ulp of the output type (inputs are exact, so rounding
-# C is the only error; see main.cpp).
-RTOL = {"fp16": 2.0**-10, "bf16": 2.0**-7}
 IMPLEMENTED_LAYOUTS = ("row_major", "z_major")
 # catlass knobs the simple kernel does not have: it runs only at these values (the
 # catlass kernel, backend option kernel=catlass, has them all; docs/NPU.md).
 CATLASS_ONLY = {"split_k": 1, "padding": 0, "preload": 0, "unit_flag": 0,
                 "layout_a": "row_major", "layout_b": "row_major", "swizzle_offset": 3,
                 "swizzle_direction": 0}
-_SOC_NAME = re.compile(r"Ascend[0-9A-Za-z_]{1,40}")
 
 
 def validate_config(
@@ -102,14 +103,7 @@ def tuned_kernel(config: Mapping[str, Any], profile: SocProfile, dtype: str) -> 
     reason = unsupported_reason(cfg, dtype, 16)  # K=16: any K the kernel runs
     if reason is not None:
         raise RenderError(reason)
-    return render_kernel(template_text(KERNEL_FILE), kernel_values(cfg, profile, dtype))
-
-
-def check_soc(profile: SocProfile) -> str:
-    if not _SOC_NAME.fullmatch(profile.soc):
-        raise RenderError(f"hardware soc {profile.soc!r}: expected a CANN SOC_VERSION "
-                          "such as Ascend910B2")
-    return profile.soc
+    return render_kernel(TEMPLATES.text(KERNEL_FILE), kernel_values(cfg, profile, dtype))
 
 
 def render_config_header(
@@ -119,7 +113,7 @@ def render_config_header(
     if run_mode not in RUN_MODES:
         raise RenderError(f"run_mode {run_mode!r}: expected one of {list(RUN_MODES)}")
     lines = [
-        "// Rendered by aoe_optuna/backends/npu/render.py; the kernel's twin of these",
+        "// Rendered by aoe_optuna/backends/npu/simple_gemm/render.py; the kernel's twin of these",
         "// values is in gemm_kernel.cpp.",
         "#pragma once",
         f'#define AOE_SOC_VERSION "{check_soc(profile)}"',
@@ -142,28 +136,6 @@ def cpu_kernel_options(config: Mapping[str, Any]) -> tuple[str, ...]:
     return OPT_FLAGS[config["opt_level"]]
 
 
-def render_cmake(template: str, soc: str, run_mode: str, options: Sequence[str],
-                 cpu_options: Sequence[str] = (), kernel_name: str = KERNEL_NAME,
-                 bench: str = "gemm_bench", bench_source: str = "main.cpp") -> str:
-    """``templates/CMakeLists.txt`` for one kernel file (``<kernel_name>.cpp``) and the host
-    program ``bench`` built from ``bench_source``: the GEMM's by default, a layer
-    kernel's (:mod:`.vector_kernel`, :mod:`.moe_gating_kernel`) with its names."""
-    fills = {
-        "@RUN_MODE@": run_mode,
-        "@SOC_VERSION@": soc,
-        "@KERNEL_NAME@": kernel_name,
-        "@BENCH@": bench,
-        "@BENCH_SOURCE@": bench_source,
-        "@KERNEL_OPTIONS@": " ".join(options),
-        "@CPU_KERNEL_OPTIONS@": " ".join(cpu_options),
-    }
-    for key, value in fills.items():
-        if key not in template:
-            raise RenderError(f"CMakeLists template lacks {key}")
-        template = template.replace(key, value)
-    return template
-
-
 def render_project(
     config: Mapping[str, Any],
     dtype: str,
@@ -177,10 +149,10 @@ def render_project(
         raise RenderError(f"run_mode {run_mode!r}: expected one of {list(RUN_MODES)}")
     soc = check_soc(profile)
     return {
-        KERNEL_FILE: render_kernel(template_text(KERNEL_FILE), kernel_values(cfg, profile, dtype)),
-        "main.cpp": template_text("main.cpp"),
-        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
+        KERNEL_FILE: render_kernel(TEMPLATES.text(KERNEL_FILE), kernel_values(cfg, profile, dtype)),
+        HOST_PROGRAM: TEMPLATES.text(HOST_PROGRAM),
+        BENCH_COMMON_FILE: SHARED.text(BENCH_COMMON_FILE),
         CONFIG_HEADER: render_config_header(cfg, profile, dtype, run_mode),
-        "CMakeLists.txt": render_cmake(template_text("CMakeLists.txt"), soc, run_mode,
-                                       kernel_options(cfg), cpu_kernel_options(cfg)),
+        CMAKE_FILE: render_cmake(soc, run_mode, kernel_options(cfg), cpu_kernel_options(cfg),
+                                 KERNEL_NAME, "gemm_bench", HOST_PROGRAM),
     }

@@ -3,7 +3,7 @@
  * (Atlas A2 / Ascend 910B, "dav-c220"), written in Ascend C for CANN 8 kernel launch.
  *
  * NEVER BUILT BY BISHENG HERE. This repository's machines have no CANN toolkit and no
- * NPU; the file is the template of the npu backend (aoe_optuna/backends/npu/), which
+ * NPU; the file is the template of the npu backend (aoe_optuna/backends/npu/simple_gemm/), which
  * builds it with the toolkit's ascendc_library() where CANN is installed. Its rendered
  * variants do compile with g++ against the open-source Ascend C headers in CPU-debug
  * mode (tests/backends/npu/test_ascendc_compile.py); docs/NPU.md says what that checks,

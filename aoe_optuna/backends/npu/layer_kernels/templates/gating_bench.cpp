@@ -9,7 +9,7 @@
  * usage: gating_bench rows warmup launches min_samples max_samples rel_precision
  *                     max_seconds device
  * Experts, k, cores and dtype are the kernel's, rendered into aoe_gating_config.h by
- * aoe_optuna/backends/npu/moe_gating_kernel.py.
+ * aoe_optuna/backends/npu/layer_kernels/moe_gating_kernel.py.
  *
  * The check, per token and rank j: the weight is softmax's j-th largest (double
  * precision, to AOE_RTOL of the element type plus AOE_ATOL); the expert index names an

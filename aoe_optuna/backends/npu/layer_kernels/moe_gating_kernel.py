@@ -13,15 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aoe_optuna.backends.npu.ascendc_program import ascendc_program, config_header
-from aoe_optuna.backends.npu.gemm_kernel import (
-    INPUT_TYPES,
-    RenderError,
-    render_kernel,
-    template_text,
-)
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.tiling_point import feasible_point
+from aoe_optuna.backends.npu.layer_kernels.program import TEMPLATES, ascendc_program, config_header
+from aoe_optuna.backends.npu.layer_kernels.tiling_point import feasible_point
+from aoe_optuna.backends.npu.sources import INPUT_TYPES, RenderError, render_kernel
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.moe_gating import MoeGating, gating_space
 
@@ -67,7 +62,7 @@ def gating_values(p: MoeGating, config: Mapping[str, Any],
 
 def render_gating_kernel(p: MoeGating, config: Mapping[str, Any], profile: SocProfile) -> str:
     """The kernel source for ``p`` with ``config`` written into its declarations."""
-    return render_kernel(template_text(GATING_KERNEL_FILE), gating_values(p, config, profile))
+    return render_kernel(TEMPLATES.text(GATING_KERNEL_FILE), gating_values(p, config, profile))
 
 
 def gating_program(p: MoeGating, config: Mapping[str, Any], profile: SocProfile,
@@ -89,7 +84,7 @@ def gating_program(p: MoeGating, config: Mapping[str, Any], profile: SocProfile,
         "AOE_RTOL": repr(RTOL[p.dtype]),
         "AOE_ATOL": repr(ATOL[p.dtype]),
     })
-    kernel = render_kernel(template_text(GATING_KERNEL_FILE), values)
+    kernel = render_kernel(TEMPLATES.text(GATING_KERNEL_FILE), values)
     return ascendc_program(GATING_KERNEL_NAME, kernel, GATING_BENCH, GATING_CONFIG, header,
                            [str(int(p.rows))], profile, target,
                            "Ascend C MoE gating kernel (templates/moe_gating_kernel.cpp)")

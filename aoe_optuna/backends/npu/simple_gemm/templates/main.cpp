@@ -9,8 +9,8 @@
  *   AOE_RESULT {"status": "ok", "samples_s": [...], ...}
  *
  * status: ok | accuracy (exit 3) | runtime (exit 4, an ACL call failed) | usage (exit 2).
- * The kernel's constants and this program's are rendered by aoe_optuna/backends/npu/render.py
- * into aoe_gemm_config.h. Built with ASCENDC_CPU_DEBUG (RUN_MODE=cpu) it runs the CPU
+ * The kernel's constants and this program's are rendered by
+ * aoe_optuna/backends/npu/simple_gemm/render.py into aoe_gemm_config.h. Built with ASCENDC_CPU_DEBUG (RUN_MODE=cpu) it runs the CPU
  * twin through tikicpulib instead, timed with the host clock (functional only).
  *
  * usage: gemm_bench M K N warmup launches min_samples max_samples rel_precision max_seconds

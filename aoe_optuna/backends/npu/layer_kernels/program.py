@@ -14,13 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from aoe_optuna.backends.npu.ascendc_cmake import CMAKE_FILE, render_cmake
 from aoe_optuna.backends.npu.commands import build_commands
-from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE, template_text
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.render import check_soc, render_cmake
+from aoe_optuna.backends.npu.sources import (
+    BENCH_COMMON_FILE,
+    HOST_NUMBERS_FILE,
+    SHARED,
+    Templates,
+    check_soc,
+)
 from aoe_optuna.hardware.profile import SocProfile
 
-HOST_NUMBERS_FILE = "aoe_host_numbers.h"
+TEMPLATES = Templates("aoe_optuna.backends.npu.layer_kernels")
 ACL_RUN_MODES = ("npu", "sim")  # where an ACL host program runs
 
 
@@ -33,8 +39,8 @@ def check_run_mode(target: NpuTarget, what: str) -> None:
 
 def config_header(name: str, source: str, defines: Mapping[str, str]) -> str:
     """A host program's config header: ``#define`` per entry (values already literals)."""
-    lines = [f"// {name}: rendered by aoe_optuna/backends/npu/{source}; the kernel's twin",
-             "// of these values is in its own file.", "#pragma once"]
+    lines = [f"// {name}: rendered by aoe_optuna/backends/npu/layer_kernels/{source}; the "
+             "kernel's twin", "// of these values is in its own file.", "#pragma once"]
     lines += [f"#define {key} {value}" for key, value in defines.items()]
     return "\n".join(lines) + "\n"
 
@@ -49,13 +55,12 @@ def ascendc_program(kernel_name: str, kernel_text: str, bench: str, header_name:
     bench_source = f"{bench}.cpp"
     files = {
         f"{kernel_name}.cpp": kernel_text,
-        bench_source: template_text(bench_source),
-        BENCH_COMMON_FILE: template_text(BENCH_COMMON_FILE),
-        HOST_NUMBERS_FILE: template_text(HOST_NUMBERS_FILE),
+        bench_source: TEMPLATES.text(bench_source),
+        BENCH_COMMON_FILE: SHARED.text(BENCH_COMMON_FILE),
+        HOST_NUMBERS_FILE: SHARED.text(HOST_NUMBERS_FILE),
         header_name: header_text,
-        "CMakeLists.txt": render_cmake(template_text("CMakeLists.txt"), soc,
-                                       target.run_mode, (), (), kernel_name, bench,
-                                       bench_source),
+        CMAKE_FILE: render_cmake(soc, target.run_mode, (), (), kernel_name, bench,
+                                 bench_source),
     }
     return KernelProgram(files, build_commands(target.toolkit, soc, target.run_mode),
                          f"bin/{bench}", problem_args, kernel_name, what, ACL_RUN_MODES)

@@ -1,9 +1,9 @@
-"""What :func:`.catlass_args.catlass_args` refuses, as rules of a catlass study's space.
+"""What :func:`.args.catlass_args` refuses, as rules of a catlass study's space.
 
 A study whose space has catlass's knobs exports a catlass instantiation header
 (``aoe-tune export --catlass-header``) and, on the npu backend, builds the same
-instantiation. Each refusal of :mod:`.catlass_args` (and of the catlass build's
-compile options, :data:`.catlass_build.NO_CATLASS_MEANING`) is one rule here, so
+instantiation. Each refusal of :mod:`.args` (and of the catlass build's
+compile options, :data:`.build.NO_CATLASS_MEANING`) is one rule here, so
 a sampler never proposes a config that catlass has no kernel for: the simulator
 would measure it, and its export would fail after the study. The rules read the
 same constants as the refusals; a test draws feasible configs of every shipped
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aoe_optuna.backends.npu.catlass_args import (
+from aoe_optuna.backends.npu.catlass.args import (
     ACCUMULATOR_BYTES,
     ALIGN_BYTES,
     ELEMENTS,
@@ -44,7 +44,7 @@ from aoe_optuna.backends.npu.catlass_args import (
     CatlassArgError,
     arch_for,
 )
-from aoe_optuna.backends.npu.catlass_build import NO_CATLASS_MEANING
+from aoe_optuna.backends.npu.catlass.build import NO_CATLASS_MEANING
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.constraints import Columns
 from aoe_optuna.space.kernel_rule import KernelRule
@@ -74,7 +74,7 @@ def product_reason(profile: SocProfile, dtype: str) -> str | None:
 
 def _zn_operand(c: Columns) -> np.ndarray:
     """Whether A or B is zN: its own layout, or the legacy ``layout`` where it is row_major
-    (:func:`.catlass_args.operand_layouts`)."""
+    (:func:`.args.operand_layouts`)."""
     legacy = c["layout"] == LEGACY_ZN
     a = (c["layout_a"] == ZN) | ((c["layout_a"] == ROW_MAJOR) & legacy)
     b = (c["layout_b"] == ZN) | ((c["layout_b"] == ROW_MAJOR) & legacy)

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from aoe_optuna.backends.npu.gemm_kernel import INPUT_TYPES
-from aoe_optuna.backends.npu.render import (
+from aoe_optuna.backends.npu.simple_gemm.render import (
     CATLASS_ONLY,
     IMPLEMENTED_LAYOUTS,
     TILE_LIMIT,
     UNROLL_LIMIT,
 )
+from aoe_optuna.backends.npu.sources import INPUT_TYPES
 from aoe_optuna.space.constraints import Columns
 from aoe_optuna.space.kernel_rule import KernelRule
 from aoe_optuna.space.params import TILE_NAMES, to_code

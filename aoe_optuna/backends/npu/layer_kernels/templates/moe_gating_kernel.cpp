@@ -7,7 +7,8 @@
  * NPU; docs/NPU.md says what the rendered kernels are checked for.
  *
  * Tunable values, one plain declaration each right below (aoe_optuna/backends/npu/
- * moe_gating_kernel.py renders them from a tuned config; aoe-tune export writes it):
+ * layer_kernels/moe_gating_kernel.py renders them from a tuned config; aoe-tune export
+ * writes it):
  *   TILE_ROWS   rows of one UB pass (tile_rows; CANN's ubFormer)
  *   COL_TILE    experts of one UB piece (col_tile); shorter than the row, a row is read
  *               twice: its max and sum first (online), then its weights and top k
