@@ -14,20 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.layer_kernels.program import TEMPLATES, ascendc_program, config_header
+from aoe_optuna.backends.npu.layer_kernels.program import ALIGN_ELEMENTS, LayerKernel
 from aoe_optuna.backends.npu.layer_kernels.tiling_point import feasible_point
-from aoe_optuna.backends.npu.sources import INPUT_TYPES, RenderError, render_kernel
+from aoe_optuna.backends.npu.sources import INPUT_TYPES, RenderError
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.moe_gating import MoeGating, gating_space
 
-GATING_KERNEL_NAME = "moe_gating_kernel"
-GATING_KERNEL_FILE = f"{GATING_KERNEL_NAME}.cpp"
-GATING_BENCH = "gating_bench"  # templates/gating_bench.cpp, its host program
-GATING_CONFIG = "aoe_gating_config.h"
-# The weights' check: a unit in the output's last place, and a floor for tiny weights.
-RTOL = {"fp16": 2.0**-10, "bf16": 2.0**-7}
-ATOL = {"fp16": 2.0**-14, "bf16": 2.0**-11}
-ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
+# templates/moe_gating_kernel.cpp, its host program templates/gating_bench.cpp
+GATING = LayerKernel("moe_gating_kernel", "gating_bench", "aoe_gating_config.h",
+                     "moe_gating_kernel.py")
 
 
 def problem_reason(p: MoeGating) -> str | None:
@@ -62,7 +57,7 @@ def gating_values(p: MoeGating, config: Mapping[str, Any],
 
 def render_gating_kernel(p: MoeGating, config: Mapping[str, Any], profile: SocProfile) -> str:
     """The kernel source for ``p`` with ``config`` written into its declarations."""
-    return render_kernel(TEMPLATES.text(GATING_KERNEL_FILE), gating_values(p, config, profile))
+    return GATING.source(gating_values(p, config, profile))
 
 
 def gating_program(p: MoeGating, config: Mapping[str, Any], profile: SocProfile,
@@ -74,17 +69,9 @@ def gating_program(p: MoeGating, config: Mapping[str, Any], profile: SocProfile,
     if why is not None:
         raise ProgramUnavailable(why)
     values = gating_values(p, config, profile)
-    header = config_header(GATING_CONFIG, "moe_gating_kernel.py", {
-        "AOE_SOC_VERSION": f'"{profile.soc}"',
-        "AOE_RUN_MODE": f'"{target.run_mode}"',
+    return GATING.program(values, {
         "AOE_EXPERTS": f"{values['EXPERTS']}u",
         "AOE_TOP_K": f"{values['TOP_K']}u",
         "AOE_CORES": f"{values['CORES']}u",
-        "AOE_INPUT_BF16": str(int(p.dtype == "bf16")),
-        "AOE_RTOL": repr(RTOL[p.dtype]),
-        "AOE_ATOL": repr(ATOL[p.dtype]),
-    })
-    kernel = render_kernel(TEMPLATES.text(GATING_KERNEL_FILE), values)
-    return ascendc_program(GATING_KERNEL_NAME, kernel, GATING_BENCH, GATING_CONFIG, header,
-                           [str(int(p.rows))], profile, target,
-                           "Ascend C MoE gating kernel (templates/moe_gating_kernel.cpp)")
+    }, p.dtype, p.rows, profile, target,
+        "Ascend C MoE gating kernel (templates/moe_gating_kernel.cpp)")

@@ -15,23 +15,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.layer_kernels.program import TEMPLATES, ascendc_program, config_header
+from aoe_optuna.backends.npu.layer_kernels.program import ALIGN_ELEMENTS, LayerKernel
 from aoe_optuna.backends.npu.layer_kernels.tiling_point import feasible_point
-from aoe_optuna.backends.npu.sources import INPUT_TYPES, RenderError, render_kernel
+from aoe_optuna.backends.npu.sources import INPUT_TYPES, RenderError
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import vector_space
 
-VECTOR_KERNEL_NAME = "vector_kernel"
-VECTOR_KERNEL_FILE = f"{VECTOR_KERNEL_NAME}.cpp"
-VECTOR_BENCH = "vector_bench"  # templates/vector_bench.cpp, its host program
-VECTOR_CONFIG = "aoe_vector_config.h"
-# The host check: one unit in the output's last place (fp32 arithmetic, rounded once),
-# and an absolute floor for rope's cancellation (x cos - x' sin near zero).
-RTOL = {"fp16": 2.0**-10, "bf16": 2.0**-7}
-ATOL = {"fp16": 2.0**-14, "bf16": 2.0**-11}
+# templates/vector_kernel.cpp, its host program templates/vector_bench.cpp
+VECTOR = LayerKernel("vector_kernel", "vector_bench", "aoe_vector_config.h", "vector_kernel.py")
 KIND_CODES = {"rmsnorm": 0, "add_rmsnorm": 1, "swiglu": 2, "rope": 3}
-ALIGN_ELEMENTS = 16  # one 32-byte DataCopy burst of fp16/bf16
 # Tuned parameter -> the declaration it becomes (double_buffer -> BUFFER_NUM 1 or 2).
 DECLARATIONS = {"tile_len": "TILE_LEN", "cores": "CORES", "double_buffer": "BUFFER_NUM",
                 "fused": "FUSED"}
@@ -78,7 +71,7 @@ def vector_values(op: VectorOp, config: Mapping[str, Any],
 
 def render_vector_kernel(op: VectorOp, config: Mapping[str, Any], profile: SocProfile) -> str:
     """The kernel source for ``op`` with ``config`` written into its declarations."""
-    return render_kernel(TEMPLATES.text(VECTOR_KERNEL_FILE), vector_values(op, config, profile))
+    return VECTOR.source(vector_values(op, config, profile))
 
 
 def vector_program(op: VectorOp, config: Mapping[str, Any], profile: SocProfile,
@@ -90,19 +83,11 @@ def vector_program(op: VectorOp, config: Mapping[str, Any], profile: SocProfile,
     if why is not None:
         raise ProgramUnavailable(why)
     values = vector_values(op, config, profile)
-    header = config_header(VECTOR_CONFIG, "vector_kernel.py", {
-        "AOE_SOC_VERSION": f'"{profile.soc}"',
-        "AOE_RUN_MODE": f'"{target.run_mode}"',
+    return VECTOR.program(values, {
         "AOE_VECTOR_KIND": values["KIND"],
         "AOE_WIDTH": f"{values['WIDTH']}u",
         "AOE_HEAD_DIM": f"{values['HEAD_DIM']}u",
         "AOE_CORES": f"{values['CORES']}u",
         "AOE_FUSED": "1" if values["FUSED"] == "true" else "0",
-        "AOE_INPUT_BF16": str(int(op.dtype == "bf16")),
-        "AOE_RTOL": repr(RTOL[op.dtype]),
-        "AOE_ATOL": repr(ATOL[op.dtype]),
-    })
-    kernel = render_kernel(TEMPLATES.text(VECTOR_KERNEL_FILE), values)
-    return ascendc_program(VECTOR_KERNEL_NAME, kernel, VECTOR_BENCH, VECTOR_CONFIG, header,
-                           [str(int(op.rows))], profile, target,
-                           f"Ascend C {op.kind} kernel (templates/vector_kernel.cpp)")
+    }, op.dtype, op.rows, profile, target,
+        f"Ascend C {op.kind} kernel (templates/vector_kernel.cpp)")

@@ -5,6 +5,7 @@
  * sample with the timing rules of aoe_bench_common.h (timing.py's), copies the outputs
  * back, checks them against a host reference and prints the result line the GEMM's
  * main.cpp prints (status ok | accuracy, exit 3 | runtime, exit 4 | usage, exit 2).
+ * Its command line, check and result line are aoe_layer_bench.h's, as vector_bench.cpp's.
  *
  * usage: gating_bench rows warmup launches min_samples max_samples rel_precision
  *                     max_seconds device
@@ -28,6 +29,7 @@
 #include "aoe_bench_common.h"
 #include "aoe_gating_config.h"
 #include "aoe_host_numbers.h"
+#include "aoe_layer_bench.h"
 
 // Defined at the bottom of moe_gating_kernel.cpp (compiled by bisheng with the kernel).
 extern "C" void aoe_launch_moe_gating(uint32_t blockDim, void *stream, uint8_t *logits,
@@ -36,29 +38,10 @@ extern "C" void aoe_launch_moe_gating(uint32_t blockDim, void *stream, uint8_t *
 
 namespace {
 
-using namespace aoe_bench;  // exit codes, CHECK_ACL, TimeSamples
+using namespace aoe_bench;  // exit codes, CHECK_ACL, the device and its timing
+using aoe_layer::Check;
 
 constexpr bool BF16 = AOE_INPUT_BF16 != 0;
-
-struct Check {
-    uint64_t checked = 0, bad = 0;
-    double maxAbsErr = 0.0;
-    uint64_t firstRow = 0, firstCol = 0;
-    double firstGot = 0.0, firstWant = 0.0;
-    const char *firstOutput = "";
-
-    void One(const char *output, uint64_t row, uint64_t col, double got, double want, bool good)
-    {
-        ++checked;
-        if (!good && bad++ == 0) {
-            firstRow = row;
-            firstCol = col;
-            firstGot = got;
-            firstWant = want;
-            firstOutput = output;
-        }
-    }
-};
 
 void CheckRow(const std::vector<uint16_t> &logits, const std::vector<uint16_t> &y,
               const std::vector<int32_t> &experts, const std::vector<int32_t> &rowIdx,
@@ -76,8 +59,7 @@ void CheckRow(const std::vector<uint16_t> &logits, const std::vector<uint16_t> &
         const size_t at = row * AOE_TOP_K + j;
         const double want = std::exp(sorted[j] - sorted[0]) / sum;
         const double got = aoe_numbers::Decode(y[at], BF16);
-        chk.maxAbsErr = std::max(chk.maxAbsErr, std::fabs(got - want));
-        chk.One("y", row, j, got, want, aoe_numbers::Close(got, want, AOE_RTOL, AOE_ATOL));
+        chk.Near("y", row, j, got, want);
         const int32_t e = experts[at];
         const bool known = e >= 0 && e < static_cast<int32_t>(AOE_EXPERTS) && !taken[e];
         chk.One("expert_idx", row, j, e, sorted[j], known && x[e] == sorted[j]);
@@ -87,90 +69,41 @@ void CheckRow(const std::vector<uint16_t> &logits, const std::vector<uint16_t> &
     }
 }
 
-void PrintResult(const char *status, uint64_t rows, const std::vector<double> &samples,
-                 int launches, int warmupBatches, int device, const Check &chk)
-{
-    std::printf("AOE_RESULT {\"status\": \"%s\", \"kernel\": \"moe_gating\", \"mode\": \"%s\", "
-                "\"soc\": \"%s\", \"rows\": %llu, \"block_dim\": %u, \"launches\": %d, "
-                "\"warmup_batches\": %d, \"device\": %d, \"samples_s\": [",
-                status, AOE_RUN_MODE, AOE_SOC_VERSION, static_cast<unsigned long long>(rows),
-                static_cast<unsigned>(AOE_CORES), launches, warmupBatches, device);
-    for (size_t i = 0; i < samples.size(); ++i) std::printf("%s%.9e", i ? ", " : "", samples[i]);
-    std::printf("], \"output\": \"%s\", \"checked\": %llu, \"bad\": %llu, \"max_abs_err\": %.6e",
-                chk.bad ? chk.firstOutput : "all", static_cast<unsigned long long>(chk.checked),
-                static_cast<unsigned long long>(chk.bad), chk.maxAbsErr);
-    if (chk.bad)
-        std::printf(", \"first_bad\": {\"row\": %llu, \"col\": %llu, \"got\": %.6e, "
-                    "\"want\": %.6e}", static_cast<unsigned long long>(chk.firstRow),
-                    static_cast<unsigned long long>(chk.firstCol), chk.firstGot, chk.firstWant);
-    std::printf("}\n");
-}
-
-int Usage(const char *why)
-{
-    std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"%s\"}\n", why);
-    std::fprintf(stderr, "usage: gating_bench rows warmup launches min_samples max_samples "
-                         "rel_precision max_seconds device (%s)\n", why);
-    return EXIT_USAGE;
-}
-
-uint8_t *Device(size_t bytes)
-{
-    void *p = nullptr;
-    bytes = std::max<size_t>(bytes, 32);
-    CHECK_ACL(aclrtMalloc(&p, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
-    CHECK_ACL(aclrtMemset(p, bytes, 0, bytes));
-    return static_cast<uint8_t *>(p);
-}
-
 }  // namespace
 
 int main(int argc, char **argv)
 {
-    if (argc != 9) return Usage("expected 8 arguments");
-    const long long rowsArg = std::atoll(argv[1]);
-    const int warmup = std::atoi(argv[2]), launches = std::atoi(argv[3]);
-    const int minSamples = std::atoi(argv[4]), maxSamples = std::atoi(argv[5]);
-    const double relPrecision = std::atof(argv[6]), maxSeconds = std::atof(argv[7]);
-    const int device = std::atoi(argv[8]);
-    if (rowsArg < 1 || rowsArg > (1 << 20)) return Usage("rows must be 1..2^20");
-    if (warmup < 0 || launches < 1 || minSamples < 1 || maxSamples < minSamples || device < 0)
-        return Usage("bad timing arguments");
-    const uint64_t rows = static_cast<uint64_t>(rowsArg);
+    aoe_layer::Args args;
+    if (const int usage = aoe_layer::ParseArgs(argc, argv, "gating_bench", args)) return usage;
+    const uint64_t rows = args.rows;
     const size_t nLogits = rows * AOE_EXPERTS, nOut = rows * AOE_TOP_K;
     std::vector<uint16_t> logits(nLogits);
     aoe_numbers::Lcg rng{0x6a7e + rows};
     for (uint16_t &v : logits) v = aoe_numbers::Encode(4.0f * rng.Value(), BF16);
 
-    CHECK_ACL(aclInit(nullptr));
-    CHECK_ACL(aclrtSetDevice(device));
-    aclrtStream stream = nullptr;
-    CHECK_ACL(aclrtCreateStream(&stream));
-    uint8_t *dLogits = Device(nLogits * 2), *dY = Device(nOut * 2);
-    uint8_t *dExperts = Device(nOut * 4), *dRows = Device(nOut * 4);
+    aclrtStream stream = OpenStream(args.device);
+    uint8_t *dLogits = aoe_layer::DeviceZeros(nLogits * 2), *dY = aoe_layer::DeviceZeros(nOut * 2);
+    uint8_t *dExperts = aoe_layer::DeviceZeros(nOut * 4), *dRows = aoe_layer::DeviceZeros(nOut * 4);
     CHECK_ACL(aclrtMemcpy(dLogits, nLogits * 2, logits.data(), nLogits * 2,
                           ACL_MEMCPY_HOST_TO_DEVICE));
     const uint32_t r32 = static_cast<uint32_t>(rows);
     auto launch = [&]() { aoe_launch_moe_gating(AOE_CORES, stream, dLogits, dY, dExperts, dRows, r32); };
-    for (int i = 0; i < warmup; ++i) launch();
-    CHECK_ACL(aclrtSynchronizeStream(stream));
     std::vector<double> samples;
-    const int warmupBatches = aoe_bench::TimeOnStream(
-        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, samples);
-    CHECK_ACL(aclrtSynchronizeStream(stream));
+    const int warmupBatches = WarmUpAndTime(stream, launch, args.warmup, args.launches,
+                                            args.minSamples, args.maxSamples, args.relPrecision,
+                                            args.maxSeconds, samples);
     std::vector<uint16_t> y(nOut);
     std::vector<int32_t> experts(nOut), rowIdx(nOut);
-    CHECK_ACL(aclrtMemcpy(y.data(), nOut * 2, dY, nOut * 2, ACL_MEMCPY_DEVICE_TO_HOST));
-    CHECK_ACL(aclrtMemcpy(experts.data(), nOut * 4, dExperts, nOut * 4, ACL_MEMCPY_DEVICE_TO_HOST));
-    CHECK_ACL(aclrtMemcpy(rowIdx.data(), nOut * 4, dRows, nOut * 4, ACL_MEMCPY_DEVICE_TO_HOST));
+    aoe_layer::ToHost(y, dY);
+    aoe_layer::ToHost(experts, dExperts);
+    aoe_layer::ToHost(rowIdx, dRows);
     for (uint8_t *p : {dLogits, dY, dExperts, dRows}) CHECK_ACL(aclrtFree(p));
-    CHECK_ACL(aclrtDestroyStream(stream));
-    CHECK_ACL(aclrtResetDevice(device));
-    CHECK_ACL(aclFinalize());
+    CloseStream(stream, args.device);
 
     Check chk;
     for (uint64_t row = 0; row < rows; ++row) CheckRow(logits, y, experts, rowIdx, rows, row, chk);
     const bool ok = chk.bad == 0;
-    PrintResult(ok ? "ok" : "accuracy", rows, samples, launches, warmupBatches, device, chk);
+    aoe_layer::PrintResult(ok ? "ok" : "accuracy", "moe_gating", rows, "", samples, args.launches,
+                           warmupBatches, args.device, chk);
     return ok ? 0 : EXIT_WRONG_RESULT;
 }

@@ -17,6 +17,8 @@
  * The kind, row width, head dim, cores and dtype are the kernel's, rendered into
  * aoe_vector_config.h by aoe_optuna/backends/npu/layer_kernels/vector_kernel.py.
  *
+ * Its command line, check and result line are aoe_layer_bench.h's, as gating_bench.cpp's.
+ *
  * Tolerance: inputs are exact in the element type; the kernel computes in fp32, so the
  * output's rounding to the element type (AOE_RTOL, one unit in its last place) and a
  * small absolute floor for cancellation in rope (AOE_ATOL) bound a right result.
@@ -32,6 +34,7 @@
 #include "aoe_bench_common.h"
 #include "aoe_host_numbers.h"
 #include "aoe_vector_config.h"
+#include "aoe_layer_bench.h"
 
 // Defined at the bottom of vector_kernel.cpp (compiled by bisheng with the kernels).
 extern "C" void aoe_launch_vector_kernel(uint32_t blockDim, void *stream, uint8_t *in0,
@@ -42,7 +45,8 @@ extern "C" void aoe_launch_vector_add(uint32_t blockDim, void *stream, uint8_t *
 
 namespace {
 
-using namespace aoe_bench;  // exit codes, CHECK_ACL, TimeSamples
+using namespace aoe_bench;  // exit codes, CHECK_ACL, the device and its timing
+using aoe_layer::Check;
 
 constexpr int RMSNORM = 0, ADD_RMSNORM = 1, SWIGLU = 2, ROPE = 3;
 constexpr double EPSILON = 1e-6;  // vector_kernel.cpp EPSILON
@@ -57,29 +61,6 @@ std::vector<uint16_t> Inputs(size_t n, uint64_t seed)
 }
 
 double At(const std::vector<uint16_t> &v, size_t i) { return aoe_numbers::Decode(v[i], BF16); }
-
-struct Check {
-    uint64_t checked = 0, bad = 0;
-    double maxAbsErr = 0.0;
-    uint64_t firstRow = 0, firstCol = 0;
-    double firstGot = 0.0, firstWant = 0.0;
-    const char *firstOutput = "";
-
-    void One(const char *output, uint64_t row, uint64_t col, double got, double want)
-    {
-        maxAbsErr = std::max(maxAbsErr, std::fabs(got - want));
-        ++checked;
-        if (!aoe_numbers::Close(got, want, AOE_RTOL, AOE_ATOL)) {
-            if (bad++ == 0) {
-                firstRow = row;
-                firstCol = col;
-                firstGot = got;
-                firstWant = want;
-                firstOutput = output;
-            }
-        }
-    }
-};
 
 struct Operands {
     std::vector<uint16_t> in0, in1, side0, side1;
@@ -112,11 +93,11 @@ void CheckNorm(const Operands &op, const std::vector<uint16_t> &y, const std::ve
             const size_t i = r * AOE_WIDTH + c;
             x[c] = At(op.in0, i) + (AOE_VECTOR_KIND == ADD_RMSNORM ? At(op.in1, i) : 0.0);
             squares += x[c] * x[c];
-            if (AOE_VECTOR_KIND == ADD_RMSNORM) chk.One("x+residual", r, c, At(sum, i), x[c]);
+            if (AOE_VECTOR_KIND == ADD_RMSNORM) chk.Near("x+residual", r, c, At(sum, i), x[c]);
         }
         const double rstd = 1.0 / std::sqrt(squares / AOE_WIDTH + EPSILON);
         for (uint64_t c = 0; c < AOE_WIDTH; ++c)
-            chk.One("y", r, c, At(y, r * AOE_WIDTH + c), x[c] * rstd * At(op.side0, c));
+            chk.Near("y", r, c, At(y, r * AOE_WIDTH + c), x[c] * rstd * At(op.side0, c));
     }
 }
 
@@ -124,7 +105,7 @@ void CheckSwiGlu(const Operands &op, const std::vector<uint16_t> &out, uint64_t 
 {
     for (uint64_t i = 0; i < rows * AOE_WIDTH; ++i) {
         const double g = At(op.in0, i), u = At(op.in1, i);
-        chk.One("out", i / AOE_WIDTH, i % AOE_WIDTH, At(out, i), g / (1.0 + std::exp(-g)) * u);
+        chk.Near("out", i / AOE_WIDTH, i % AOE_WIDTH, At(out, i), g / (1.0 + std::exp(-g)) * u);
     }
 }
 
@@ -140,78 +121,27 @@ void CheckRope(const Operands &op, const std::vector<uint16_t> &out, uint64_t ro
                                             : At(op.in0, row + head + d - half);
             const double want = At(op.in0, row + c) * At(op.side0, r * AOE_HEAD_DIM + d) +
                                 rotated * At(op.side1, r * AOE_HEAD_DIM + d);
-            chk.One("out", r, c, At(out, row + c), want);
+            chk.Near("out", r, c, At(out, row + c), want);
         }
-}
-
-void PrintResult(const char *status, uint64_t rows, const std::vector<double> &samples,
-                 int launches, int warmupBatches, int device, const Check &chk)
-{
-    std::printf("AOE_RESULT {\"status\": \"%s\", \"kernel\": \"vector\", \"mode\": \"%s\", "
-                "\"soc\": \"%s\", \"rows\": %llu, \"width\": %u, \"block_dim\": %u, "
-                "\"launches\": %d, \"warmup_batches\": %d, \"device\": %d, \"samples_s\": [",
-                status, AOE_RUN_MODE, AOE_SOC_VERSION, static_cast<unsigned long long>(rows),
-                static_cast<unsigned>(AOE_WIDTH), static_cast<unsigned>(AOE_CORES), launches,
-                warmupBatches, device);
-    for (size_t i = 0; i < samples.size(); ++i) std::printf("%s%.9e", i ? ", " : "", samples[i]);
-    std::printf("], \"output\": \"%s\", \"checked\": %llu, \"bad\": %llu, \"max_abs_err\": %.6e",
-                chk.bad ? chk.firstOutput : "all", static_cast<unsigned long long>(chk.checked),
-                static_cast<unsigned long long>(chk.bad), chk.maxAbsErr);
-    if (chk.bad)
-        std::printf(", \"first_bad\": {\"row\": %llu, \"col\": %llu, \"got\": %.6e, "
-                    "\"want\": %.6e}", static_cast<unsigned long long>(chk.firstRow),
-                    static_cast<unsigned long long>(chk.firstCol), chk.firstGot, chk.firstWant);
-    std::printf("}\n");
-}
-
-int Usage(const char *why)
-{
-    std::printf("AOE_RESULT {\"status\": \"usage\", \"reason\": \"%s\"}\n", why);
-    std::fprintf(stderr, "usage: vector_bench rows warmup launches min_samples max_samples "
-                         "rel_precision max_seconds device (%s)\n", why);
-    return EXIT_USAGE;
 }
 
 uint8_t *Device(const std::vector<uint16_t> &host, size_t elements)
 {
-    void *p = nullptr;
-    const size_t bytes = std::max<size_t>(elements * 2, 32);  // never a null pointer
-    CHECK_ACL(aclrtMalloc(&p, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
-    if (!host.empty())
-        CHECK_ACL(aclrtMemcpy(p, bytes, host.data(), host.size() * 2, ACL_MEMCPY_HOST_TO_DEVICE));
-    else
-        CHECK_ACL(aclrtMemset(p, bytes, 0, bytes));
-    return static_cast<uint8_t *>(p);
-}
-
-std::vector<uint16_t> Host(uint8_t *device, size_t elements)
-{
-    std::vector<uint16_t> v(elements);
-    CHECK_ACL(aclrtMemcpy(v.data(), elements * 2, device, elements * 2, ACL_MEMCPY_DEVICE_TO_HOST));
-    return v;
+    return host.empty() ? aoe_layer::DeviceZeros(elements * 2)
+                        : DeviceBytes(elements * 2, host.data());
 }
 
 }  // namespace
 
 int main(int argc, char **argv)
 {
-    if (argc != 9) return Usage("expected 8 arguments");
-    const long long rowsArg = std::atoll(argv[1]);
-    const int warmup = std::atoi(argv[2]), launches = std::atoi(argv[3]);
-    const int minSamples = std::atoi(argv[4]), maxSamples = std::atoi(argv[5]);
-    const double relPrecision = std::atof(argv[6]), maxSeconds = std::atof(argv[7]);
-    const int device = std::atoi(argv[8]);
-    if (rowsArg < 1 || rowsArg > (1 << 20)) return Usage("rows must be 1..2^20");
-    if (warmup < 0 || launches < 1 || minSamples < 1 || maxSamples < minSamples || device < 0)
-        return Usage("bad timing arguments");
-    const uint64_t rows = static_cast<uint64_t>(rowsArg);
+    aoe_layer::Args args;
+    if (const int usage = aoe_layer::ParseArgs(argc, argv, "vector_bench", args)) return usage;
+    const uint64_t rows = args.rows;
     const size_t n = rows * AOE_WIDTH;
     const Operands op = MakeOperands(rows);
 
-    CHECK_ACL(aclInit(nullptr));
-    CHECK_ACL(aclrtSetDevice(device));
-    aclrtStream stream = nullptr;
-    CHECK_ACL(aclrtCreateStream(&stream));
+    aclrtStream stream = OpenStream(args.device);
     uint8_t *in0 = Device(op.in0, n), *in1 = Device(op.in1, n);
     uint8_t *side0 = Device(op.side0, op.side0.size()), *side1 = Device(op.side1, op.side1.size());
     uint8_t *out0 = Device({}, n), *out1 = Device({}, n);
@@ -224,19 +154,15 @@ int main(int argc, char **argv)
             aoe_launch_vector_kernel(AOE_CORES, stream, in0, in1, side0, side1, out0, out1, r32);
         }
     };
-    for (int i = 0; i < warmup; ++i) launch();
-    CHECK_ACL(aclrtSynchronizeStream(stream));
     std::vector<double> samples;
-    const int warmupBatches = aoe_bench::TimeOnStream(
-        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, samples);
-    CHECK_ACL(aclrtSynchronizeStream(stream));
-    const std::vector<uint16_t> y = Host(out0, n);
-    const std::vector<uint16_t> sum =
-        AOE_VECTOR_KIND == ADD_RMSNORM ? Host(out1, n) : std::vector<uint16_t>();
+    const int warmupBatches = WarmUpAndTime(stream, launch, args.warmup, args.launches,
+                                            args.minSamples, args.maxSamples, args.relPrecision,
+                                            args.maxSeconds, samples);
+    std::vector<uint16_t> y(n), sum(AOE_VECTOR_KIND == ADD_RMSNORM ? n : 0);
+    aoe_layer::ToHost(y, out0);
+    if (AOE_VECTOR_KIND == ADD_RMSNORM) aoe_layer::ToHost(sum, out1);
     for (uint8_t *p : {in0, in1, side0, side1, out0, out1}) CHECK_ACL(aclrtFree(p));
-    CHECK_ACL(aclrtDestroyStream(stream));
-    CHECK_ACL(aclrtResetDevice(device));
-    CHECK_ACL(aclFinalize());
+    CloseStream(stream, args.device);
 
     Check chk;
     if (AOE_VECTOR_KIND == SWIGLU)
@@ -246,6 +172,9 @@ int main(int argc, char **argv)
     else
         CheckNorm(op, y, sum, rows, chk);
     const bool ok = chk.bad == 0;
-    PrintResult(ok ? "ok" : "accuracy", rows, samples, launches, warmupBatches, device, chk);
+    char shape[32];
+    std::snprintf(shape, sizeof shape, ", \"width\": %u", static_cast<unsigned>(AOE_WIDTH));
+    aoe_layer::PrintResult(ok ? "ok" : "accuracy", "vector", rows, shape, samples, args.launches,
+                           warmupBatches, args.device, chk);
     return ok ? 0 : EXIT_WRONG_RESULT;
 }
