@@ -20,7 +20,12 @@ from aoe_optuna.backends.npu.catlass.fai import (
     render_fai_header,
     render_fai_project,
 )
-from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, SHARED, RenderError
+from aoe_optuna.backends.npu.sources import (
+    BENCH_COMMON_FILE,
+    HOST_NUMBERS_FILE,
+    SHARED,
+    RenderError,
+)
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.attention_space import config_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
@@ -123,7 +128,8 @@ def test_what_catlass_cannot_run_is_one_line(problem, dtype, message) -> None:
 def test_build_tree_and_commands(tmp_path: Path, build_system: str) -> None:
     args = fai_args(DECODE, config_of(cann_default_tiling(PROFILE, DECODE)), "fp16", PROFILE)
     files = render_fai_project(args, PROFILE, "npu", build_system)
-    assert set(files) == {FAI_HEADER, FAI_BENCH, BENCH_COMMON_FILE, "CMakeLists.txt"}
+    assert set(files) == {FAI_HEADER, FAI_BENCH, BENCH_COMMON_FILE, HOST_NUMBERS_FILE,
+                          "CMakeLists.txt"}
     cmake = files["CMakeLists.txt"]
     assert not re.search(r"@[A-Z_]+@", cmake)
     assert "add_executable(fai_bench catlass_fai_bench.cpp)" in cmake

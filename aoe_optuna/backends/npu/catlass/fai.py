@@ -42,7 +42,13 @@ from aoe_optuna.backends.npu.catlass.build import (
     render_cmake,
 )
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, SHARED, RenderError, check_soc
+from aoe_optuna.backends.npu.sources import (
+    BENCH_COMMON_FILE,
+    HOST_NUMBERS_FILE,
+    SHARED,
+    RenderError,
+    check_soc,
+)
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.decode_attention import DecodeAttention
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
@@ -310,6 +316,7 @@ def render_fai_project(args: FaiArgs, profile: SocProfile, run_mode: str,
         FAI_HEADER: render_fai_header(args, provenance),
         FAI_BENCH: TEMPLATES.text(FAI_BENCH),
         BENCH_COMMON_FILE: SHARED.text(BENCH_COMMON_FILE),
+        HOST_NUMBERS_FILE: SHARED.text(HOST_NUMBERS_FILE),
         "CMakeLists.txt": render_cmake(None, run_mode, (), build_system, check_soc(profile),
                                        fai_target(), args.arch.npu_arch),
     }

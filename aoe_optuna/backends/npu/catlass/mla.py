@@ -43,7 +43,7 @@ from aoe_optuna.backends.npu.catlass.build import (
 )
 from aoe_optuna.backends.npu.catlass.fai import Counterpart
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, SHARED, check_soc
+from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, HOST_NUMBERS_FILE, SHARED, check_soc
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.mla_attention import MlaDecodeAttention
 
@@ -178,6 +178,7 @@ def render_mla_project(args: MlaArgs, profile: SocProfile, run_mode: str,
         MLA_HEADER: render_mla_header(args, provenance),
         MLA_BENCH: TEMPLATES.text(MLA_BENCH),
         BENCH_COMMON_FILE: SHARED.text(BENCH_COMMON_FILE),
+        HOST_NUMBERS_FILE: SHARED.text(HOST_NUMBERS_FILE),
         "CMakeLists.txt": render_cmake(None, run_mode, (), build_system, check_soc(profile),
                                        mla_target(), args.arch.npu_arch),
     }

@@ -11,24 +11,26 @@
  * NOT COMPILED HERE: no machine of this repository has CANN, and catlass does not
  * compile with a host compiler (docs/NPU.md, "Compile check"). Host tiling is catlass's
  * own (fai_tiling.cpp, included from the example directory), so the task split and the
- * workspace sizes are the ones catlass computes.
+ * workspace sizes are the ones catlass computes. Its inputs and fp16/bf16 conversions are
+ * aoe_host_numbers.h's, its device, stream, buffers and timing aoe_bench_common.h's (as
+ * catlass_mla_bench.cpp's).
  * usage: fai_bench batch q_seqlen kv_seqlen q_heads kv_heads warmup launches min_samples
  *                  max_samples rel_precision max_seconds device
  * O is checked against a host reference (fp32 softmax(Q K^T / sqrt(d) + mask) V) to a
- * relative 2^-6 (fp16) / 2^-5 (bf16) of max |O|: P is rounded to the element type
- * before P V, as catlass's online softmax does.
+ * relative 2^-6 (fp16) / 2^-5 (bf16) of max |O|: P is rounded to the element type (to
+ * nearest even) before P V, as catlass's online softmax does.
  */
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "acl/acl.h"
 #include "aoe_bench_common.h"
 #include "aoe_catlass_fai.h"
+#include "aoe_host_numbers.h"
 #include "fai_tiling.cpp"
 #include "tiling/platform/platform_ascendc.h"
 
@@ -45,45 +47,10 @@ extern "C" CATLASS_GLOBAL void aoe_fai_kernel(uint64_t sync, GM_ADDR q, GM_ADDR 
 
 namespace {
 
-uint16_t Encode(float f)  // exact for multiples of 1/64 in [-1, 1]
-{
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    if (AOE_INPUT_BF16) return static_cast<uint16_t>(x >> 16);
-    if ((x & 0x7fffffffu) == 0) return static_cast<uint16_t>((x >> 16) & 0x8000u);
-    const uint32_t sign = (x >> 16) & 0x8000u;
-    const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-    return static_cast<uint16_t>(sign | (exp << 10) | ((x & 0x7fffffu) >> 13));
-}
+constexpr bool BF16 = AOE_INPUT_BF16 != 0;
 
-float Decode(uint16_t v)
-{
-    uint32_t x;
-    if (AOE_INPUT_BF16) {
-        x = static_cast<uint32_t>(v) << 16;
-    } else {
-        const uint32_t sign = (v & 0x8000u) << 16, exp = (v >> 10) & 0x1f, mant = v & 0x3ff;
-        if (exp == 0) return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mant), -24);
-        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    float f;
-    std::memcpy(&f, &x, 4);
-    return f;
-}
-
-float Value(uint64_t i, uint64_t salt)
-{
-    const uint64_t h = (i * 0x9e3779b97f4a7c15ull) ^ (salt * 0x632be59bull);
-    return (static_cast<int32_t>(h % 129u) - 64) / 64.0f;
-}
-
-void *Device(size_t bytes, const void *host = nullptr)
-{
-    void *p = nullptr;
-    CHECK_ACL(aclrtMalloc(&p, std::max<size_t>(bytes, 32), ACL_MEM_MALLOC_HUGE_FIRST));
-    if (host != nullptr) CHECK_ACL(aclrtMemcpy(p, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE));
-    return p;
-}
+uint16_t Encode(float f) { return aoe_numbers::Encode(f, BF16); }
+float Decode(uint16_t v) { return aoe_numbers::Decode(v, BF16); }
 
 }  // namespace
 
@@ -109,16 +76,13 @@ int main(int argc, char **argv)
     // K/V rows of sequence b start at b * kvStride: whole pages when paged (the block
     // table maps page i of b to page b * pages + i), kvLen tokens back to back when not.
     const int64_t kvStride = AOE_FAI_PAGED ? pages * page : kvLen;
-    CHECK_ACL(aclInit(nullptr));
-    CHECK_ACL(aclrtSetDevice(device));
-    aclrtStream stream = nullptr;
-    CHECK_ACL(aclrtCreateStream(&stream));
+    aclrtStream stream = aoe_bench::OpenStream(device);
 
     // Q [batch * qLen, qHeads * d]; K, V [batch * kvStride, kvHeads * d] (BSND).
     std::vector<uint16_t> q(batch * qLen * qHeads * d), k(batch * pages * page * kvHeads * d), v(k.size());
-    for (size_t i = 0; i < q.size(); ++i) q[i] = Encode(Value(i, 1));
-    for (size_t i = 0; i < k.size(); ++i) k[i] = Encode(Value(i, 2));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = Encode(Value(i, 3));
+    for (size_t i = 0; i < q.size(); ++i) q[i] = Encode(aoe_numbers::Hashed(i, 1));
+    for (size_t i = 0; i < k.size(); ++i) k[i] = Encode(aoe_numbers::Hashed(i, 2));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = Encode(aoe_numbers::Hashed(i, 3));
     std::vector<int32_t> table(batch * pages);
     for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
     std::vector<int64_t> qSeq(batch, qLen), kvSeq(batch, kvLen);
@@ -145,29 +109,26 @@ int main(int argc, char **argv)
         return aoe_bench::EXIT_USAGE;
     }
     const uint64_t ws = cores * static_cast<uint64_t>(FAInferTiling::WORKSPACE_BLOCK_SIZE_DB) * 3;
-    uint8_t *dq = static_cast<uint8_t *>(Device(q.size() * 2, q.data()));
-    uint8_t *dk = static_cast<uint8_t *>(Device(k.size() * 2, k.data()));
-    uint8_t *dv = static_cast<uint8_t *>(Device(v.size() * 2, v.data()));
-    uint8_t *dmask = static_cast<uint8_t *>(Device(mask.size() * 2, mask.data()));
-    uint8_t *dtable = static_cast<uint8_t *>(Device(table.size() * 4, table.data()));
-    uint8_t *dqs = static_cast<uint8_t *>(Device(qSeq.size() * 8, qSeq.data()));
-    uint8_t *dkvs = static_cast<uint8_t *>(Device(kvSeq.size() * 8, kvSeq.data()));
-    uint8_t *dtiling = static_cast<uint8_t *>(Device(sizeof(tiling), &tiling));
-    uint8_t *o = static_cast<uint8_t *>(Device(q.size() * 2));
-    uint8_t *s = static_cast<uint8_t *>(Device(ws * 4)), *p = static_cast<uint8_t *>(Device(ws * 2));
-    uint8_t *oTemp = static_cast<uint8_t *>(Device(ws * 4)), *oUp = static_cast<uint8_t *>(Device(ws * 4));
+    uint8_t *dq = aoe_bench::DeviceBytes(q.size() * 2, q.data());
+    uint8_t *dk = aoe_bench::DeviceBytes(k.size() * 2, k.data());
+    uint8_t *dv = aoe_bench::DeviceBytes(v.size() * 2, v.data());
+    uint8_t *dmask = aoe_bench::DeviceBytes(mask.size() * 2, mask.data());
+    uint8_t *dtable = aoe_bench::DeviceBytes(table.size() * 4, table.data());
+    uint8_t *dqs = aoe_bench::DeviceBytes(qSeq.size() * 8, qSeq.data());
+    uint8_t *dkvs = aoe_bench::DeviceBytes(kvSeq.size() * 8, kvSeq.data());
+    uint8_t *dtiling = aoe_bench::DeviceBytes(sizeof(tiling), &tiling);
+    uint8_t *o = aoe_bench::DeviceBytes(q.size() * 2);
+    uint8_t *s = aoe_bench::DeviceBytes(ws * 4), *p = aoe_bench::DeviceBytes(ws * 2);
+    uint8_t *oTemp = aoe_bench::DeviceBytes(ws * 4), *oUp = aoe_bench::DeviceBytes(ws * 4);
     uint64_t sync = 0;
     CHECK_ACL(aclrtGetHardwareSyncAddr(reinterpret_cast<void **>(&sync)));
     auto launch = [&]() {
         aoe_fai_kernel<<<cores, nullptr, stream>>>(sync, dq, dk, dv, dmask, dtable, o, dqs, dkvs, s,
                                                      p, oTemp, oUp, dtiling);
     };
-    for (int i = 0; i < warmup; ++i) launch();
-    CHECK_ACL(aclrtSynchronizeStream(stream));
     std::vector<double> times;
-    const int warmupBatches = aoe_bench::TimeOnStream(
-        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, times);
-    CHECK_ACL(aclrtSynchronizeStream(stream));
+    const int warmupBatches = aoe_bench::WarmUpAndTime(
+        stream, launch, warmup, launches, minSamples, maxSamples, relPrecision, maxSeconds, times);
 
     std::vector<uint16_t> out(q.size());
     CHECK_ACL(aclrtMemcpy(out.data(), out.size() * 2, o, out.size() * 2, ACL_MEMCPY_DEVICE_TO_HOST));
@@ -213,8 +174,6 @@ int main(int argc, char **argv)
                 ok ? 0 : 1, worst, tolerance);
     for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.9g", i ? ", " : "", times[i]);
     std::printf("]}\n");
-    CHECK_ACL(aclrtDestroyStream(stream));
-    CHECK_ACL(aclrtResetDevice(device));
-    CHECK_ACL(aclFinalize());
+    aoe_bench::CloseStream(stream, device);
     return ok ? 0 : aoe_bench::EXIT_WRONG_RESULT;
 }

@@ -7,7 +7,9 @@
  * the result line the GEMM programs print.
  *
  * NOT COMPILED HERE: no machine of this repository has CANN, and catlass does not
- * compile with a host compiler (docs/NPU.md, "Compile check").
+ * compile with a host compiler (docs/NPU.md, "Compile check"). Its inputs and fp16/bf16
+ * conversions are aoe_host_numbers.h's, its device, stream, buffers and timing
+ * aoe_bench_common.h's (as catlass_fai_bench.cpp's).
  * usage: mla_bench batch context q_heads warmup launches min_samples max_samples
  *                  rel_precision max_seconds device
  * One query token per sequence, one latent KV head, 128-token pages (block table b * pages
@@ -20,56 +22,21 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "acl/acl.h"
 #include "aoe_bench_common.h"
 #include "aoe_catlass_mla.h"
+#include "aoe_host_numbers.h"
 #include "mla_tiling.cpp"
 #include "tiling/platform/platform_ascendc.h"
 
 namespace {
 
-uint16_t Encode(float f)  // exact for multiples of 1/64 in [-1, 1]
-{
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    if (AOE_INPUT_BF16) return static_cast<uint16_t>(x >> 16);
-    if ((x & 0x7fffffffu) == 0) return static_cast<uint16_t>((x >> 16) & 0x8000u);
-    const uint32_t sign = (x >> 16) & 0x8000u;
-    const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-    return static_cast<uint16_t>(sign | (exp << 10) | ((x & 0x7fffffu) >> 13));
-}
+constexpr bool BF16 = AOE_INPUT_BF16 != 0;
 
-float Decode(uint16_t v)
-{
-    uint32_t x;
-    if (AOE_INPUT_BF16) {
-        x = static_cast<uint32_t>(v) << 16;
-    } else {
-        const uint32_t sign = (v & 0x8000u) << 16, exp = (v >> 10) & 0x1f, mant = v & 0x3ff;
-        if (exp == 0) return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mant), -24);
-        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    float f;
-    std::memcpy(&f, &x, 4);
-    return f;
-}
-
-float Value(uint64_t i, uint64_t salt)
-{
-    const uint64_t h = (i * 0x9e3779b97f4a7c15ull) ^ (salt * 0x632be59bull);
-    return (static_cast<int32_t>(h % 129u) - 64) / 64.0f;
-}
-
-uint8_t *Device(size_t bytes, const void *host = nullptr)
-{
-    void *p = nullptr;
-    CHECK_ACL(aclrtMalloc(&p, std::max<size_t>(bytes, 32), ACL_MEM_MALLOC_HUGE_FIRST));
-    if (host != nullptr) CHECK_ACL(aclrtMemcpy(p, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE));
-    return static_cast<uint8_t *>(p);
-}
+uint16_t Encode(float f) { return aoe_numbers::Encode(f, BF16); }
+float Decode(uint16_t v) { return aoe_numbers::Decode(v, BF16); }
 
 }  // namespace
 
@@ -91,20 +58,17 @@ int main(int argc, char **argv)
     }
     const int32_t latent = AOE_MLA_LATENT, rope = AOE_MLA_ROPE;
     const int32_t page = aoe_catlass_mla::kPageTokens, pages = (context + page - 1) / page;
-    CHECK_ACL(aclInit(nullptr));
-    CHECK_ACL(aclrtSetDevice(device));
-    aclrtStream stream = nullptr;
-    CHECK_ACL(aclrtCreateStream(&stream));
+    aclrtStream stream = aoe_bench::OpenStream(device);
 
     // Q [batch, heads, latent], Q_rope [batch, heads, rope]; the cache [pages, page, 1, latent]
     // and its rope part [pages, page, 1, rope]; page i of sequence b is page b * pages + i.
     const size_t tokens = static_cast<size_t>(batch) * pages * page;
     std::vector<uint16_t> q(static_cast<size_t>(batch) * heads * latent), qRope(q.size() / latent * rope);
     std::vector<uint16_t> k(tokens * latent), kRope(tokens * rope);
-    for (size_t i = 0; i < q.size(); ++i) q[i] = Encode(Value(i, 1));
-    for (size_t i = 0; i < qRope.size(); ++i) qRope[i] = Encode(Value(i, 2));
-    for (size_t i = 0; i < k.size(); ++i) k[i] = Encode(Value(i, 3));
-    for (size_t i = 0; i < kRope.size(); ++i) kRope[i] = Encode(Value(i, 4));
+    for (size_t i = 0; i < q.size(); ++i) q[i] = Encode(aoe_numbers::Hashed(i, 1));
+    for (size_t i = 0; i < qRope.size(); ++i) qRope[i] = Encode(aoe_numbers::Hashed(i, 2));
+    for (size_t i = 0; i < k.size(); ++i) k[i] = Encode(aoe_numbers::Hashed(i, 3));
+    for (size_t i = 0; i < kRope.size(); ++i) kRope[i] = Encode(aoe_numbers::Hashed(i, 4));
     std::vector<int32_t> table(static_cast<size_t>(batch) * pages);
     for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
     std::vector<int32_t> qSeq(batch, 1), kvSeq(batch, context);
@@ -130,27 +94,24 @@ int main(int argc, char **argv)
     }
     const uint64_t splits = tiling[MLATiling::TILING_KVCORENUM];
     const uint64_t ws = static_cast<uint64_t>(cores) * MLATiling::WORKSPACE_BLOCK_SIZE_DB;
-    uint8_t *dq = Device(q.size() * 2, q.data()), *dqRope = Device(qRope.size() * 2, qRope.data());
-    uint8_t *dk = Device(k.size() * 2, k.data()), *dkRope = Device(kRope.size() * 2, kRope.data());
-    uint8_t *dtable = Device(table.size() * 4, table.data());
-    uint8_t *dtiling = Device(tiling.size() * 4, tiling.data());
-    uint8_t *o = Device(q.size() * 2);
-    uint8_t *s = Device(ws * 4 * 2), *p = Device(ws * 2 * 2), *oTmp = Device(ws * 4 * 2);
-    uint8_t *oUpdate = Device(ws * 4);
-    uint8_t *oCore = Device(static_cast<uint64_t>(latent) * heads * batch * std::max<uint64_t>(splits, 1) * 4);
-    uint8_t *l = Device(static_cast<uint64_t>(batch) * heads * std::max<uint64_t>(splits, 1) * 4);
+    uint8_t *dq = aoe_bench::DeviceBytes(q.size() * 2, q.data()), *dqRope = aoe_bench::DeviceBytes(qRope.size() * 2, qRope.data());
+    uint8_t *dk = aoe_bench::DeviceBytes(k.size() * 2, k.data()), *dkRope = aoe_bench::DeviceBytes(kRope.size() * 2, kRope.data());
+    uint8_t *dtable = aoe_bench::DeviceBytes(table.size() * 4, table.data());
+    uint8_t *dtiling = aoe_bench::DeviceBytes(tiling.size() * 4, tiling.data());
+    uint8_t *o = aoe_bench::DeviceBytes(q.size() * 2);
+    uint8_t *s = aoe_bench::DeviceBytes(ws * 4 * 2), *p = aoe_bench::DeviceBytes(ws * 2 * 2), *oTmp = aoe_bench::DeviceBytes(ws * 4 * 2);
+    uint8_t *oUpdate = aoe_bench::DeviceBytes(ws * 4);
+    uint8_t *oCore = aoe_bench::DeviceBytes(static_cast<uint64_t>(latent) * heads * batch * std::max<uint64_t>(splits, 1) * 4);
+    uint8_t *l = aoe_bench::DeviceBytes(static_cast<uint64_t>(batch) * heads * std::max<uint64_t>(splits, 1) * 4);
     uint64_t sync = 0;
     CHECK_ACL(aclrtGetHardwareSyncAddr(reinterpret_cast<void **>(&sync)));
     auto launch = [&]() {
         MLA<aoe_catlass_mla::Element><<<blockDim, nullptr, stream>>>(
             sync, dq, dqRope, dk, dkRope, dtable, o, s, p, oTmp, oUpdate, oCore, l, dtiling);
     };
-    for (int i = 0; i < warmup; ++i) launch();
-    CHECK_ACL(aclrtSynchronizeStream(stream));
     std::vector<double> times;
-    const int warmupBatches = aoe_bench::TimeOnStream(
-        stream, launch, launches, minSamples, maxSamples, relPrecision, maxSeconds, times);
-    CHECK_ACL(aclrtSynchronizeStream(stream));
+    const int warmupBatches = aoe_bench::WarmUpAndTime(
+        stream, launch, warmup, launches, minSamples, maxSamples, relPrecision, maxSeconds, times);
     std::vector<uint16_t> out(q.size());
     CHECK_ACL(aclrtMemcpy(out.data(), out.size() * 2, o, out.size() * 2, ACL_MEMCPY_DEVICE_TO_HOST));
 
@@ -192,8 +153,6 @@ int main(int argc, char **argv)
                 device, ok ? 0 : 1, worst, tolerance);
     for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.9g", i ? ", " : "", times[i]);
     std::printf("]}\n");
-    CHECK_ACL(aclrtDestroyStream(stream));
-    CHECK_ACL(aclrtResetDevice(device));
-    CHECK_ACL(aclFinalize());
+    aoe_bench::CloseStream(stream, device);
     return ok ? 0 : aoe_bench::EXIT_WRONG_RESULT;
 }
