@@ -1,11 +1,15 @@
 """The simulator's model of every non-GEMM problem a workload may charge, one line per
-problem type: the one list of them below the operator kinds.
+problem type: the one list of these problem types, and the registry of the operator
+kinds that tune them.
 
 A spec charges a step's attention and vector kernels (``"attention"``,
 ``"vector_kernels"``: ``default``, ``best``, ``tuned``) through :func:`layer_charge`,
-and the knowledge base files entries of exactly these problems
-(:mod:`aoe_optuna.export.kb` reads each one's ``KB_FIELDS``). Adding a problem is
-its model module and one line in :data:`LAYER_MODELS`.
+the knowledge base files entries of exactly these problems
+(:mod:`aoe_optuna.export.kb` reads each one's ``KB_FIELDS``) and the calibration
+keeps a band for each of their ops. Above, each type has exactly one operator kind
+(:mod:`aoe_optuna.operators.kinds.registry` pairs them and refuses a type without a
+kind or a kind without a line here). Adding a problem is its model module, one line
+in :data:`LAYER_MODELS` and its kind (docs/ARCHITECTURE.md lists every file).
 """
 
 from __future__ import annotations

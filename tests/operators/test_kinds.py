@@ -1,7 +1,8 @@
-"""The operator kinds behind one protocol: one registry maps each problem and each stored
-plan to its kind, every kind's problem survives its plan, its CANN default is a feasible
-point of its own space that the model times no faster than the bound, and the operator
-code never asks a problem its type."""
+"""The operator kinds behind one protocol: a kind module for each modelled problem type
+and none without one; one registry maps each problem and each stored plan to its kind,
+every kind's problem survives its plan, its CANN default is a feasible point of its own
+space that the model times no faster than the bound, and the operator code never asks a
+problem its type."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from pathlib import Path
 import pytest
 
 import aoe_optuna.operators as operators_pkg
+from aoe_optuna.aicore.layer_models import LAYER_MODELS
 from aoe_optuna.export.kb_entry import PROBLEM_FIELDS, KBError, make_layer_entry
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.kinds.registry import (
     GEMM,
     LAYER_KINDS,
+    in_model_order,
+    kind_modules,
     kind_of,
     kind_of_op,
     kind_of_plan,
@@ -48,15 +52,29 @@ PROBLEMS = [
 ]
 
 
-def test_each_problem_type_has_exactly_one_kind_and_an_unknown_one_is_named() -> None:
-    types = [k.problem_type for k in LAYER_KINDS]
-    assert len(set(types)) == len(types) == 5
-    assert {type(kind_of(p)).__name__ for p in PROBLEMS} == {
-        "DecodeAttentionKind", "MlaAttentionKind", "PrefillAttentionKind", "VectorKind",
-        "MoeGatingKind"}
+def test_the_kind_modules_are_the_modelled_problem_types_one_each() -> None:
+    """The one list of problem types is aicore's LAYER_MODELS; each kind module of
+    operators/kinds names one of them, and every one has exactly one."""
+    found = kind_modules()
+    assert len(found) == len(LAYER_MODELS) == 5
+    assert {k.problem_type for k in found} == set(LAYER_MODELS)
+    assert [k.problem_type for k in LAYER_KINDS] == list(LAYER_MODELS)
+    assert {kind_of(p) for p in PROBLEMS} == set(LAYER_KINDS)  # a case of every kind here
     with pytest.raises(ValueError, match=r"^no operator kind tunes a Gemm; known: ") as err:
         kind_of(Gemm(1, 2, 3))
     assert "\n" not in str(err.value)
+
+
+def test_a_kind_without_a_model_or_a_model_without_a_kind_is_refused() -> None:
+    modelled, found = list(LAYER_MODELS), kind_modules()
+    gating = next(k for k in found if k.problem_type is MoeGating)
+    with pytest.raises(ValueError, match=r"^operator kinds and aicore/layer_models.py:"
+                       r"LAYER_MODELS disagree: a kind without a model \['MoeGating'\]$"):
+        in_model_order([t for t in modelled if t is not MoeGating], found)
+    with pytest.raises(ValueError, match=r"disagree: modelled without a kind \['MoeGating'\]$"):
+        in_model_order(modelled, [k for k in found if k is not gating])
+    with pytest.raises(ValueError, match=r"disagree: two kinds of one type \['MoeGating'\]$"):
+        in_model_order(modelled, [*found, gating])
 
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: type(p).__name__)

@@ -47,7 +47,7 @@ class OperatorKind(Protocol):
 class LayerKind(OperatorKind, Protocol):
     """A kind the simulator's model times, tuned in a study of its own."""
 
-    problem_type: type  # the problem dataclass: the registry's key for it
+    problem_type: type  # the problem dataclass: its line in aicore/layer_models.py:LAYER_MODELS
     ops: tuple[str, ...]  # the knowledge base ops its entries are filed under
     plan_kinds: tuple[str, ...]  # a plan's ``kind`` read as this kind when it names no op
     names_op_in_plan: bool  # plans written before the kind existed had no ``op``: keep them
