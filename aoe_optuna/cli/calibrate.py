@@ -159,8 +159,11 @@ def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
               f"overhead {o.fit.launch_us:+.2f} us"
               + ("" if o.written else f"; {o.refused}"))
         print(f"    in sample       {o.fit.in_sample.text()}")
-        print(f"    leave-one-out   {o.fit.leave_one_out.text()}")
-        print(f"    shipped profile {o.fit.shipped.text()}")
+        loo, shipped = o.fit.observed  # what the refusal compares
+        print(f"    leave-one-out   {o.fit.leave_one_out.text()} (these kernels' median "
+              f"{loo:.1%})")
+        print(f"    shipped profile {o.fit.shipped.text()} (these kernels' median "
+              f"{shipped:.1%})")
     if not any(o.written for o in outcomes):
         raise UsageError("calibration refused: " + "; ".join(
             str(o.refused).removeprefix(f"family {o.family} refused: ") + f" ({o.family})"
