@@ -34,3 +34,11 @@ def test_a_left_out_source_is_out_of_its_kinds_band_and_of_the_pooled_spread() -
     assert bands(rows)["gemm_tiled"].high > 2 * without.high  # its spread widens the band
     table = "\n".join(markdown(list(coverage.values())))
     assert "| gemm_tiled | far | 3 |" in table and "**decode_attention**" in table
+
+
+def test_the_simulator_doc_holds_the_coverage_table() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "SIMULATOR.md").read_text()
+    table = markdown(leave_one_source_out(stored_validation(shipped_document()).rows))
+    assert "\n".join(table) in doc and "python scripts/band_coverage.py" in doc
