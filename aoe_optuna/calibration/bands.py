@@ -58,7 +58,7 @@ class Band:
     sources: int
     median: float | None
     high: float | None
-    high_is: str  # "80th percentile", "largest of 5", or "" when unchecked
+    high_is: str  # NEW_SOURCE, ONE_SOURCE, ON_CHIP..., or "" when unchecked
     bias: float | None  # median signed error: > 0, the model is slow on this kind
 
     @property

@@ -152,3 +152,31 @@ def test_the_simulator_doc_holds_the_shipped_table() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "SIMULATOR.md").read_text()
     assert "\n".join(markdown(shipped_document())) in doc
     assert "    python scripts/error_bands.py\n" in doc
+
+
+def test_a_calibrated_chips_band_is_its_own_leave_one_out_where_it_fitted_the_kind() -> None:
+    from dataclasses import replace
+
+    from aoe_optuna.calibration.bands import ON_CHIP, band_for
+    from aoe_optuna.hardware.chip_calibration import ChipCalibration, FamilyConstants
+    from aoe_optuna.hardware.profile import load_profile
+
+    def fit(median: float, high: float) -> FamilyConstants:
+        return FamilyConstants(1.1, 0.0, {"leave_one_out": {
+            "median": median, "high": high, "high_is": "80th percentile of a new kernel",
+            "kernels": 7}})
+
+    base = load_profile("Ascend910B2")
+    library = replace(base, calibration=ChipCalibration("Ascend910B2", {
+        "gemm_library": fit(0.05, 0.12), "gemm_preload": fit(0.04, 0.09)}))
+    own = band_for(GEMM_LIBRARY, library)
+    assert own.high_is.startswith(ON_CHIP) and (own.median, own.high) == (0.05, 0.12)
+    assert "on this chip" in own.text() and "7 kernels" in own.text()
+    # the tiled kind has four families; with one fitted, the shipped band holds
+    assert band_for(GEMM_TILED, library) == shipped_bands()[GEMM_TILED]
+    tiled = replace(base, calibration=ChipCalibration("Ascend910B2", {
+        f: fit(0.03 * i, 0.08 * i) for i, f in enumerate(
+            ("gemm_pingpong", "gemm_preload", "gemm_padding", "gemm_split_k"), 1)}))
+    widest = band_for(GEMM_TILED, tiled)
+    assert (widest.median, widest.high) == pytest.approx((0.12, 0.32))  # the widest family
+    assert band_for(GEMM_TILED, None) == shipped_bands()[GEMM_TILED]
