@@ -344,3 +344,39 @@ def test_the_simulation_of_many_shapes_says_how_far_it_got(
     assert err.splitlines() == [f"simulated {i} of 5 shapes (5 distinct kernels)"
                                 for i in range(5)]
     assert text.startswith("5 rows, 5 distinct kernels on Ascend910B2, 1 kernel family")
+
+
+def test_an_msprof_profiles_rmsnorm_tasks_are_their_own_family_and_its_band(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A chip whose RmsNorm runs 1.3x the model, in a profile of a model run: the
+    rmsnorm family is fitted from those tasks alone, the simulator charges RmsNorm by it,
+    and the rmsnorm band on that profile is the calibration's own leave-one-out."""
+    from aoe_optuna.aicore.layer_models import layer_charge
+    from aoe_optuna.calibration.bands import ON_CHIP, band_for
+    from aoe_optuna.workload.vector_ops import VectorOp
+
+    base = load_profile("Ascend910B2")
+    shapes = [(1024, 4096), (2048, 4096), (4096, 4096), (8192, 4096), (4096, 8192),
+              (16384, 4096)]
+    rows = ["OP Type,Task Duration(us),Input Shapes,Input Data Types,Output Shapes"]
+    for i, (n, width) in enumerate(shapes):
+        us = layer_charge(base, "default")(VectorOp("rmsnorm", n, width, "fp16")) * 1e6
+        us *= 1.3 * (1.0 + 0.02 * (-1) ** i)
+        rows.append(f'RmsNorm,{us:.3f},"{n},{width};{width}",FLOAT16;FLOAT16,"{n},{width}"')
+    profile = tmp_path / "op_summary_0_1.csv"
+    profile.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "chip.json"
+    code, text, err = _calibrate(capsys, "--soc", "Ascend910B2", "--msprof", str(profile),
+                                 "--out", str(out))
+    assert code == 0, err
+    assert "6 distinct kernels on Ascend910B2, 1 kernel family" in text
+    mine = load_profile(str(out))
+    chip = mine.calibration
+    assert chip is not None and set(chip.families) == {"rmsnorm"}
+    assert chip.families["rmsnorm"].scale == pytest.approx(1.3, rel=0.03)
+    problem = VectorOp("rmsnorm", 3072, 4096, "fp16")
+    assert layer_charge(mine, "default")(problem) == pytest.approx(
+        layer_charge(base, "default")(problem) * chip.families["rmsnorm"].scale
+        + chip.families["rmsnorm"].launch_us * 1e-6)
+    band = band_for("rmsnorm", mine)
+    assert band.checked and band.high_is.startswith(ON_CHIP) and band.high < 0.1
