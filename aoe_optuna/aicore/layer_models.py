@@ -68,13 +68,19 @@ LAYER_MODELS: dict[type, LayerModel] = {
 
 def layer_charge(profile: SocProfile, charge: str) -> Callable[[LayerProblem], float]:
     """Seconds of one call of any problem of :data:`LAYER_MODELS` at its kernel's
-    ``default`` tiling or its ``best`` one: the charge a workload takes."""
+    ``default`` tiling or its ``best`` one: the charge a workload takes (on a calibrated
+    profile, the default charge by the constants of the problem's kernel family)."""
     if charge not in CHARGES:
         raise ValueError(f"charge: expected one of {list(CHARGES)}, got {charge!r}")
+
+    # a chip's calibration fits the library kernels its timings are of (CANN's), so it
+    # scales the default charge; the project's own kernels (best) keep the model
+    chip = profile.calibration if charge == "default" else None
 
     def charged(problem: LayerProblem) -> float:
         model = LAYER_MODELS.get(type(problem))
         if model is None:
             raise ValueError(f"no simulator model charges a {type(problem).__name__}")
-        return (model.default_s if charge == "default" else model.best_s)(profile, problem)
+        seconds = (model.default_s if charge == "default" else model.best_s)(profile, problem)
+        return seconds if chip is None else float(chip.layer_seconds(problem, seconds))
     return charged

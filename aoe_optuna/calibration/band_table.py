@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any
 
-from aoe_optuna.calibration.bands import QUANTILE, QUANTILE_FROM, bands, label
+from aoe_optuna.calibration.bands import QUANTILE, bands, label
 from aoe_optuna.calibration.held_out import FOLD_RECHECKS, Fold, HeldOutRow, Validation
 
 COMMAND = "python scripts/error_bands.py"
@@ -32,9 +32,14 @@ def document(validation: Validation, date: str | None = None) -> dict[str, Any]:
         "command": COMMAND,
         "date": date or datetime.now(UTC).date().isoformat(),
         "versions": versions(),
-        "rule": (f"|simulated / published - 1| of figures simulated with constants fitted "
-                 f"without their source: median and the {round(QUANTILE * 100)}th percentile "
-                 f"(the largest error below {QUANTILE_FROM} figures); no figures: unchecked"),
+        "rule": ("|simulated / published - 1| of figures simulated with constants fitted "
+                 "without their source, grouped by source (one author's timings of one "
+                 "kernel): log(simulated / published) = mu + source offset + figure noise, "
+                 "the spread between sources pooled over the kinds (a kind's own where "
+                 "wider); the band is the median and the "
+                 f"{round(QUANTILE * 100)}th percentile of a new source's figure (Student t "
+                 "on the between-source degrees of freedom); one source: the larger of that "
+                 "and its largest error; no figures: unchecked"),
         "bands": [b.document() | {"label": label(b.kind)}
                   for b in bands(validation.rows).values()],
         "folds": [{"validation": f.validation, "source": f.source,
@@ -60,7 +65,7 @@ def recheck(doc: dict[str, Any]) -> Validation:
 def markdown(doc: dict[str, Any]) -> list[str]:
     """The table docs/SIMULATOR.md quotes."""
     out = ["| kind | held-out figures | sources | median abs error | high | high is | "
-           "median signed error |", "|---|---|---|---|---|---|---|"]
+           "median signed error |", "|---|---|---|---|---|---|---|"]  # of a new source
     for b in doc["bands"]:
         if b["median"] is None:
             out.append(f"| {b['label']} | 0 | 0 | unchecked | unchecked | | |")

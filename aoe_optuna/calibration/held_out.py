@@ -106,9 +106,13 @@ LAYER_OPS_VALIDATION = ("attention and vector source by source "
 
 
 def _layer_row(row: layer_ops_validation.Row) -> HeldOutRow:
+    """A layer figure's row; its band source is the source's timings of one kernel (one
+    author times CANN's kernel and a hand-written one differently, and the model misses
+    them differently)."""
     f = row.figure
-    return HeldOutRow(layer_kind(f.kind), f.source, f"{f.what} [{f.host or 'on-core'}]",
-                      f.time_us, round(row.simulated_us, 6))
+    return HeldOutRow(layer_kind(f.kind), f"{f.source} {f.kernel}",
+                      f"{f.what} [{f.host or 'on-core'}]", f.time_us,
+                      round(row.simulated_us, 6))
 
 
 def layer_ops_fold_rows(source: str, values: Sequence[float] = ()) -> list[HeldOutRow]:

@@ -1,9 +1,10 @@
 """Measured rows grouped into distinct kernels: what a calibration fits and holds out.
 
-A duplicate is the same kernel measured more than once: the same family (the
-row's op), GEMM shape and dtype, and tiling (every parameter, the simulator's
-defaults standing for those a row leaves out; no tiling is the library's
-kernel). Its copies are one kernel whose figure is the median of its timings.
+A duplicate is the same kernel measured more than once: the same family
+(:mod:`.families`), GEMM shape and dtype (or attention or vector problem), and
+tiling (every parameter, the simulator's defaults standing for those a row leaves
+out; no tiling is the library's kernel). Its copies are one kernel whose figure
+is the median of its timings.
 Counted as separate figures, five copies of one row predicted each other
 exactly (leave-one-out 0.0%) and a file given twice halved the reported error;
 one kernel is one figure however often it was timed, and the leave-one-out
@@ -12,7 +13,7 @@ leaves out a whole kernel.
 The rows are added as they are read, so a large input costs the memory of its
 distinct kernels, and the caps of :mod:`.input_caps` are checked as soon as
 they are passed, naming the row: rows from all inputs together, and distinct
-GEMM shapes.
+shapes (a GEMM's shape and dtype, or a layer problem).
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from typing import Any
 
 from aoe_optuna.calibration.input_caps import MAX_ROWS, MAX_SHAPES, ROWS_WHY, SHAPES_WHY
 from aoe_optuna.calibration.timings import TimedKernel
+from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.space.params import default_config
 from aoe_optuna.workload.files import WorkloadFileError
-from aoe_optuna.workload.gemm import Gemm, GemmKey
+from aoe_optuna.workload.gemm import Gemm
 
 Tiling = frozenset[tuple[str, Any]]
-KernelKey = tuple[str, GemmKey, Tiling | None]  # (family, shape and dtype, tiling)
+KernelKey = tuple[str, Any, Tiling | None]  # (family, shape and dtype or problem, tiling)
 
 
 @dataclass
@@ -41,8 +43,16 @@ class MeasuredKernel:
     times_us: list[float] = field(default_factory=list)
 
     @property
-    def gemm(self) -> Gemm:
+    def gemm(self) -> Gemm | None:
         return self.first.gemm
+
+    @property
+    def problem(self) -> LayerProblem | None:
+        return self.first.problem
+
+    @property
+    def family(self) -> str:
+        return self.first.family
 
     @property
     def tiling(self) -> dict[str, Any] | None:
@@ -62,7 +72,7 @@ class KernelTable:
         self.max_rows, self.max_shapes = max_rows, max_shapes
         self.rows = 0
         self._kernels: dict[KernelKey, MeasuredKernel] = {}
-        self._shapes: set[GemmKey] = set()
+        self._shapes: set[Any] = set()
         self._defaults = default_config()
 
     def __len__(self) -> int:
@@ -84,11 +94,11 @@ class KernelTable:
         key = self.key(row)
         kernel = self._kernels.get(key)
         if kernel is None:
-            if row.gemm.key not in self._shapes:
+            if row.shape not in self._shapes:
                 if len(self._shapes) == self.max_shapes:
-                    raise _cap(row, f"at most {self.max_shapes:,} distinct GEMM shapes "
+                    raise _cap(row, f"at most {self.max_shapes:,} distinct shapes "
                                f"({SHAPES_WHY})", f"shape {len(self._shapes) + 1:,}")
-                self._shapes.add(row.gemm.key)
+                self._shapes.add(row.shape)
             kernel = self._kernels[key] = MeasuredKernel(row)
         kernel.times_us.append(row.time_us)
 
@@ -98,7 +108,7 @@ class KernelTable:
         defaults = self._defaults
         tiling = (None if row.tiling is None else
                   frozenset((k, v) for k, v in row.tiling.items() if defaults[k] != v))
-        return row.family, row.gemm.key, tiling
+        return row.family, row.shape, tiling
 
 
 def _cap(row: TimedKernel, expected: str, got: str) -> WorkloadFileError:

@@ -5,7 +5,9 @@ GEMM shape (its geometry and schedule), barely per config, so the kernels are
 grouped by shape: a shape's tiled kernels are one vectorised call, and a
 library kernel (no tiling) is the best of the library space, simulated once
 per shape and dtype however many rows time it. The simulations then cost
-the distinct shapes (capped by :data:`.input_caps.MAX_SHAPES`), not the rows.
+the distinct shapes (capped by :data:`.input_caps.MAX_SHAPES`), not the rows. An
+attention or vector kernel is the library kernel a deployment calls: its problem's
+``default`` charge (:mod:`aoe_optuna.aicore.layer_models`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from dataclasses import replace
 import numpy as np
 
 from aoe_optuna.aicore.gemm.model import GemmModel
+from aoe_optuna.aicore.layer_models import layer_charge
 from aoe_optuna.calibration.kernels import MeasuredKernel
 from aoe_optuna.calibration.residuals import library_space
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.params import default_config, to_code
 from aoe_optuna.workload.files import WorkloadFileError
-from aoe_optuna.workload.gemm import GemmKey
 from aoe_optuna.workload.read_progress import ProgressLine
 
 
@@ -30,18 +32,23 @@ def model_us(kernels: Sequence[MeasuredKernel], profile: SocProfile) -> np.ndarr
     infeasible tiling names the kernel's first row."""
     base = replace(profile, calibration=None)
     sim = GemmModel(base)
-    by_shape: dict[GemmKey, list[int]] = {}
+    library = layer_charge(base, "default")
+    by_shape: dict[object, list[int]] = {}
     for i, kernel in enumerate(kernels):
-        by_shape.setdefault(kernel.gemm.key, []).append(i)
+        by_shape.setdefault(kernel.first.shape, []).append(i)
     out = np.empty(len(kernels))
     progress = ProgressLine()
     for done, members in enumerate(by_shape.values()):
-        progress.say(lambda done=done: f"simulated {done:,} of {len(by_shape):,} GEMM shapes "
+        progress.say(lambda done=done: f"simulated {done:,} of {len(by_shape):,} shapes "
                      f"({len(kernels):,} distinct kernels)")
+        problem = kernels[members[0]].problem
+        if problem is not None:
+            out[members] = library(problem) * 1e6
+            continue
         tiled = [i for i in members if kernels[i].tiling is not None]
-        library = [i for i in members if kernels[i].tiling is None]
-        if library:
-            out[library] = _library_us(sim, kernels[library[0]], base.soc)
+        untiled = [i for i in members if kernels[i].tiling is None]
+        if untiled:
+            out[untiled] = _library_us(sim, kernels[untiled[0]], base.soc)
         if tiled:
             out[tiled] = _tiled_us(sim, [kernels[i] for i in tiled], base.soc)
     return out

@@ -3,17 +3,23 @@
 Two plain forms, the same columns: a CSV with a header, or a JSON list of
 objects (or ``{"rows": [...]}``):
 
-* ``op``: ``gemm`` (or ``matmul``, or an msprof MatMul type such as ``MatMulV2``);
+* ``op``: ``gemm`` (or ``matmul``, or an msprof MatMul type such as ``MatMulV2``), or
+  an attention or vector kernel's knowledge base op (``prefill_attention``,
+  ``rmsnorm``, ``swiglu``, ...: :mod:`.layer_rows`);
 * ``shape``: ``MxNxK``, e.g. ``128x256x1024`` (the order catlass and the
-  operators table write);
+  operators table write); an attention or vector kernel's problem fields as
+  ``name=value`` pairs (``rows=4096;width=3584``);
 * ``dtype``: ``fp16``, ``bf16``, ``fp32`` or ``int8``;
-* ``tiling`` (may be empty): the kernel's config, ``tile_m=128;tile_n=256``
+* ``tiling`` (may be empty): a GEMM kernel's config, ``tile_m=128;tile_n=256``
   in a CSV, an object in JSON, each parameter once; empty: a library kernel,
-  whose tiling the simulator picks as the best of the library space;
+  whose tiling the simulator picks as the best of the library space (an attention
+  or vector row is always the library's kernel: its tiling stays empty);
 * ``time_us``: the kernel's measured time, microseconds.
 
 An msprof ``op_summary`` CSV gives its MatMul rows, each shape's mean Task
-Duration (library kernels: their tiling is not in the profile). Rows are
+Duration (library kernels: their tiling is not in the profile), and its attention
+and vector kernels' rows (:mod:`.msprof_layer_ops`). Every row belongs to a kernel
+family (:mod:`.families`), which the calibration fits on its own. Rows are
 yielded one at a time, so a large file costs the memory of what is kept of
 it (:mod:`.kernels`), and a long CSV read says how far it got on stderr. Any
 bad row is one :class:`~aoe_optuna.workload.files.WorkloadFileError` line
@@ -28,8 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aoe_optuna.calibration.families import family_of
 from aoe_optuna.calibration.input_caps import MAX_SHAPES, SHAPES_WHY
+from aoe_optuna.calibration.layer_rows import layer_ops, layer_problem
 from aoe_optuna.hardware.profile import DTYPE_BYTES
+from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError, canonical_value
 from aoe_optuna.workload.csv_rows import CsvRows
 from aoe_optuna.workload.files import WorkloadFileError, checked_file, read_json, shown
@@ -45,16 +54,26 @@ Counter = Callable[[], int]
 
 @dataclass(frozen=True)
 class TimedKernel:
-    """One measured kernel: where it was read, the GEMM, its tiling (None: a library
-    kernel's, not given), its time, and the family of kernels its op belongs to (the
-    simulator scales each family's times by its own constants; "gemm" for every op
-    taken now)."""
+    """One measured kernel: where it was read, the GEMM (or the attention or vector
+    problem), its tiling (None: a library kernel's, not given), its time."""
 
     where: str
-    gemm: Gemm
+    gemm: Gemm | None
     tiling: dict[str, Any] | None
     time_us: float
-    family: str = "gemm"
+    problem: LayerProblem | None = None
+
+    @property
+    def family(self) -> str:
+        """The kernel family the calibration fits this row with (:mod:`.families`)."""
+        return family_of(self.problem) if self.problem is not None else family_of(
+            self.tiling)
+
+    @property
+    def shape(self) -> Any:
+        """What is simulated once for all the row's configs: the GEMM's shape and dtype,
+        or the problem."""
+        return self.gemm.key if self.gemm is not None else self.problem
 
     @property
     def source(self) -> str:
@@ -136,11 +155,13 @@ class _RowParser:
             raise WorkloadFileError(self.source, where, "an object with op, shape, dtype, "
                                     "time_us", shown(item))
         op = item.get("op")
-        family = kernel_family(op)
-        if family is None:
-            raise fail("op", "a GEMM: gemm, matmul or an msprof MatMul type (attention and "
-                       "vector kernels are not calibrated: their scale stays 1)", op)
+        kind = kernel_family(op)
+        if kind is None:
+            raise fail("op", f"a GEMM (gemm, matmul or an msprof MatMul type) or one of "
+                       f"{', '.join(layer_ops())}", op)
         shape, dtype = item.get("shape"), item.get("dtype")
+        if kind != "gemm":
+            return self._layer_row(where, kind, item, fail)
         gemm = self._gemms.get((shape, dtype)) if isinstance(shape, str) and isinstance(
             dtype, str) else None
         if gemm is None:
@@ -158,12 +179,34 @@ class _RowParser:
             tiling = _tiling(raw, lambda why, got: fail("tiling", why, got))
             if isinstance(raw, str):
                 self._tilings[raw] = tiling
-        return TimedKernel(f"{self.source}: {where}", gemm, tiling, time_us, family)
+        return TimedKernel(f"{self.source}: {where}", gemm, tiling, time_us)
+
+    def _layer_row(self, where: str, op: str, item: Mapping[str, Any],
+                   fail: Any) -> TimedKernel:
+        dtype = item.get("dtype")
+        if not isinstance(dtype, str) or dtype.strip() not in DTYPE_BYTES:
+            raise fail("dtype", f"one of {', '.join(DTYPE_BYTES)}", dtype)
+        problem = layer_problem(op, item.get("shape"), dtype.strip(),
+                                lambda expected, got: fail("shape", expected, got))
+        time_us = _time(item.get("time_us"))
+        if time_us is None:
+            raise fail("time_us", "a measured time in microseconds, above 0",
+                       item.get("time_us"))
+        raw = item.get("tiling")
+        if raw not in (None, "") and not (isinstance(raw, str) and not raw.strip()):
+            raise fail("tiling", f"empty: a {op} row times the library's kernel", raw)
+        return TimedKernel(f"{self.source}: {where}", None, None, time_us, problem)
 
 
 def kernel_family(op: Any) -> str | None:
-    """The family of kernels a row's ``op`` names (None: not one calibrated)."""
-    return "gemm" if isinstance(op, str) and op.strip().lower() in GEMM_OPS else None
+    """What a row's ``op`` names: ``gemm``, an attention or vector op, or None (no
+    kernel the calibration takes)."""
+    if not isinstance(op, str):
+        return None
+    name = op.strip().lower()
+    if name in GEMM_OPS:
+        return "gemm"
+    return name if name in layer_ops() else None
 
 
 def _gemm(shape: Any, dtype: Any, fail: Any) -> Gemm:

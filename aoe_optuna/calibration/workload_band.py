@@ -12,7 +12,7 @@ own (attention or vector charged by formula, communication) has no band.
 from __future__ import annotations
 
 from aoe_optuna.calibration.band_kinds import GEMM_TILED, layer_kind
-from aoe_optuna.calibration.bands import Band, shipped_bands
+from aoe_optuna.calibration.bands import Band, bands_for
 from aoe_optuna.calibration.step_band import (
     MEASURED,
     UNMODELLED_CHECK,
@@ -58,9 +58,10 @@ def _layer_parts(workload: Workload, name: str, seconds: float) -> list[StepPart
 
 def workload_band(workload: Workload, profile: SocProfile, gemm_s: float | None = None,
                   bands: dict[str, Band] | None = None) -> StepBand:
-    """The band of the step's tokens/s (the shipped bands unless ``bands`` are given)."""
+    """The band of the step's tokens/s (the profile's bands, a calibrated chip's own where
+    it fitted a kind, unless ``bands`` are given)."""
     return step_band(workload_parts(workload, profile, gemm_s),
-                     shipped_bands() if bands is None else bands)
+                     bands_for(profile) if bands is None else bands)
 
 
 def tokens_band(workload: Workload, profile: SocProfile, tokens_per_s: float) -> StepBand:

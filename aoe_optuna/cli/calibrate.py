@@ -1,16 +1,21 @@
 """``aoe-tune calibrate``: a chip profile fitted to the chip's own measured kernels.
 
-Checks ``--out`` and ``--soc`` first, then reads measured GEMM timings (plain
-CSV/JSON rows, an msprof op_summary, or an npu study's own measurements) a row
-at a time into distinct kernels (aoe_optuna.calibration.kernels: a kernel timed
-more than once is one figure, and the row and shape caps stop the read where
-they are passed), simulates each kernel with the base profile, fits a GEMM
-efficiency scale and a launch overhead (aoe_optuna.calibration.chip_fit),
-prints the in-sample, leave-one-out and shipped-profile errors, and writes the
-base profile with the fitted ``calibration`` section: a file a spec's
-``hardware.soc`` names by its path. A fit whose leave-one-out error is worse
-than the shipped profile's is refused. Every refusal and bad input is one line
-on stderr, exit 2, nothing written (a missing study storage is not created).
+Checks ``--out`` and ``--soc`` first, then reads measured kernel timings (plain
+CSV/JSON rows of GEMMs and of attention and vector kernels, an msprof op_summary,
+or an npu study's own measurements) a row at a time into distinct kernels
+(aoe_optuna.calibration.kernels: a kernel timed more than once is one figure, and
+the row and shape caps stop the read where they are passed), simulates each
+kernel with the base profile, fits each kernel family's efficiency scale and
+launch overhead from that family's kernels alone (aoe_optuna.calibration.chip_fit),
+prints each family's in-sample, leave-one-out and shipped-profile errors, and
+writes the base profile with the fitted ``calibration`` section: a file a spec's
+``hardware.soc`` names by its path. A family with fewer than three distinct
+kernels is bad input: one line naming it, exit 2, nothing written (``--family``
+fits the others alone). A family whose leave-one-out error is worse than the
+shipped profile's is refused in one line and keeps the shipped model; when every
+family is refused, that is the command's one line on stderr, exit 2, nothing
+written. Every bad input is one line on stderr, exit 2, nothing written (a
+missing study storage is not created).
 """
 
 from __future__ import annotations
@@ -35,15 +40,22 @@ examples:
 
 Rows: op (gemm), shape MxNxK, dtype, tiling (name=value;... or empty), time_us, as
 CSV with a header or a JSON list (studies/timings/catlass_ex52_910b3.json; refused
-as it stands, since the shipped constants were fitted to those very kernels). The
-written file is a profile: put its path in a spec's hardware.soc. An npu study's
-own measurements: --from-study STORAGE_URL STUDY_NAME (the SoC is the study's); an
-msprof profile of a model run: --msprof op_summary_*.csv.
+as it stands, since the shipped constants were fitted to those very kernels); or an
+attention or vector kernel: op prefill_attention, decode_attention, rmsnorm,
+swiglu, ... with its problem as shape (batch=1;q_heads=28;kv_heads=4;head_dim=128;
+seq_len=4096, or rows=4096;width=3584) and an empty tiling. Each kernel family (a
+GEMM template and dispatch policy: pingpong, preload, padding, split-K; the library
+kernel; each attention and vector kernel) is fitted from its own rows and needs at
+least three distinct kernels (--family NAME, repeated, fits only those families
+and skips the rows of the others). The written file is a profile: put its path in a
+spec's hardware.soc. An npu study's own measurements: --from-study STORAGE_URL
+STUDY_NAME (the SoC is the study's); an msprof profile of a model run: --msprof
+op_summary_*.csv (its MatMul, attention and vector kernels).
 
 A kernel timed more than once (the same op, shape, dtype and tiling, in one input
 or several) is one kernel at the median of its timings; the leave-one-out leaves
 out a whole kernel. At most {rows:,} rows from all inputs together and {shapes:,}
-distinct GEMM shapes; a long read or simulation says how far it got on stderr.
+distinct shapes; a long read or simulation says how far it got on stderr.
 """
 OUT_DEFAULT = "calibrated_profile.json"
 
@@ -61,10 +73,10 @@ def _examples() -> str:
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="aoe-tune calibrate",
-                description="Fit a chip profile (a GEMM efficiency scale and a launch overhead "
-                "on the simulator's model) to measured kernel timings; print its in-sample "
-                "and leave-one-out error; refuse one that predicts held-out kernels worse "
-                "than the shipped profile.",
+                description="Fit a chip profile (per kernel family, an efficiency scale and "
+                "a launch overhead on the simulator's model) to measured kernel timings; "
+                "print each family's in-sample and leave-one-out error; refuse a family that "
+                "predicts its held-out kernels worse than the shipped profile.",
                 epilog=_examples(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--soc", default=None, help="the base profile: a shipped SoC such as "
                    "Ascend910B2, or a profile file (default with --from-study: the study's)")
@@ -72,9 +84,14 @@ def parser() -> argparse.ArgumentParser:
                    help="CSV or JSON rows of op, shape (MxNxK), dtype, tiling (optional), "
                    "time_us; repeat for more files")
     p.add_argument("--msprof", action="append", default=[], metavar="CSV",
-                   help="an msprof op_summary CSV: its MatMul shapes, mean durations")
+                   help="an msprof op_summary CSV: its MatMul shapes (mean durations) and "
+                   "its attention and vector kernels")
     p.add_argument("--from-study", nargs=2, metavar=("STORAGE", "NAME"), default=None,
                    help="an npu study's own measured GEMMs")
+    p.add_argument("--family", action="append", default=[], metavar="NAME",
+                   help="fit only this kernel family (gemm_library, gemm_pingpong, "
+                   "gemm_preload, gemm_padding, gemm_split_k, rmsnorm, ...); repeat for "
+                   "more; the rows of the others are skipped (default: every family)")
     p.add_argument("--out", default=OUT_DEFAULT,
                    help=f"the calibrated profile to write (default {OUT_DEFAULT})")
     return p
@@ -95,16 +112,17 @@ def main(argv: Sequence[str]) -> int:
 
 def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
     from aoe_optuna.calibration.calibrated_profile import calibrated_text
-    from aoe_optuna.calibration.chip_fit import MIN_KERNELS, fit_chip, refusal
+    from aoe_optuna.calibration.chip_fit import MIN_KERNELS, chip_calibration, fit_families
     from aoe_optuna.calibration.kernels import KernelTable
     from aoe_optuna.calibration.model_times import model_us
-    from aoe_optuna.calibration.timings import read_msprof_timings, read_timings
+    from aoe_optuna.calibration.timings import read_timings
     from aoe_optuna.export.destinations import check_output_file
 
     if not (args.timings or args.msprof or args.from_study):
         raise UsageError("expected --timings, --msprof or --from-study (see aoe-tune "
                          "calibrate --help)")
     check_output_file(args.out, "--out")  # before anything is read or fitted
+    wanted = _families(args.family)
     profile = _base_profile(args.soc) if args.soc is not None else None
     table = KernelTable()
     if args.from_study:
@@ -116,31 +134,108 @@ def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
     for path in args.timings:
         table.add_all(read_timings(path, table.__len__))
     for path in args.msprof:
-        table.add_all(read_msprof_timings(path))
-    kernels = table.kernels
+        _add_msprof(path, table)
+    kernels = [k for k in table.kernels if not wanted or k.family in wanted]
+    _check_wanted(kernels, wanted)
     if len(kernels) < MIN_KERNELS:
         raise UsageError(f"timings: expected at least {MIN_KERNELS} distinct kernels "
                          f"(leave-one-out needs them), got {len(kernels)} from {table.rows} "
                          "rows (a kernel timed more than once counts once)")
+    _check_family_sizes(kernels)
     import numpy as np
 
     model = model_us(kernels, profile)
     measured = np.array([k.figure_us for k in kernels])
-    chip = fit_chip(model, measured)
-    print(f"{table.rows:,} rows, {len(kernels):,} distinct kernels (GEMMs) on {profile.soc}; "
-          f"fitted GEMM scale {chip.scale:.4f}, launch overhead {chip.launch_us:+.2f} us")
-    print(f"  in sample       {chip.in_sample.text()}")
-    print(f"  leave-one-out   {chip.leave_one_out.text()}")
-    print(f"  shipped profile {chip.shipped.text()}")
-    why = refusal(chip)
-    if why is not None:
-        raise UsageError(why)
+    outcomes = fit_families(np.array([k.family for k in kernels]), model, measured)
+    skipped = len(table.kernels) - len(kernels)
+    print(f"{table.rows:,} rows, {len(kernels):,} distinct kernels on {profile.soc}, "
+          f"{len(outcomes)} kernel famil{'ies' if len(outcomes) != 1 else 'y'}"
+          + (f" ({skipped:,} kernels of other families skipped)" if skipped else ""))
+    for o in outcomes:
+        if o.fit is None:
+            print(f"  {o.family:<20} {o.refused}")
+            continue
+        print(f"  {o.family:<20} {o.kernels} kernels: scale {o.fit.scale:.4f}, launch "
+              f"overhead {o.fit.launch_us:+.2f} us"
+              + ("" if o.written else f"; {o.refused}"))
+        print(f"    in sample       {o.fit.in_sample.text()}")
+        loo, shipped = o.fit.observed  # what the refusal compares
+        print(f"    leave-one-out   {o.fit.leave_one_out.text()} (these kernels' median "
+              f"{loo:.1%})")
+        print(f"    shipped profile {o.fit.shipped.text()} (these kernels' median "
+              f"{shipped:.1%})")
+    if not any(o.written for o in outcomes):
+        raise UsageError("calibration refused: " + "; ".join(
+            str(o.refused).removeprefix(f"family {o.family} refused: ") + f" ({o.family})"
+            for o in outcomes) + "; nothing written")
     report = {"rows": table.rows, "kernels": len(kernels), "inputs": _inputs(args),
               "date": datetime.now(UTC).isoformat(timespec="seconds"),
               "command": "aoe-tune calibrate " + shlex.join(_redacted(argv))}
-    _write(args.out, calibrated_text(profile, chip.calibration(profile.soc, report)))
-    print(f"wrote {args.out}: name it as the spec's hardware.soc")
+    _write(args.out, calibrated_text(profile, chip_calibration(profile.soc, outcomes, report)))
+    written = [o.family for o in outcomes if o.written]
+    print(f"wrote {args.out} ({', '.join(written)}): name it as the spec's hardware.soc")
     return 0
+
+
+def _families(names: list[str]) -> set[str]:
+    """The families ``--family`` names, checked (none: every family)."""
+    from aoe_optuna.calibration.families import FAMILIES
+
+    for name in names:
+        if name not in FAMILIES:
+            raise UsageError(f"--family: expected one of {', '.join(FAMILIES)}, got {name!r}")
+    return set(names)
+
+
+def _check_wanted(kernels: Sequence[Any], wanted: set[str]) -> None:
+    """A family ``--family`` names must have rows in the inputs."""
+    missing = sorted(wanted - {k.family for k in kernels})
+    if missing:
+        raise UsageError(f"--family {missing[0]}: expected rows of that family in the "
+                         "inputs, got none")
+
+
+def _check_family_sizes(kernels: Sequence[Any]) -> None:
+    """A family with too few distinct kernels to fit and hold out is bad input: the first
+    such family, in one line, before anything is simulated."""
+    from collections import Counter
+
+    from aoe_optuna.calibration.chip_fit import MIN_KERNELS
+    from aoe_optuna.calibration.families import FAMILIES
+
+    counts = Counter(k.family for k in kernels)
+    small = [f for f in FAMILIES if 0 < counts[f] < MIN_KERNELS]
+    if small:
+        family, n = small[0], counts[small[0]]
+        others = [f for f in FAMILIES if counts[f] >= MIN_KERNELS]
+        hint = (f"; or fit the others alone: {' '.join(f'--family {f}' for f in others)}"
+                if others else "")
+        raise UsageError(f"family {family}: expected at least {MIN_KERNELS} distinct kernels "
+                         f"(a family's fit and its leave-one-out need them), got {n}; time "
+                         f"more of its kernels{hint}")
+
+
+def _add_msprof(path: str, table: Any) -> None:
+    """An op_summary's MatMul shapes and its attention and vector kernels; a profile with
+    neither is refused in one line."""
+    from aoe_optuna.calibration.msprof_layer_ops import LAYER_OP_TYPES, read_msprof_layer_rows
+    from aoe_optuna.calibration.timings import read_msprof_timings
+    from aoe_optuna.workload.files import WorkloadFileError
+    from aoe_optuna.workload.msprof import OP_TYPE
+
+    before = table.rows
+    table.add_all(read_msprof_layer_rows(path))
+    layer_rows = table.rows - before
+    try:
+        table.add_all(read_msprof_timings(path))
+    except WorkloadFileError as exc:
+        if not (layer_rows and exc.where == f"column '{OP_TYPE}'"):
+            if exc.where == f"column '{OP_TYPE}'":
+                raise WorkloadFileError(exc.source, exc.where, "at least one MatMul, "
+                                        f"attention or vector operator "
+                                        f"({', '.join(sorted(LAYER_OP_TYPES)[:4])}, ...)",
+                                        exc.got) from None
+            raise
 
 
 def _base_profile(soc: str, option: str = "--soc") -> Any:

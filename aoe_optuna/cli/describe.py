@@ -93,37 +93,41 @@ def _operator_bands(spec: StudySpec) -> Iterator[str]:
     """The held-out band of each kind of tuned operator the step charges; the kinds no
     held-out figure checks are named together, with no number."""
     from aoe_optuna.calibration.band_kinds import layer_kind
-    from aoe_optuna.calibration.bands import label, shipped_band
+    from aoe_optuna.calibration.bands import band_for, label
     from aoe_optuna.calibration.workload_band import problem_op
 
     kinds = sorted({layer_kind(problem_op(call.problem)) for call in spec.workload.layer_ops})
-    unchecked = [label(k) for k in kinds if not shipped_band(k).checked]
+    bands = {k: band_for(k, spec.profile) for k in kinds}
+    unchecked = [label(k) for k in kinds if not bands[k].checked]
     for kind in kinds:
-        if shipped_band(kind).checked:
-            yield f"  band             {label(kind)}: {shipped_band(kind).text()}"
+        if bands[kind].checked:
+            yield f"  band             {label(kind)}: {bands[kind].text()}"
     if unchecked:
         yield f"  band             unchecked (no held-out figures): {', '.join(unchecked)}"
 
 
 def _bands(spec: StudySpec, best: float) -> Iterator[str]:
     """How far the simulated figures above may be off: the held-out band of the GEMM
-    model, the tokens/s band it implies on this step, and a calibrated chip's own fit."""
+    model (a calibrated chip's own where it fitted every GEMM family), the tokens/s band
+    it implies on this step, and a calibrated chip's fit, family by family."""
     from aoe_optuna.calibration.band_kinds import GEMM_TILED
-    from aoe_optuna.calibration.bands import shipped_band
+    from aoe_optuna.calibration.bands import band_for
     from aoe_optuna.calibration.workload_band import tokens_band
 
     band = tokens_band(spec.workload, spec.profile, best)
     yield f"  band             tokens/s {band.text()}"
-    yield (f"  GEMM band        {shipped_band(GEMM_TILED).text()} "
+    yield (f"  GEMM band        {band_for(GEMM_TILED, spec.profile).text()} "
            "(docs/SIMULATOR.md, error bands)")
     chip = spec.profile.calibration
     if chip is not None:
-        loo = chip.report.get("leave_one_out") or {}
-        kernels = loo.get("kernels", loo.get("rows"))  # "rows" in profiles written before
-        held = (f"; its leave-one-out median error {loo['median']:.1%} on {kernels} "
-                "kernels" if "median" in loo and kernels is not None else "")
-        yield (f"  calibrated chip  {spec.profile.path}: GEMM scale {chip.scale('gemm'):.4f}, "
-               f"launch overhead {chip.launch_us:+.2f} us (from {chip.base}){held}")
+        yield f"  calibrated chip  {spec.profile.path} (from {chip.base}):"
+        for name, fit in chip.families.items():
+            loo = fit.report.get("leave_one_out") or {}
+            kernels = loo.get("kernels", loo.get("rows"))  # "rows" in profiles before
+            held = (f"; leave-one-out median error {loo['median']:.1%} on {kernels} kernels"
+                    if "median" in loo and kernels is not None else "")
+            yield (f"    {name:<20} scale {fit.scale:.4f}, launch overhead "
+                   f"{fit.launch_us:+.2f} us{held}")
 
 
 def space_defaults(spec: StudySpec) -> dict:

@@ -167,10 +167,10 @@ def _simulated_gemm_band(spec: StudySpec) -> dict | None:
     if not spec.exact_model:
         return None
     from aoe_optuna.calibration.band_kinds import GEMM_TILED
-    from aoe_optuna.calibration.bands import shipped_band
+    from aoe_optuna.calibration.bands import band_for
     from aoe_optuna.export.kb_band import band_field
 
-    return band_field(shipped_band(GEMM_TILED))
+    return band_field(band_for(GEMM_TILED, spec.profile))
 
 
 def _simulated_band(spec: StudySpec, tokens_per_s: float) -> dict | None:

@@ -1,9 +1,10 @@
 """A knowledge base entry's ``band``: how far the simulated time it holds may be off.
 
 Optional (entries of measured studies, and knowledge bases written before it,
-have none): ``{"kind": "gemm_tiled", "median": 0.147, "high": 0.201,
-"high_is": "80th percentile"}``, the held-out error of the model that timed
-the entry (:mod:`aoe_optuna.calibration.bands`); ``median`` and ``high``
+have none): ``{"kind": "gemm_tiled", "median": 0.168, "high": 0.324,
+"high_is": "80th percentile of a new source"}``, the held-out error of the model that
+timed the entry, or a calibrated chip's own leave-one-out where its calibration
+covers the kind (:mod:`aoe_optuna.calibration.bands`); ``median`` and ``high``
 null where that kind is unchecked. A model study's entries, whose value is the
 step's tokens/s, carry the step's band (kind ``tokens/s``).
 """

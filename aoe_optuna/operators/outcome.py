@@ -181,7 +181,7 @@ def band_lines(result: OperatorResult) -> list[str]:
     """A simulated run's bands under its table: one line per kind of operator in it (a
     band belongs to a model, not a row), the unchecked kinds named together, and the
     band of the tokens/s above."""
-    bands = {b.kind: b for b in (shape_band(r) for r in result.shapes)}
+    bands = {b.kind: b for b in (shape_band(r, result.profile) for r in result.shapes)}
     out = [f"band, {label(k)}: {b.text()}" for k, b in bands.items() if b.checked]
     unchecked = [label(k) for k, b in bands.items() if not b.checked]
     if unchecked:
@@ -220,7 +220,7 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
     for r in result.shapes:
         if r.params is None:
             continue
-        band = band_field(shape_band(r)) if simulated else None
+        band = band_field(shape_band(r, spec.profile)) if simulated else None
         if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             gain = None if r.baseline_s is None else r.baseline_s / r.latency_s - 1.0
             library = r.library_s if r.library_kept else None

@@ -9,7 +9,7 @@ kind. The end-to-end tokens/s composes them on the step split by the rule of
 from __future__ import annotations
 
 from aoe_optuna.calibration.band_kinds import GEMM_TILED, layer_kind
-from aoe_optuna.calibration.bands import Band, shipped_band, shipped_bands
+from aoe_optuna.calibration.bands import Band, band_for, bands_for
 from aoe_optuna.calibration.step_band import (
     MEASURED,
     UNMODELLED_CHECK,
@@ -18,6 +18,7 @@ from aoe_optuna.calibration.step_band import (
     step_band,
 )
 from aoe_optuna.calibration.workload_band import problem_op
+from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.operators.state import ShapeResult
 from aoe_optuna.operators.tuner import OperatorResult
@@ -29,8 +30,10 @@ def shape_kind(result: ShapeResult) -> str:
     return layer_kind(problem_op(result.shape.problem))  # type: ignore[union-attr]
 
 
-def shape_band(result: ShapeResult) -> Band:
-    return shipped_band(shape_kind(result))
+def shape_band(result: ShapeResult, profile: SocProfile | None = None) -> Band:
+    """The band of a shape's simulated time on ``profile`` (a calibrated chip's own
+    leave-one-out where its calibration covers the kind; else the shipped band)."""
+    return band_for(shape_kind(result), profile)
 
 
 def result_band(result: OperatorResult) -> StepBand:
@@ -51,4 +54,4 @@ def result_band(result: OperatorResult) -> StepBand:
             continue
         parts += [StepPart(part.name, shape_kind(r), part.seconds * w / sum(weights))
                   for r, w in zip(tuned, weights, strict=True)]
-    return step_band(parts, shipped_bands())
+    return step_band(parts, bands_for(result.profile))

@@ -36,6 +36,7 @@ from aoe_optuna.attrs import (
     WARM_ATTR,
 )
 from aoe_optuna.backends.base import BackendBase
+from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
 from aoe_optuna.operators.npu_layer import untimed
 from aoe_optuna.operators.retime import (
@@ -128,6 +129,8 @@ class OperatorResult:
     simulated: bool = False
     # where the wall-clock went (build, queue, timing...: TimeSplit's items)
     time_split: list[str] = field(default_factory=list)
+    # the chip the times are of: a calibrated chip's bands are its own leave-one-out
+    profile: SocProfile | None = None
 
 
 @dataclass
@@ -451,7 +454,7 @@ class OperatorTuner:
         spent = run_time_split([s.get_trials(deepcopy=False) for s in self.studies], simulated)
         return OperatorResult(self.parent_name, shapes, self.used(), tps, base,
                               self.roofline_tokens_per_s(), split, simulated=simulated,
-                              time_split=spent.items())
+                              time_split=spent.items(), profile=self.spec.profile)
 
     def roofline_tokens_per_s(self) -> float:
         """Every operator at its roofline, attention and vector kernels included (their

@@ -76,7 +76,7 @@ def test_the_row_and_shape_caps_name_the_row_that_passes_them(tmp_path: Path) ->
     table = KernelTable(max_rows=10, max_shapes=2)
     with pytest.raises(WorkloadFileError) as err:
         table.add_all(read_timings(_csv(tmp_path, *rows)))
-    assert str(err.value) == (f"{tmp_path / 't.csv'}: line 5: expected at most 2 distinct GEMM "
+    assert str(err.value) == (f"{tmp_path / 't.csv'}: line 5: expected at most 2 distinct "
                               "shapes (each is simulated; a model's GEMMs are tens), got shape 3")
     table = KernelTable(max_rows=3, max_shapes=10)
     with pytest.raises(WorkloadFileError, match=r"t.csv: line 5: expected at most 3 rows from all "

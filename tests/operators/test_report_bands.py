@@ -89,7 +89,7 @@ def test_the_knowledge_base_entries_of_a_simulated_run_carry_their_band() -> Non
     gemm = next(e for e in entries if e.get("kind", "gemm") == "gemm")
     assert gemm["band"] == {"kind": GEMM_TILED, "median": shipped_bands()[GEMM_TILED].median,
                             "high": shipped_bands()[GEMM_TILED].high,
-                            "high_is": "80th percentile"}
+                            "high_is": "80th percentile of a new source"}
     layer = next(e for e in entries if e.get("kind") == "vector")
     assert layer["band"]["median"] is None and layer["band"]["kind"] == layer["op"]
     measured = dataclasses.replace(spec, backend={**spec.backend, "name": "npu"},

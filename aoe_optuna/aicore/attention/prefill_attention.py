@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aoe_optuna.aicore.attention.flash_step import cube_step_s, final_output_s, softmax_step_s
 from aoe_optuna.aicore.attention.steps import (
     HBM_LATENCY_S,
     STEP_FLAG_S,
@@ -46,16 +47,13 @@ from aoe_optuna.aicore.attention.steps import (
     best_of,
     core_stream,
     cube_peak_flops,
-    flash_cube_s,
     handover_bytes,
-    softmax_vector_s,
     tiling_charge,
 )
 from aoe_optuna.aicore.gemm.traffic import L2_USABLE_FRACTION
 from aoe_optuna.aicore.pipes.launch import MIX_HEAD_S
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.prefill_attention import (
-    ACCUMULATOR_BYTES,
     PrefillAttention,
     PrefillTiling,
     band_cut,
@@ -94,6 +92,14 @@ def floor_s(profile: SocProfile, shape: PrefillAttention) -> float:
                roofline_s(profile, shape))
 
 
+@dataclass(frozen=True)
+class FlashStages(Stages):
+    """A step's stages, the cube's split into its two matmuls (S = Q K^T, O += P V)."""
+
+    bmm1: float = 0.0
+    bmm2: float = 0.0
+
+
 # Vector cores one unit's softmax runs on when CANN deals units to vector cores.
 BALANCED_UNIT_AIVS = 1
 
@@ -106,9 +112,9 @@ class _Steps:
         self.profile, self.shape, self.t, self.kv_miss = profile, shape, t, kv_miss
         self.aivs = aivs
         self.stream = core_stream(profile)
-        self.cache: dict[tuple[int, int, bool], Stages] = {}
+        self.cache: dict[tuple[int, int, bool], FlashStages] = {}
 
-    def __call__(self, rows: int, tokens: int, diagonal: bool) -> Stages:
+    def __call__(self, rows: int, tokens: int, diagonal: bool) -> FlashStages:
         key = (rows, tokens, diagonal)
         if key not in self.cache:
             self.cache[key] = self._stages(rows, tokens, diagonal)
@@ -118,7 +124,7 @@ class _Steps:
         return float(self.stream.seconds(np.array(nbytes), np.array(run), np.array(run),
                                          np.array(miss)))
 
-    def _stages(self, rows: int, tokens: int, diagonal: bool) -> Stages:
+    def _stages(self, rows: int, tokens: int, diagonal: bool) -> FlashStages:
         t, shape = self.t, self.shape
         d, v, b = shape.head_dim, shape.v_dim, shape.dtype_bytes
         loads = math.ceil(tokens / t.l1_tile)
@@ -132,14 +138,22 @@ class _Steps:
         if t.pipeline == 1:
             stream_s += 2 * loads * HBM_LATENCY_S
 
-        cube_s = flash_cube_s(self.profile, rows, d, v, tokens, b, 2 * loads, t.pipeline)
-        # Vector: softmax of the step's scores (plus the mask on the diagonal block),
-        # rescale of O; S and the PV partial in, P out, through GM/L2.
-        scores = rows * tokens
-        vector_s = softmax_vector_s(self.profile, scores, rows * v, b,
-                                    masked=scores if diagonal else 0,
-                                    moved_extra=rows * v * ACCUMULATOR_BYTES, aivs=self.aivs)
-        return Stages(stream_s, cube_s, vector_s)
+        bmm1_s, bmm2_s = cube_step_s(self.profile, rows, d, v, tokens, b)
+        # Vector: the online softmax of the step's scores on each vector core's rows (the
+        # mask's select on the diagonal block), S in and P out chunk by chunk, then the
+        # previous PV partial folded into O; every instruction at its measured rate.
+        vector_s = softmax_step_s(self.profile, math.ceil(rows / self.aivs), tokens, v,
+                                  self.dtype, masked=diagonal, first=False)
+        return FlashStages(stream_s, bmm1_s + bmm2_s, vector_s, bmm1_s, bmm2_s)
+
+    @property
+    def dtype(self) -> str:
+        return "fp32" if self.shape.dtype_bytes == 4 else "fp16"
+
+    def final_s(self, rows: int) -> float:
+        """The unit's last O pass on its vector cores (they split the rows)."""
+        return final_output_s(self.profile, math.ceil(rows / self.aivs), self.shape.v_dim,
+                              self.dtype)
 
 
 def _unit(steps: _Steps, t: PrefillTiling, rows: int, tokens: int,
@@ -163,8 +177,8 @@ def _unit(steps: _Steps, t: PrefillTiling, rows: int, tokens: int,
     else:
         seconds = sum((max(s.stream, s.cube, s.vector) + STEP_FLAG_S) * n for s, n in parts)
         first, last = parts[0][0], parts[-1][0]
-        seconds += HBM_LATENCY_S + min(first.stream, first.cube, first.vector) \
-            + min(last.cube, last.vector)
+        # before the first softmax: the first K load and its S; after the last one: its PV
+        seconds += HBM_LATENCY_S + first.stream / 2 + first.bmm1 + last.bmm2
     return seconds, total
 
 
@@ -264,7 +278,7 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
         # Q in once, O out once.
         io = (steps._gm(rows * d * b, d * b, io_miss)
               + steps._gm(rows * v * b, v * b, io_miss))
-        unit_s[i] = seconds + io
+        unit_s[i] = seconds + io + steps.final_s(rows)
         cube_s[i] = _cube_side(t, stages, math.ceil(tokens / t.kv_tile)) + io
         sums += (stages.stream, stages.cube, stages.vector)
     copies = shape.q_heads * shape.batch

@@ -195,7 +195,8 @@ def rms_norm_cost(profile: SocProfile, rows: int, width: int, dtype: str) -> Rms
     gamma = float(vp.copy_seconds(profile, row_bytes, row_bytes, row_bytes, cores))
     core_s = gamma + copy_in + passes * period + copy_out
     read = float(rows * row_bytes + row_bytes)
-    chip = vp.chip_floor_s(profile, read, float(rows * row_bytes))
+    chip = vp.chip_floor_s(profile, read, float(rows * row_bytes),
+                           vp.partial_runs(2 * rows, row_bytes))  # each row in and out
     return RmsNormCost(KERNEL_LAUNCH_S + max(core_s, chip), copy_in, compute, copy_out,
                        passes, chip, t)
 

@@ -78,12 +78,12 @@ class GemmModel:
     def seconds(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
         """Seconds of one launch of each (complete) config row, hardware rules unchecked.
         A tiny-N GEMM runs on the GEMV kernel where that is faster (gemv.py); a calibrated
-        profile's GEMM scale and launch overhead apply to either."""
+        profile's constants of each row's kernel family apply to either."""
         seconds = self._cube_latency(cols, gemm)
         if gemv.runs_as_gemv(gemm):
             seconds = np.minimum(seconds, gemv.gemv_seconds(self.profile, gemm))
         chip = self.profile.calibration
-        return seconds if chip is None else chip.seconds("gemm", seconds)
+        return seconds if chip is None else chip.gemm_seconds(cols, seconds)
 
     def _cube_latency(self, cols: Mapping[str, np.ndarray], gemm: Gemm) -> np.ndarray:
         """The cube kernel. A batched GEMM's blocks are ``batch`` times one matrix's grid,

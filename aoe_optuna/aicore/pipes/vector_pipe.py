@@ -19,7 +19,16 @@ Where each number comes from (none was set from a vector kernel's timing):
   the call as a whole never beats its HBM floor (:func:`chip_floor_s`);
 * a run's request and each 512 B line it touches: the GM streaming costs of
   :mod:`.transfer`, fitted to published GEMM timings (a line from HBM once, from L2
-  when neighbouring runs share it);
+  when neighbouring runs share it); the partial-line and misaligned-start costs of that
+  fit are the cube's nd2nz row transfers and are not charged here: a DataCopy into UB
+  moves 32 B blocks, however its runs sit in a line;
+* a run whose length is not a whole number of 32 B blocks ends in a partial block,
+  which the memory system reads or writes back whole; the chip serves at most
+  :data:`PARTIAL_BLOCKS_PER_CYCLE` such accesses a cycle, however many cores issue them,
+  so rows of a few bytes, each its own run, are bound by that rate once many cores copy
+  them (assumed, one a cycle: a run per row of cann-bench's rows of 2 and 7 elements
+  then reads their RmsNorm and SwiGlu times within a few percent, where the figure was
+  read, so those rows stay in-sample);
 * the issue cost of an instruction and the scalar round trip of a norm row's rstd:
   assumed orders of magnitude (30 and 100 cycles), the values the project's kernel
   model has used since its norms paid a cost per row.
@@ -39,6 +48,8 @@ from aoe_optuna.aicore.pipes import transfer
 from aoe_optuna.hardware import measured_core
 from aoe_optuna.hardware.profile import SocProfile
 
+PARTIAL_BLOCKS_PER_CYCLE = 1.0  # assumed: partial 32 B blocks the chip's memory serves a cycle
+BLOCK_BYTES = 32
 ISSUE_CYCLES = 30.0  # assumed: scalar set-up and the PipeBarrier wait, per instruction
 SCALAR_ROUND_TRIP_CYCLES = 100.0  # assumed: V->S flag, sqrt and divide, S->V flag
 FP32_PER_REPEAT = 64  # 256 B of fp32: one repeat
@@ -103,8 +114,7 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
                       profile.hbm_bandwidth() / np.maximum(np.asarray(cores, dtype=float), 1.0))
     costs = transfer.StreamCosts(
         transfer.STREAM_RUN_L2_S, transfer.STREAM_RUN_HBM_S, transfer.STREAM_LINE_L2_S,
-        transfer.STREAM_LINE_HBM_S, transfer.STREAM_PARTIAL_S, transfer.STREAM_MISALIGNED_S,
-        peak)
+        transfer.STREAM_LINE_HBM_S, 0.0, 0.0, peak)
     runs = nbytes / run
     visits = runs * transfer.lines_per_run(run, np.round(stride).astype(np.int64))
     distinct = np.ceil(runs * stride / LINE_BYTES)
@@ -113,8 +123,16 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
     return mover.startup_s + streamed
 
 
-def chip_floor_s(profile: SocProfile, read_bytes: float, write_bytes: float) -> float:
-    """The call's HBM time: every byte in and out at HBM bandwidth (the L2 starts cold;
-    a write-back L2 may keep part of the output, which this floor does not credit, so
-    the floor is the kernel's roofline)."""
-    return (read_bytes + write_bytes) / profile.hbm_bandwidth()
+def partial_runs(runs: float, run_bytes: float) -> float:
+    """How many of ``runs`` runs of ``run_bytes`` end in a partial 32 B block."""
+    return runs if run_bytes % BLOCK_BYTES else 0.0
+
+
+def chip_floor_s(profile: SocProfile, read_bytes: float, write_bytes: float,
+                 partial: float = 0.0) -> float:
+    """The call's chip-wide floor: every byte in and out at HBM bandwidth (the L2 starts
+    cold; a write-back L2 may keep part of the output, which this floor does not credit,
+    so the floor is the kernel's roofline), and its ``partial`` runs ending in a partial
+    32 B block at the chip's rate for those."""
+    return max((read_bytes + write_bytes) / profile.hbm_bandwidth(),
+               partial / (PARTIAL_BLOCKS_PER_CYCLE * profile.clock_hz))

@@ -44,7 +44,22 @@ def test_rows_far_shorter_than_a_tile_are_bound_by_their_runs_not_their_bytes() 
     narrow = cann_rms_norm.rms_norm_cost(PROFILE, 480_000, 2, "bf16")
     wide = cann_rms_norm.rms_norm_cost(PROFILE, 480_000 // 64, 128, "bf16")  # same bytes
     assert narrow.total_s > 4 * wide.total_s
-    assert narrow.total_s > 10 * (KERNEL_LAUNCH_S + narrow.chip_s)
+    hbm = 2 * 480_000 * 2 * 2 / PROFILE.hbm_bandwidth()
+    assert narrow.total_s > 10 * (KERNEL_LAUNCH_S + hbm)
+    # every row in and out is a run ending in a partial 32 B block: the chip's rate for
+    # those, not any one core's copies, sets the time once all 48 cores copy them
+    partial = 2 * 480_000 / (vector_pipe.PARTIAL_BLOCKS_PER_CYCLE * PROFILE.clock_hz)
+    assert narrow.total_s == pytest.approx(KERNEL_LAUNCH_S + partial, rel=0.02)
+
+
+def test_few_narrow_rows_pay_a_run_each_not_the_nd2nz_costs() -> None:
+    """A DataCopy of rows of a few bytes into UB pays each run's request and line, not
+    the GEMM fit's misaligned-start and partial-line costs of the cube's nd2nz row
+    transfers: 1024 rows of SwiGLU's 2-element halves take a few microseconds of copies
+    on the cores that launch, not the 20 us those costs charged."""
+    cost = cann_swiglu.swiglu_cost(PROFILE, 1024, 1, "fp16")
+    assert cost.copy_in_s + cost.copy_out_s < 6e-6
+    assert cost.total_s < 2 * KERNEL_LAUNCH_S
 
 
 def test_the_halving_sum_adds_once_per_level_down_to_a_repeat() -> None:
