@@ -39,6 +39,7 @@ examples:
   aoe-tune doctor
 
 other commands: operators (one study per GEMM shape of a model, one shared budget),
+kernel-set (K kernels per GEMM and the range of M each serves, for a serving mix),
 export, describe, doctor, calibrate (a chip profile fitted to your own kernel timings),
 bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
@@ -46,7 +47,7 @@ pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
-               "doctor", "calibrate")
+               "kernel-set", "doctor", "calibrate")
 DEFAULT_STALE_AFTER_S = 3600.0
 
 
@@ -143,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from aoe_optuna.cli.operators import main as operators_main
 
             return operators_main(argv)
+        if command == "kernel-set":
+            from aoe_optuna.cli.kernel_set import main as kernel_set_main
+
+            return kernel_set_main(argv)
         if command == "export":
             try:
                 return _export_command(argv)
