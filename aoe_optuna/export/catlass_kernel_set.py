@@ -3,7 +3,7 @@
 Each distinct kernel of the set is one template instantiation (compile time, binary
 size and registration each; msTuner_CATLASS advises staying under 5,000), declared in
 ``namespace aoe_catlass_ks::k<j>`` with the chain the npu backend renders for one
-kernel (:func:`~aoe_optuna.backends.npu.catlass_render.type_lines`, the one writer of
+kernel (:func:`~aoe_optuna.backends.npu.catlass.render.type_lines`, the one writer of
 it, so what a build compiles is what the backend measured): ``MatmulKernel``,
 ``MatmulAdapter`` and the constants of its variant. ``j`` is the kernel's index in
 the dispatch header of :mod:`.kernel_set_header`, so a host runs
@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aoe_optuna.atomic_write import write_atomic
-from aoe_optuna.backends.npu.catlass_args import CATLASS_COMMIT, CatlassArgError, catlass_args
-from aoe_optuna.backends.npu.catlass_render import (
+from aoe_optuna.backends.npu.catlass.args import CATLASS_COMMIT, CatlassArgError, catlass_args
+from aoe_optuna.backends.npu.catlass.render import (
     ARG_CODES,
     ARGUMENT_FORMS,
     FIXED_SPLITK,

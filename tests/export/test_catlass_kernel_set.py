@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from aoe_optuna.backends.npu.catlass_args import catlass_args
-from aoe_optuna.backends.npu.catlass_render import type_lines
+from aoe_optuna.backends.npu.catlass.args import catlass_args
+from aoe_optuna.backends.npu.catlass.render import type_lines
 from aoe_optuna.export.catlass_kernel_set import catlass_kernel_set
 from aoe_optuna.export.kernel_set_header import DispatchRange, OperatorDispatch
 from aoe_optuna.export.kernel_source import ExportError
