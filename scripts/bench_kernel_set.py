@@ -77,14 +77,14 @@ STRATA = 24
 class Case:
     """One workload: its spec, simulator, operators, tuning shapes and held-out shapes."""
 
-    def __init__(self, name: str, oracle_dir: Path) -> None:
+    def __init__(self, name: str, oracle_dir: Path, ops: Sequence[str] = ()) -> None:
         path, mix = CASES[name]
         self.name = name
         self.spec = load_spec(str(path))
         self.sim = make_backend(self.spec)
         steps = from_model(self.spec, range_mix(mix, "bench"))
         self.mix = mix
-        self.ops = steps.operators
+        self.ops = [op for op in steps.operators if not ops or op.name in ops]
         self.tuned = [tuning_shapes(op.m, op.weight, DEFAULT_COUNT) for op in self.ops]
         self.held = [held_out(op, t) for op, t in zip(self.ops, self.tuned, strict=True)]
         self.oracle_dir = oracle_dir
@@ -322,10 +322,10 @@ def run_separate(case: Case, seed: int, budget: int, out: Path) -> None:
 
 
 # ------------------------------------------------------------------ report
-def report(paths: Sequence[Path], oracle_dir: Path) -> None:
+def report(paths: Sequence[Path], oracle_dir: Path, ops: Sequence[str] = ()) -> None:
     rows = [json.loads(line) for p in paths for line in p.read_text().splitlines() if line]
     for name in sorted({r["case"] for r in rows}):
-        case = Case(name, oracle_dir)
+        case = Case(name, oracle_dir, ops)
         base = baselines(case)
         opt = case.optimum_s()
         joint = [r for r in rows if r["kind"] == "joint" and r["case"] == name]
@@ -363,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("what", choices=["oracle", "joint", "separate", "report"])
     p.add_argument("paths", nargs="*", type=Path)
     p.add_argument("--cases", default="decode,prefill")
+    p.add_argument("--ops", default="", help="only these operators (comma separated names: "
+                   "qkv_proj,o_proj); default every one")
     p.add_argument("--seeds", default="0")
     p.add_argument("--budgets", default="500,1000")
     p.add_argument("--budget", type=int, default=3200)
@@ -373,12 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.oracle_dir.mkdir(parents=True, exist_ok=True)
     args.folder.mkdir(parents=True, exist_ok=True)
+    ops = [o for o in args.ops.split(",") if o]
     if args.what == "report":
-        report(args.paths, args.oracle_dir)
+        report(args.paths, args.oracle_dir, ops)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")]
     for name in args.cases.split(","):
-        case = Case(name, args.oracle_dir)
+        case = Case(name, args.oracle_dir, ops)
         if args.what == "oracle":
             for i in range(len(case.ops)):
                 for m in case.oracle_shapes(i) if case.ops[i].varies else []:
