@@ -9,7 +9,7 @@ equally likely (``"weighting": "log"``):
   storage (a larger budget resumes the run, as the command does); its sets of K = 1..8
   kernels per operator, as the model chooses them;
 * ``separate``: each tuning shape of each operator in a study of its own
-  (``aoe-tune operators`` on the tuning shapes as serving buckets, the gradient
+  (``aoe-tune operators`` on the tuning shapes as a shape list, the gradient
   scheduler, GP-UCB), every shape's winner shipped and a held-out M served by the
   nearest tuned shape's winner (the knowledge base's rule);
 * ``nearest`` and ``pow2``, given K kernels' worth of tuned shapes, each at its
@@ -275,15 +275,19 @@ def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
 
 # ------------------------------------------------------------------ separate studies
 def separate_spec(case: Case) -> StudySpec:
-    """The case's spec with its tuning shapes as serving buckets, weighted as the mix."""
+    """The case's spec with a shape list for workload: each operator's tuning shapes, each
+    counted by its share of the mix (``shape_weights``), so that an operator run tunes
+    each in a study of its own and its scheduler weighs them as the mix does."""
     path, _ = CASES[case.name]
     doc = copy.deepcopy(read_document(str(path)))
-    dim = next(iter(case.mix))
-    i = case.varying()[0]
-    tuned = case.tuned[i]
-    w = shape_weights(case.ops[i].m, case.ops[i].weight, tuned)
-    doc["workload"] = {**doc["workload"], dim: tuned.tolist(),
-                       "weights": [max(1, round(1000 * x / w.sum())) for x in w]}
+    rows = []
+    total = sum(float(op.weight.sum()) for op in case.ops)
+    for op, tuned in zip(case.ops, case.tuned, strict=True):
+        share = shape_weights(op.m, op.weight, tuned)
+        rows += [{"name": f"{op.name}-m{m}", "M": int(m), "K": op.K, "N": op.N,
+                  "dtype": op.dtype, "count": max(1, round(1000 * float(w) / total))}
+                 for m, w in zip(tuned.tolist(), share, strict=True)]
+    doc["workload"] = {"shapes": rows}
     doc["max_search_time"] = None
     return spec_from_dict(doc, source=f"{path} [tuning shapes]")
 
@@ -311,6 +315,8 @@ def run_separate(case: Case, seed: int, budget: int, out: Path) -> None:
                 params = dict(winners[(int(t), op.K, op.N)].params)
                 total += w * case.true(params, op, [m])[0]
         trace.append({"used": used, "held_out_s": total})
+        print(f"separate {case.name} s{seed}: {used} measured, held-out / optimum "
+              f"{total / case.optimum_s():.4f}", flush=True)
 
     options = OperatorOptions(budget=budget, scheduler=make_scheduler("gradient"), seed=seed)
     start = time.time()
