@@ -71,7 +71,7 @@ def main(kb_path: str, header: str) -> int:
                           f"{inside}, the knowledge base says {want} in_range {int(holds)}")
                     return 1
                 checked += 1
-            print(f"{soc} {op} {dtype} K={k} N={n}: M {low}..{high} ({len(group)} kernels) "
+            print(f"{soc} {op} {dtype} K={k} N={n}: M {low}..{high} ({len(group)} ranges) "
                   "dispatched as the knowledge base says")
     print(f"{checked} values of M checked")
     return 0
