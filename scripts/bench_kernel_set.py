@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import optuna
 
+from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.kernel_set import outcome
 from aoe_optuna.kernel_set.acquisition import shape_weights
 from aoe_optuna.kernel_set.operator_mix import OperatorMix, from_model
@@ -109,8 +110,9 @@ class Case:
             lat = np.asarray(self.sim.latency(self._cols, op.gemm(m)), dtype=float)
             lat = np.where(np.isnan(lat), np.inf, lat)
             k = int(np.argmin(lat))
-            f.write_text(json.dumps({"latency_s": float(lat[k]),
-                                     "config": self.spec.space.config(self._rows[k])}))
+            # atomic: another benchmark process may read the cache meanwhile
+            write_atomic(f, json.dumps({"latency_s": float(lat[k]),
+                                        "config": self.spec.space.config(self._rows[k])}))
         doc = json.loads(f.read_text())
         return float(doc["latency_s"]), doc["config"]
 
