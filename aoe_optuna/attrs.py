@@ -65,3 +65,8 @@ CLOSED_ATTR = "closed"  # on the parent study: shape studies that get no more ch
 RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
 WARM_ATTR = "warm_start"  # on an enqueued trial: where its config came from
 LAYER_OP_ATTR = "layer_op"  # on an attention or vector study: its plan entry
+
+# Study and trial user attributes of a kernel-set run (aoe-tune kernel-set).
+KERNEL_SET_PLAN_ATTR = "kernel_set"  # on the parent study: the mix, operators, budget
+KERNEL_SET_OP_ATTR = "kernel_set_op"  # on an operator's study: its (K, N, dtype) and shapes
+ATTR_SHAPE_M = "M"  # on a measurement: the M it was timed at

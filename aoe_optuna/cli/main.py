@@ -39,6 +39,7 @@ examples:
   aoe-tune doctor
 
 other commands: operators (one study per GEMM shape of a model, one shared budget),
+kernel-set (K kernels per GEMM and the range of M each serves, for a serving mix),
 export, describe, doctor, calibrate (a chip profile fitted to your own kernel timings),
 bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
@@ -53,7 +54,7 @@ exit status:
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
-               "doctor", "calibrate")
+               "kernel-set", "doctor", "calibrate")
 DEFAULT_STALE_AFTER_S = 3600.0
 NOTHING_MEASURED = 4  # exit status: every measurement failed, the study holds no result
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
@@ -163,6 +164,10 @@ def _dispatch(argv: list[str]) -> int:
             from aoe_optuna.cli.operators import main as operators_main
 
             return operators_main(argv)
+        if command == "kernel-set":
+            from aoe_optuna.cli.kernel_set import main as kernel_set_main
+
+            return kernel_set_main(argv)
         if command == "export":
             try:
                 return _export_command(argv)

@@ -83,6 +83,7 @@ def make_entry(
     latency_interval_us: tuple[float, float] | None = None,
     band: Mapping[str, Any] | None = None,
     workload: str | None = None,
+    m_range: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """A validated entry. ``gain`` is relative (0.25: 25 % over the baseline) or None.
 
@@ -94,6 +95,10 @@ def make_entry(
     ``layout`` is the GM layout of A and B the config is for; when the study tuned
     ``layout``, the config's value must be the same. The storage URL is kept
     without its password; ``date`` defaults to now (UTC, ISO 8601).
+
+    ``m_range``: a kernel of a kernel set (``aoe-tune kernel-set``) serves every M from
+    low to high (M, the entry's anchor, among them); its value is the TFLOPS of the
+    mix over that range.
     """
     entry = {
         "soc": soc, "op": op, "dtype": dtype, "M": M, "K": K, "N": N, "layout": layout,
@@ -109,6 +114,8 @@ def make_entry(
         entry["band"] = band
     if workload is not None:
         entry["workload"] = workload
+    if m_range is not None:
+        entry["m_range"] = list(m_range)
     return validate_entry(entry)
 
 
@@ -171,7 +178,15 @@ def validate_entry(entry: Mapping[str, Any], where: str = "entry") -> dict[str, 
     if out["config"].get("layout", out["layout"]) != out["layout"]:
         raise KBError(f"{where}: config.layout={out['config']['layout']!r} differs from the "
                       f"entry's layout {out['layout']!r}")
-    return _checked_result(entry, where, out)
+    out = _checked_result(entry, where, out)
+    if entry.get("m_range") is not None:  # a kernel set's kernel; other entries have none
+        m = out["M"]
+        span = entry["m_range"]
+        ok = (isinstance(span, list) and len(span) == 2 and all(_is_dim(v) for v in span)
+              and span[0] <= m <= span[1])
+        out["m_range"] = list(_checked(where, "m_range", span, lambda _: ok,
+                                       f"[low, high]: integers with low <= M ({m}) <= high"))
+    return out
 
 
 def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -12,6 +12,10 @@ Three figures, one per kind of study that writes entries:
   an operator run's, or a spec with one GEMM), with the shape's ``latency_us``.
 * an attention or vector kernel's rate: ``objective`` "calls/s".
 
+A kernel of a kernel set (``m_range``: the M it serves) holds the TFLOPS of the mix
+over its range: not one shape's, so it never replaces a shape's own winner by value
+nor the other way round.
+
 A step's tokens/s and one GEMM's TFLOPS say nothing of each other, so the
 knowledge base never lets one replace the other by value
 (:meth:`aoe_optuna.export.kb.KnowledgeBase.merge`).
@@ -36,6 +40,9 @@ def figure(entry: Mapping[str, Any]) -> str:
         workload = entry.get("workload")
         return (f"tokens/s of a step of {workload}" if workload
                 else "tokens/s of a step (its workload not recorded)")
+    if unit == SHAPE_UNIT and entry.get("m_range") is not None:
+        low, high = entry["m_range"]
+        return f"TFLOPS of a kernel set's mix over M {low}..{high}"
     if unit == SHAPE_UNIT:
         return "TFLOPS of the GEMM shape itself"
     if unit == CALL_UNIT:
@@ -49,6 +56,8 @@ def not_comparable(held: Mapping[str, Any], new: Mapping[str, Any]) -> str | Non
     held_unit, new_unit = (e.get("objective", STEP_UNIT) for e in (held, new))
     if held_unit != new_unit:
         return "another unit"
+    if (held.get("m_range") is None) != (new.get("m_range") is None):
+        return "a kernel set's kernel for a range of M against one shape's own winner"
     held_load, new_load = held.get("workload"), new.get("workload")
     if held_unit == STEP_UNIT and held_load and new_load and held_load != new_load:
         return "the step of another workload"

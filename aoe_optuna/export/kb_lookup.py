@@ -37,6 +37,7 @@ class LookupResult:
     entry: dict[str, Any]
     exact: bool
     distance: float  # Euclidean distance in (log2 M, log2 K, log2 N); 0 when exact
+    in_range: bool = False  # a kernel set's kernel whose range of M holds the query
 
     @property
     def config(self) -> dict[str, Any]:
@@ -44,6 +45,9 @@ class LookupResult:
 
     def describe(self) -> str:
         key = describe_key(entry_key(self.entry))
+        if self.in_range:
+            low, high = self.entry["m_range"]
+            return f"kernel set entry {key} (its range M {low}..{high})"
         return f"exact entry {key}" if self.exact else (
             f"nearest entry {key} (distance {self.distance:.3f} in log2 shape)")
 
@@ -61,7 +65,9 @@ def lookup(
     """The entry for this shape, or the nearest shape's; None when nothing fits.
 
     Candidates share ``soc``, ``op``, ``dtype`` (and ``layout`` unless it is None).
-    The nearest minimises the squared distance in (log2 M, log2 K, log2 N), rounded
+    A kernel set's kernel of the same K and N whose range of M (``m_range``) holds M
+    comes first (of two such, the higher value, then the first in order). Otherwise
+    the nearest minimises the squared distance in (log2 M, log2 K, log2 N), rounded
     to a 2**-20 grid so that equal distances tie whatever the last bit of log2; ties
     go to the higher value, then to the smaller (M, K, N, layout). The C lookup of
     :func:`write_c_header` implements the same order.
@@ -73,7 +79,7 @@ def lookup(
     if layout is not None and layout not in LAYOUTS:
         raise KBError(f"lookup: layout: expected one of {list(LAYOUTS)} or None, got {layout!r}")
     query = (math.log2(M), math.log2(K), math.log2(N))
-    best: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+    best: tuple[tuple[Any, ...], dict[str, Any], float] | None = None
     for entry in kb.entries():
         if not is_gemm_entry(entry) or (entry["soc"], entry["op"], entry["dtype"]) != (
                 soc, op, dtype):
@@ -81,14 +87,22 @@ def lookup(
         if layout is not None and entry["layout"] != layout:
             continue
         d2 = _squared_distance(query, entry)
-        rank = (_tie_bucket(d2), -entry["value"], d2)
+        hit = _holds(entry, M, K, N)
+        rank = (0, 0.0, -entry["value"], 0.0) if hit else (
+            1, _tie_bucket(d2), -entry["value"], d2)
         if best is None or rank < best[0]:  # entries() is sorted: the first of equals wins
-            best = (rank, entry)
+            best = (rank, entry, d2)
     if best is None:
         return None
-    entry = best[1]
+    rank, entry, d2 = best
     exact = (entry["M"], entry["K"], entry["N"]) == (M, K, N)
-    return LookupResult(entry, exact, 0.0 if exact else math.sqrt(best[0][2]))
+    return LookupResult(entry, exact, 0.0 if exact else math.sqrt(d2), in_range=rank[0] == 0)
+
+
+def _holds(entry: Mapping[str, Any], m: int, k: int, n: int) -> bool:
+    """A kernel set's kernel for this K and N whose range of M holds ``m``."""
+    span = entry.get("m_range")
+    return span is not None and entry["K"] == k and entry["N"] == n and span[0] <= m <= span[1]
 
 
 def lookup_layer_op(kb_or_path: KnowledgeBase | str | os.PathLike[str], soc: str, op: str,

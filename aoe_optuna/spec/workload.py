@@ -12,7 +12,7 @@ inline value instead of a path are how a stored study is read back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,18 @@ def _model(section: Section, profile: SocProfile,
         raise section.error(key if key in doc else None, "a workload the model allows",
                             raw=detail or str(exc)) from None
     return workload, doc
+
+
+def model_architecture(doc: Mapping[str, Any], where: str) -> Architecture | None:
+    """The model a canonical workload section names (built in, or its stored Hugging Face
+    keys); None for a workload that is no model (a GEMM, a shape list, a profile). For
+    whoever builds the model's step at other batches or lengths than the spec's."""
+    if "model" in doc:
+        return builtin_architecture(doc["model"])
+    if "hf_config" in doc:
+        return hf_config.architecture_from_hf(doc["hf_config"], doc.get("name") or "model",
+                                              where)
+    return None
 
 
 def part_charge(profile: SocProfile, charge: str) -> Callable[[LayerProblem], float] | None:

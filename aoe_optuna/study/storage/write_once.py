@@ -37,16 +37,24 @@ import sqlalchemy
 from optuna.storages._rdb import models
 from optuna.storages.journal._storage import JournalOperation
 
-from aoe_optuna.attrs import LAYER_OP_ATTR, PLAN_ATTR, SPEC_ATTR
+from aoe_optuna.attrs import (
+    KERNEL_SET_OP_ATTR,
+    KERNEL_SET_PLAN_ATTR,
+    LAYER_OP_ATTR,
+    PLAN_ATTR,
+    SPEC_ATTR,
+)
 from aoe_optuna.study.storage.journal_file import WholeRecordBackend
 from aoe_optuna.study.storage.sqlite_pop import SQLiteStorage
 from aoe_optuna.study.trials.fault_points import fault_point
 from aoe_optuna.study.trials.recovery import ResultKeepingRDBStorage
 
 # What a study is: its spec, an operator run's shape plan, an attention or vector kernel
-# study's problem. (What follows from them, the spec's source file and roofline, is
-# written by the run whose spec was taken, after this check.)
-WRITE_ONCE_KEYS = frozenset({SPEC_ATTR, PLAN_ATTR, LAYER_OP_ATTR})
+# study's problem, a kernel-set run's mix and each of its operators. (What follows from
+# them, the spec's source file and roofline, is written by the run whose spec was taken,
+# after this check.)
+WRITE_ONCE_KEYS = frozenset({SPEC_ATTR, PLAN_ATTR, LAYER_OP_ATTR, KERNEL_SET_PLAN_ATTR,
+                             KERNEL_SET_OP_ATTR})
 
 
 def set_once(study: optuna.Study, key: str, value: Any) -> Any:

@@ -1,0 +1,1 @@
+"""K kernels per GEMM operator for a serving mix, and the ranges of M each serves."""

@@ -1,0 +1,281 @@
+"""Measuring a kernel set: one budget of measurements over every operator of a serving
+mix, each measurement a (config, M) the joint model of its operator asks for.
+
+Per operator: a warm-up of a few configs (the spec's baseline first, then uniform
+feasible ones), each timed at one tuning shape, spread over the range; then, in rounds,
+the model is refitted and :mod:`.acquisition` names the pairs that could cut the mix's
+weighted latency most. Candidates are fresh uniform feasible configs, the one-parameter
+neighbours of the incumbents (the kernels of the current sets of one and two, the
+best measured config at each tuning shape) and the configs already measured, whose new
+shapes are a timing only where the backend keeps its builds (the simulator's charge,
+the cpu and npu backends' build caches). The operator whose best pick could cut the
+most seconds per mean step gets the next round.
+
+Everything read is recomputed from the operators' studies (:mod:`.measurements`), so
+the same call resumes an interrupted run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import optuna
+
+from aoe_optuna.backends.base import BackendBase
+from aoe_optuna.kernel_set.acquisition import (
+    exposure,
+    pick,
+    pick_pairs,
+    set_gains,
+    shape_weights,
+    where_to_measure,
+)
+from aoe_optuna.kernel_set.joint_model import JointInputs, JointModel
+from aoe_optuna.kernel_set.measurements import OperatorStudy
+from aoe_optuna.kernel_set.operator_mix import OperatorMix
+from aoe_optuna.kernel_set.selection import K_MAX, KernelSetChoice, choose_sets
+from aoe_optuna.operators.kinds.registry import GEMM
+from aoe_optuna.samplers.neighbourhood import neighbours
+from aoe_optuna.spec.loader import StudySpec
+
+WARMUP = 10  # measurements per operator before its model steers
+ROUND = 4  # measurements per operator between two fits of its model
+POOL = 2000  # fresh uniform feasible candidates per round
+INCUMBENTS = 8  # configs whose one-parameter neighbours join the candidates
+
+
+@dataclass(frozen=True)
+class TunerOptions:
+    budget: int  # measurements over every operator together
+    seed: int = 0
+    warmup: int = WARMUP
+    round: int = ROUND
+    pool: int = POOL
+
+
+class OperatorTuning:
+    """One operator: its tuning shapes, study, model and next picks."""
+
+    def __init__(self, op: OperatorMix, tuned: np.ndarray, study: OperatorStudy,
+                 spec: StudySpec) -> None:
+        self.op = op
+        self.tuned = tuned
+        self.tuned_weight = shape_weights(op.m, op.weight, tuned)
+        self.study = study
+        self.space = spec.space
+        cores = spec.profile.cube_cores if spec.kernel_runs_on_soc else None
+        scale = ((lambda m: GEMM.bound_s(spec.profile, op.gemm(m)))
+                 if spec.backend_kind.has_roofline() else (lambda m: op.gemm(m).flops * 1e-12))
+        self.model = JointModel(JointInputs(spec.space, op, cores), scale)
+        self.baseline = _baseline_row(spec)
+        self._fitted_at = -1
+        self.next_gain = math.inf  # the optimistic cut its next round could make
+
+    @property
+    def measured(self) -> int:
+        return self.study.measured.count
+
+    def design(self, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+        """The next warm-up pair: the baseline, then uniform feasible configs, each at the
+        next tuning shape of a spread order (middle, ends, quarters...)."""
+        i = self.measured
+        order = _spread(len(self.tuned))
+        m = int(self.tuned[order[i % len(order)]])
+        known = {int(f) for f in self.space.flat_id(np.array(self.study.measured.rows))
+                 } if self.study.measured.rows else set()
+        known |= self.study.measured.failed
+        if i == 0 and self.baseline is not None:
+            return self.baseline, m
+        row = self.space.sample_feasible(1, rng, exclude=known)
+        return row[0], m
+
+    def refit(self) -> bool:
+        """Fit the model to what is measured (once per new measurement); False while
+        nothing succeeded."""
+        got = self.study.measured
+        if not got.latency_s:
+            return False
+        if self._fitted_at != len(got.latency_s):
+            self.model.fit(np.array(got.rows), np.array(got.ms), np.array(got.latency_s))
+            self._fitted_at = len(got.latency_s)
+        return True
+
+    def measured_rows(self) -> np.ndarray:
+        """The distinct configs measured successfully, in order of first measurement."""
+        got = self.study.measured
+        if not got.rows:
+            return np.zeros((0, len(self.space.names)), dtype=np.int64)
+        rows = np.array(got.rows)
+        _, first = np.unique(self.space.flat_id(rows), return_index=True)
+        return rows[np.sort(first)]
+
+    def proposals(self, rng: np.random.Generator, count: int, pool: int) -> list[
+            tuple[np.ndarray, int, float]]:
+        """Up to ``count`` (config row, M, what it could cut in s per step) to measure:
+        half of them checks of pairs the current sets ship unmeasured, the rest the
+        candidates of largest gain (:mod:`.acquisition`)."""
+        if not self.refit():
+            return []
+        got = self.study.measured
+        done = self.measured_rows()
+        done_mean = np.stack([self.model.predict_log(done, int(m))[0] for m in self.tuned],
+                             axis=1)
+        choices = choose_sets(np.exp(done_mean), self.tuned, self.tuned_weight, K_MAX)
+        rows = self._candidates(rng, pool, done, done_mean, choices)
+        ids = self.space.flat_id(rows)
+        mean = np.empty((len(rows), len(self.tuned)))
+        std = np.empty_like(mean)
+        measured = np.zeros_like(mean, dtype=bool)
+        for j, m in enumerate(self.tuned.tolist()):
+            mean[:, j], std[:, j] = self.model.predict_log(rows, int(m))
+            measured[:, j] = [(int(f), int(m)) in got.pairs for f in ids]
+        # the measured configs lead the candidates, in the order of ``done``
+        shipped, sets = _set_terms(choices, self.tuned, np.exp(done_mean), len(rows))
+        check = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, measured),
+                           count // 2 if count > 1 else 0)
+        for p in check:  # a pair checked now is no new config's shape
+            measured[p.row, p.shape] = True
+        best = np.exp(done_mean.min(axis=0))
+        new = pick(set_gains(mean, std, sets, self.tuned_weight),
+                   where_to_measure(mean, std, best, self.tuned_weight, measured),
+                   count - len(check))
+        return [(rows[p.row], int(self.tuned[p.shape]), p.gain_s) for p in [*new, *check]]
+
+    def _candidates(self, rng: np.random.Generator, pool: int, done: np.ndarray,
+                    done_mean: np.ndarray, choices: list[KernelSetChoice]) -> np.ndarray:
+        """The measured configs (first, in their order), then fresh uniform feasible ones
+        and the one-parameter neighbours of the incumbents: the kernels of the sets of
+        one and two, then each tuning shape's best, the heaviest shapes first."""
+        winner = np.argmin(done_mean, axis=0)
+        heavy_first = np.argsort(-self.tuned_weight, kind="stable")
+        lead = [r for c in choices[:2] for r in c.rows] + [int(winner[j]) for j in heavy_first]
+        incumbents = done[list(dict.fromkeys(lead))[:INCUMBENTS]]
+        got = self.study.measured
+        fresh = [self.space.sample_feasible(pool, rng, exclude=set(got.failed)),
+                 neighbours(self.space, incumbents)]
+        extra = np.concatenate(fresh)
+        ids = self.space.flat_id(extra)
+        known = np.concatenate([self.space.flat_id(done),
+                                np.fromiter(got.failed, dtype=np.int64, count=len(got.failed))])
+        _, first = np.unique(ids, return_index=True)
+        first = np.sort(first)
+        extra = extra[first[~np.isin(ids[first], known)]]
+        return np.concatenate([done, extra])
+
+
+def _set_terms(choices: list[KernelSetChoice], tuned: np.ndarray, done_latency: np.ndarray,
+               candidates: int) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Where the current sets ship each candidate (the measured configs are the first
+    candidates, in order), and per set its latency at each tuning shape and the range
+    each shape is in."""
+    shipped = np.zeros((candidates, len(tuned)), dtype=bool)
+    sets = []
+    for choice in choices:
+        incumbent = np.empty(len(tuned))
+        owner = np.empty(len(tuned), dtype=np.int64)
+        for i, r in enumerate(choice.ranges):
+            inside = (tuned >= r.low) & (tuned <= r.high)
+            shipped[r.row, inside] = True
+            incumbent[inside] = done_latency[r.row, inside]
+            owner[inside] = i
+        sets.append((incumbent, owner))
+    return shipped, sets
+
+
+class KernelSetTuner:
+    """Spends ``options.budget`` measurements over ``operators``; :meth:`run` resumes."""
+
+    def __init__(self, storage: optuna.storages.BaseStorage, parent: str, spec: StudySpec,
+                 operators: Sequence[OperatorMix], tuned: Sequence[np.ndarray],
+                 backend: BackendBase, options: TunerOptions,
+                 on_event: Callable[[str], None] = lambda line: None) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.options = options
+        self.on_event = on_event
+        self.units = open_units(storage, parent, spec, operators, tuned)
+
+    @property
+    def used(self) -> int:
+        return sum(u.measured for u in self.units)
+
+    def run(self) -> None:
+        """Measure until the budget is spent (a resumed run continues where it stopped)."""
+        o = self.options
+        rng = np.random.default_rng([o.seed, self.used])
+        while self.used < o.budget:
+            cold = [u for u in self.units if u.measured < min(o.warmup, u.space.n_feasible)]
+            if cold:
+                unit = min(cold, key=lambda u: u.measured)
+                self._measure(unit, *unit.design(rng))
+                continue
+            for u in self.units:
+                if u.next_gain == math.inf:
+                    u.next_gain = self._score(u, rng)
+            unit = max(self.units, key=lambda u: u.next_gain)
+            if unit.next_gain <= 0:
+                self.on_event("no candidate can cut the weighted latency any more: stopped "
+                              f"at {self.used} measurements")
+                return
+            picks = unit.proposals(rng, min(o.round, o.budget - self.used), o.pool)
+            for row, m, _gain in picks:
+                self._measure(unit, row, m)
+            unit.next_gain = math.inf  # scored again after its refit
+            self._report(unit)
+
+    def _score(self, unit: OperatorTuning, rng: np.random.Generator) -> float:
+        best = unit.proposals(rng, 1, self.options.pool)
+        return best[0][2] if best else 0.0
+
+    def _measure(self, unit: OperatorTuning, row: np.ndarray, m: int) -> None:
+        config = unit.space.full_config(unit.space.config(row))
+        unit.study.record(row, m, self.backend.measure(config, unit.op.gemm(m)))
+
+    def _report(self, unit: OperatorTuning) -> None:
+        got = unit.study.measured
+        configs = len(unit.measured_rows())
+        self.on_event(f"[{self.used:>5}/{self.options.budget}] {unit.op.label:<28} "
+                      f"{got.count:>4} measured, {configs} configs, "
+                      f"{got.builds} built")
+
+
+def open_units(storage: optuna.storages.BaseStorage, parent: str, spec: StudySpec,
+               operators: Sequence[OperatorMix], tuned: Sequence[np.ndarray]
+               ) -> list[OperatorTuning]:
+    """Each operator's study (``<parent>/<op>/<NxK>``, made or loaded) and model."""
+    return [OperatorTuning(op, t, OperatorStudy(storage, f"{parent}/{op.label}", spec.space,
+                                                {"K": op.K, "N": op.N, "dtype": op.dtype,
+                                                 "batch": op.batch,
+                                                 "tuning_shapes": t.tolist()}), spec)
+            for op, t in zip(operators, tuned, strict=True)]
+
+
+def _spread(n: int) -> list[int]:
+    """0..n-1 in an order that spreads: the middle, the ends, then halving the gaps."""
+    order: list[int] = []
+    for i in [n // 2, 0, n - 1]:
+        if i not in order:
+            order.append(i)
+    step = n / 4
+    while len(order) < n and step >= 0.5:
+        for k in np.arange(step, n, 2 * step):
+            i = int(round(k))
+            if 0 <= i < n and i not in order:
+                order.append(i)
+        step /= 2
+    order += [i for i in range(n) if i not in order]
+    return order
+
+
+def _baseline_row(spec: StudySpec) -> np.ndarray | None:
+    """The spec's baseline as an index row of its space, if it is one of its configs."""
+    if not spec.baseline:
+        return None
+    try:
+        row = spec.space.index(spec.baseline)
+    except (KeyError, ValueError):
+        return None
+    return row if bool(spec.space.is_feasible(row[None, :])[0]) else None

@@ -1,0 +1,408 @@
+"""Kernel sets for a serving mix on the simulator, judged on shapes the tuning never saw.
+
+For Qwen2.5-7B on the 910B2 over catlass's space (studies/qwen25_7b_*_catlass_910b2.json),
+decode at every batch size 1..256 and prefill of every length 128..8192, each doubling
+equally likely (``"weighting": "log"``):
+
+* ``joint``: ``aoe-tune kernel-set``'s tuner (one model per operator over config and
+  shape, one budget over the operators), run to each budget in turn in one SQLite
+  storage (a larger budget resumes the run, as the command does); its sets of K = 1..8
+  kernels per operator, as the model chooses them;
+* ``separate``: each tuning shape of each operator in a study of its own
+  (``aoe-tune operators`` on the tuning shapes as a shape list, the gradient
+  scheduler, GP-UCB), every shape's winner shipped and a held-out M served by the
+  nearest tuned shape's winner (the knowledge base's rule);
+* ``nearest`` and ``pow2``, given K kernels' worth of tuned shapes, each at its
+  exhaustive optimum (the best a per-shape tuning could ship): the weighted quantiles
+  (i + 0.5) / K of the mix, a held-out M served by the nearest in log M; or K powers
+  of two spread over the range, an M served by the smallest one at or above it.
+
+Every figure is the true (noise-free) weighted latency of the mix's held-out shapes:
+per operator, 24 strata of equal weight of the M that are not tuning shapes, one M
+drawn from each (seed 0), each weighted by its stratum; summed over the operators
+whose M varies (prefill's lm_head runs at M = 1 only). ``/opt`` divides by every
+held-out M at its exhaustive optimum over the space. The exhaustive optima take
+10-20 s per shape and are cached in ``--oracle-dir``.
+
+    nice .venv/bin/python scripts/bench_kernel_set.py oracle --cases decode,prefill
+    nice .venv/bin/python scripts/bench_kernel_set.py joint --cases decode --seeds 0,1,2 \\
+        --budgets 500,1000 --out /tmp/kset_joint.jsonl
+    nice .venv/bin/python scripts/bench_kernel_set.py separate --cases decode --seeds 0 \\
+        --budget 3200 --out /tmp/kset_separate.jsonl
+    .venv/bin/python scripts/bench_kernel_set.py report /tmp/kset_joint.jsonl \\
+        /tmp/kset_separate.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+
+from aoe_optuna.atomic_write import write_atomic
+from aoe_optuna.kernel_set import outcome
+from aoe_optuna.kernel_set.acquisition import shape_weights
+from aoe_optuna.kernel_set.operator_mix import OperatorMix, from_model
+from aoe_optuna.kernel_set.selection import K_MAX, dispatch
+from aoe_optuna.kernel_set.tuner import KernelSetTuner, TunerOptions
+from aoe_optuna.kernel_set.tuning_shapes import DEFAULT_COUNT, tuning_shapes
+from aoe_optuna.operators.scheduler import make_scheduler
+from aoe_optuna.operators.state import best_measured
+from aoe_optuna.operators.tuner import OperatorTuner, Snapshot
+from aoe_optuna.operators.tuner import TunerOptions as OperatorOptions
+from aoe_optuna.spec.backend import make_backend
+from aoe_optuna.spec.format import read_document
+from aoe_optuna.spec.loader import StudySpec, load_spec, spec_from_dict
+from aoe_optuna.workload.shape_mix import range_mix
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = {
+    "decode": (ROOT / "studies" / "qwen25_7b_decode_catlass_910b2.json",
+               {"batch": {"low": 1, "high": 256, "weighting": "log"}}),
+    "prefill": (ROOT / "studies" / "qwen25_7b_prefill_catlass_910b2.json",
+                {"seq_len": {"low": 128, "high": 8192, "weighting": "log"}}),
+}
+STRATA = 24
+
+
+# ------------------------------------------------------------------ shapes and truth
+class Case:
+    """One workload: its spec, simulator, operators, tuning shapes and held-out shapes."""
+
+    def __init__(self, name: str, oracle_dir: Path, ops: Sequence[str] = ()) -> None:
+        path, mix = CASES[name]
+        self.name = name
+        self.spec = load_spec(str(path))
+        self.sim = make_backend(self.spec)
+        steps = from_model(self.spec, range_mix(mix, "bench"))
+        self.mix = mix
+        self.ops = [op for op in steps.operators if not ops or op.name in ops]
+        self.tuned = [tuning_shapes(op.m, op.weight, DEFAULT_COUNT) for op in self.ops]
+        self.held = [held_out(op, t) for op, t in zip(self.ops, self.tuned, strict=True)]
+        self.oracle_dir = oracle_dir
+        self._rows: np.ndarray | None = None
+        self._cols: dict[str, np.ndarray] | None = None
+
+    def varying(self) -> list[int]:
+        return [i for i, op in enumerate(self.ops) if op.varies]
+
+    def true(self, params: dict[str, Any], op: OperatorMix, ms: Sequence[int]) -> np.ndarray:
+        row = self.spec.space.index(params)[None, :]
+        cols = self.spec.space.columns(row)
+        return np.array([float(self.sim.latency(cols, op.gemm(int(m)))[0]) for m in ms])
+
+    def oracle(self, op: OperatorMix, m: int) -> tuple[float, dict[str, Any]]:
+        """The exhaustive optimum at (op, m): (latency s, config), cached on disk."""
+        f = self.oracle_dir / f"{self.name}_{op.N}x{op.K}_M{m}.json"
+        if not f.exists():
+            if self._rows is None:
+                self._rows = self.spec.space.all_feasible()
+                self._cols = self.spec.space.columns(self._rows)
+            lat = np.asarray(self.sim.latency(self._cols, op.gemm(m)), dtype=float)
+            lat = np.where(np.isnan(lat), np.inf, lat)
+            k = int(np.argmin(lat))
+            # atomic: another benchmark process may read the cache meanwhile
+            write_atomic(f, json.dumps({"latency_s": float(lat[k]),
+                                        "config": self.spec.space.config(self._rows[k])}))
+        doc = json.loads(f.read_text())
+        return float(doc["latency_s"]), doc["config"]
+
+    def oracle_shapes(self, i: int) -> list[int]:
+        """Every M whose optimum the figures need: held-out, quantile and power-of-two."""
+        op = self.ops[i]
+        ms = {m for m, _ in self.held[i]}
+        for k in range(1, K_MAX + 1):
+            ms |= set(quantile_shapes(op, k))
+        ms |= set(powers_of_two(op))
+        return sorted(ms)
+
+    def optimum_s(self) -> float:
+        return sum(w * self.oracle(self.ops[i], m)[0] for i in self.varying()
+                   for m, w in self.held[i])
+
+
+def held_out(op: OperatorMix, tuned: np.ndarray, strata: int = STRATA) -> list[tuple[int, float]]:
+    """One M from each of ``strata`` slices of equal weight of the M that are not tuned,
+    with its slice's weight."""
+    if not op.varies:
+        return []
+    keep = ~np.isin(op.m, tuned)
+    m, w = op.m[keep], op.weight[keep]
+    cum = np.cumsum(w) / w.sum()
+    rng = np.random.default_rng(0)
+    edges = np.searchsorted(cum, np.arange(1, strata) / strata)
+    return [(int(rng.choice(pm)), float(pw.sum()))
+            for pm, pw in zip(np.split(m, edges), np.split(w, edges), strict=True) if len(pm)]
+
+
+def quantile_shapes(op: OperatorMix, k: int) -> list[int]:
+    cum = np.cumsum(op.weight) / op.weight.sum()
+    return sorted({int(op.m[min(int(np.searchsorted(cum, (i + 0.5) / k)), len(op.m) - 1)])
+                   for i in range(k)})
+
+
+def powers_of_two(op: OperatorMix) -> list[int]:
+    """The powers of two from the first at or above the smallest M to the first at or
+    above the largest."""
+    p = 1
+    while p < op.m[0]:
+        p *= 2
+    out = [p]
+    while out[-1] < op.m[-1]:
+        out.append(out[-1] * 2)
+    return out
+
+
+def pow2_buckets(op: OperatorMix, k: int) -> list[int]:
+    """K of the powers of two, spread evenly in log2, the largest always among them."""
+    powers = powers_of_two(op)
+    if k >= len(powers):
+        return powers
+    idx = np.round(np.arange(1, k + 1) * (len(powers) - 1) / k).astype(int)
+    return [powers[i] for i in sorted(set(idx.tolist()))]
+
+
+# ------------------------------------------------------------------ the baselines
+def baselines(case: Case) -> dict[str, list[float]]:
+    """Held-out weighted latency of the nearest-tuned-shape rule and of power-of-two
+    buckets, K = 1..K_MAX, every tuned shape at its exhaustive optimum."""
+    out: dict[str, list[float]] = {"nearest": [], "pow2": []}
+    for k in range(1, K_MAX + 1):
+        near = bucket = 0.0
+        for i in case.varying():
+            op = case.ops[i]
+            ms = np.array([m for m, _ in case.held[i]])
+            ws = np.array([w for _, w in case.held[i]])
+            tuned = quantile_shapes(op, k)
+            pick = [tuned[int(np.argmin(np.abs(np.log2(m) - np.log2(tuned))))] for m in ms]
+            near += sum(w * case.true(case.oracle(op, t)[1], op, [m])[0]
+                        for t, m, w in zip(pick, ms, ws, strict=True))
+            edges = pow2_buckets(op, k)
+            up = [next(p for p in edges if p >= m) for m in ms]
+            bucket += sum(w * case.true(case.oracle(op, p)[1], op, [m])[0]
+                          for p, m, w in zip(up, ms, ws, strict=True))
+        out["nearest"].append(near)
+        out["pow2"].append(bucket)
+    return out
+
+
+# ------------------------------------------------------------------ joint
+def held_out_of_sets(case: Case, results: list[outcome.OperatorOutcome]) -> dict[str, Any]:
+    """Per K, the true held-out weighted latency of the sets (ranges as chosen) and of the
+    same K configs dispatched each M to its fastest (k-median reassignment, the model's
+    choice of which), and the sets' distinct kernels."""
+    sets, kmed, kernels = [], [], []
+    for k in range(1, K_MAX + 1):
+        total = alt = 0.0
+        n = 0
+        for i in case.varying():
+            r, op = results[i], case.ops[i]
+            ms = np.array([m for m, _ in case.held[i]])
+            ws = np.array([w for _, w in case.held[i]])
+            choice = r.best_for(k)
+            rows = dispatch(choice.ranges, ms)
+            total += sum(w * case.true(r.configs[row], op, [m])[0]
+                         for row, m, w in zip(rows, ms, ws, strict=True))
+            chosen = k_median(r.latency_s * op.weight[None, :], choice.rows, k)
+            at = np.searchsorted(op.m, ms)
+            best = [chosen[int(np.argmin(r.latency_s[chosen][:, j]))] for j in at]
+            alt += sum(w * case.true(r.configs[row], op, [m])[0]
+                       for row, m, w in zip(best, ms, ws, strict=True))
+            n += len(choice.rows)
+        sets.append(total)
+        kmed.append(alt)
+        kernels.append(n)
+    return {"sets": sets, "k_median": kmed, "kernels": kernels}
+
+
+def k_median(cost: np.ndarray, start: Sequence[int], k: int) -> list[int]:
+    """K candidates (rows of ``cost``, candidates x cells) minimising the sum over cells of
+    the cheapest chosen: the DP's configs, then swaps while one lowers the sum."""
+    chosen = list(dict.fromkeys(start))
+    rest = [r for r in range(cost.shape[0]) if r not in chosen]
+    while len(chosen) < min(k, cost.shape[0]):  # the DP used fewer: add the best
+        gain = [cost[[*chosen, r]].min(axis=0).sum() for r in rest]
+        chosen.append(rest.pop(int(np.argmin(gain))))
+
+    def total(rows: list[int]) -> float:
+        return float(cost[rows].min(axis=0).sum())
+
+    current = total(chosen)
+    improved = True
+    while improved:
+        improved = False
+        for i in range(len(chosen)):
+            for r in list(rest):
+                trial = [*chosen[:i], r, *chosen[i + 1:]]
+                value = total(trial)
+                if value < current - 1e-15:
+                    rest.append(chosen[i])
+                    rest.remove(r)
+                    chosen, current, improved = trial, value, True
+                    break
+    return chosen
+
+
+def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
+              out: Path) -> None:
+    storage = optuna.storages.RDBStorage(f"sqlite:///{folder}/{case.name}-s{seed}.db")
+    for budget in budgets:
+        start = time.time()
+        tuner = KernelSetTuner(storage, f"bench-{case.name}", case.spec, case.ops, case.tuned,
+                               case.sim, TunerOptions(budget=budget, seed=seed))
+        tuner.run()
+        spent = time.time() - start
+        results = outcome.outcomes(tuner.units)
+        figures = held_out_of_sets(case, results)
+        predicted = [sum(r.best_for(k).weighted_s for r in results)
+                     for k in range(1, K_MAX + 1)]
+        row = {"kind": "joint", "case": case.name, "seed": seed, "budget": budget,
+               "used": tuner.used,
+               "builds": sum(u.study.measured.builds for u in tuner.units),
+               "seconds": spent, "optimum_s": case.optimum_s(), "predicted_s": predicted,
+               **figures}
+        _append(out, row)
+        print(json.dumps({k: row[k] for k in ("case", "seed", "budget", "used", "builds")})
+              + f" K=4 /opt {row['sets'][3] / row['optimum_s']:.4f}", flush=True)
+
+
+# ------------------------------------------------------------------ separate studies
+def separate_spec(case: Case) -> StudySpec:
+    """The case's spec with a shape list for workload: each operator's tuning shapes, each
+    counted by its share of the mix (``shape_weights``), so that an operator run tunes
+    each in a study of its own and its scheduler weighs them as the mix does."""
+    path, _ = CASES[case.name]
+    doc = copy.deepcopy(read_document(str(path)))
+    rows = []
+    total = sum(float(op.weight.sum()) for op in case.ops)
+    for op, tuned in zip(case.ops, case.tuned, strict=True):
+        share = shape_weights(op.m, op.weight, tuned)
+        rows += [{"name": f"{op.name}-m{m}", "M": int(m), "K": op.K, "N": op.N,
+                  "dtype": op.dtype, "count": max(1, round(1000 * float(w) / total))}
+                 for m, w in zip(tuned.tolist(), share, strict=True)]
+    doc["workload"] = {"shapes": rows}
+    doc["max_search_time"] = None
+    return spec_from_dict(doc, source=f"{path} [tuning shapes]")
+
+
+def run_separate(case: Case, seed: int, budget: int, out: Path) -> None:
+    spec = separate_spec(case)
+    trace: list[dict[str, Any]] = []
+    last = [-1]
+
+    def on_chunk(tuner: OperatorTuner, snap: Snapshot) -> None:
+        used = snap.used + snap.reserve
+        if used - last[0] < 40 and used < budget:
+            return
+        last[0] = used
+        winners = {(s.M, s.K, s.N): best_measured(ts)
+                   for s, ts in zip(tuner.gemm_shapes, snap.trials, strict=False)}
+        total = 0.0
+        for i in case.varying():
+            op = case.ops[i]
+            tuned = [m for m in case.tuned[i] if winners.get((int(m), op.K, op.N))]
+            if not tuned:
+                return
+            for m, w in case.held[i]:
+                t = tuned[int(np.argmin(np.abs(np.log2(m) - np.log2(tuned))))]
+                params = dict(winners[(int(t), op.K, op.N)].params)
+                total += w * case.true(params, op, [m])[0]
+        trace.append({"used": used, "held_out_s": total})
+        print(f"separate {case.name} s{seed}: {used} measured, held-out / optimum "
+              f"{total / case.optimum_s():.4f}", flush=True)
+
+    options = OperatorOptions(budget=budget, scheduler=make_scheduler("gradient"), seed=seed)
+    start = time.time()
+    OperatorTuner(optuna.storages.InMemoryStorage(), "memory", "bench", spec, options,
+                  on_chunk=on_chunk).run()
+    _append(out, {"kind": "separate", "case": case.name, "seed": seed, "budget": budget,
+                  "seconds": time.time() - start, "optimum_s": case.optimum_s(),
+                  "trace": trace})
+
+
+# ------------------------------------------------------------------ report
+def report(paths: Sequence[Path], oracle_dir: Path, ops: Sequence[str] = ()) -> None:
+    rows = [json.loads(line) for p in paths for line in p.read_text().splitlines() if line]
+    for name in sorted({r["case"] for r in rows}):
+        case = Case(name, oracle_dir, ops)
+        base = baselines(case)
+        opt = case.optimum_s()
+        joint = [r for r in rows if r["kind"] == "joint" and r["case"] == name]
+        print(f"\n### {name}: held-out weighted latency / per-shape optimum "
+              f"({opt * 1e6:.1f} us per mean step)\n")
+        print("| K | " + " | ".join(f"joint {r['budget']} s{r['seed']}" for r in joint)
+              + " | nearest (exh.) | pow2 (exh.) |")
+        print("|---" * (len(joint) + 3) + "|")
+        for k in range(K_MAX):
+            cells = [f"{r['sets'][k] / opt:.4f} ({r['kernels'][k]})" for r in joint]
+            print(f"| {k + 1} | " + " | ".join(cells)
+                  + f" | {base['nearest'][k] / opt:.4f} | {base['pow2'][k] / opt:.4f} |")
+        print("\nk-median reassignment of the same configs, K = 4: "
+              + ", ".join(f"s{r['seed']}@{r['budget']} {r['k_median'][3] / opt:.4f}"
+                          for r in joint))
+        print("measurements (builds): " + ", ".join(
+            f"s{r['seed']}@{r['budget']} {r['used']} ({r['builds']}), {r['seconds']:.0f} s"
+            for r in joint))
+        for r in rows:
+            if r["kind"] == "separate" and r["case"] == name:
+                print(f"\nseparate studies s{r['seed']} (nearest tuned shape, "
+                      f"{r['seconds']:.0f} s): " + ", ".join(
+                          f"{t['used']}: {t['held_out_s'] / opt:.4f}" for t in r["trace"]))
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    warnings.filterwarnings("ignore")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=["oracle", "joint", "separate", "report"])
+    p.add_argument("paths", nargs="*", type=Path)
+    p.add_argument("--cases", default="decode,prefill")
+    p.add_argument("--ops", default="", help="only these operators (comma separated names: "
+                   "qkv_proj,o_proj); default every one")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--budgets", default="500,1000")
+    p.add_argument("--budget", type=int, default=3200)
+    p.add_argument("--out", type=Path, default=Path("/tmp/kset_bench.jsonl"))
+    p.add_argument("--folder", type=Path, default=Path("/tmp/kset_bench"))
+    p.add_argument("--oracle-dir", type=Path,
+                   default=Path.home() / ".cache" / "aoe_optuna" / "kernel_set_oracle")
+    args = p.parse_args(argv)
+    args.oracle_dir.mkdir(parents=True, exist_ok=True)
+    args.folder.mkdir(parents=True, exist_ok=True)
+    ops = [o for o in args.ops.split(",") if o]
+    if args.what == "report":
+        report(args.paths, args.oracle_dir, ops)
+        return 0
+    seeds = [int(s) for s in args.seeds.split(",")]
+    for name in args.cases.split(","):
+        case = Case(name, args.oracle_dir, ops)
+        if args.what == "oracle":
+            for i in range(len(case.ops)):
+                for m in case.oracle_shapes(i) if case.ops[i].varies else []:
+                    case.oracle(case.ops[i], m)
+                    print(name, case.ops[i].label, m, flush=True)
+        for seed in seeds:
+            if args.what == "joint":
+                run_joint(case, seed, [int(b) for b in args.budgets.split(",")], args.folder,
+                          args.out)
+            elif args.what == "separate":
+                run_separate(case, seed, args.budget, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The kernel-set tuner on the simulator: the budget is exact, a resume continues where the
+run stopped, no (config, M) is measured twice, and its sets cover the mix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aoe_optuna.kernel_set import outcome
+from aoe_optuna.kernel_set.operator_mix import from_model
+from aoe_optuna.kernel_set.tuner import KernelSetTuner, TunerOptions
+from aoe_optuna.kernel_set.tuning_shapes import tuning_shapes
+from aoe_optuna.spec.backend import make_backend
+from aoe_optuna.spec.loader import spec_from_dict
+from aoe_optuna.study.storage.opening import open_storage
+from aoe_optuna.workload.shape_mix import range_mix
+
+SPEC = spec_from_dict({
+    "op_name": "TinyGemm",
+    "search_space": {"tile_m": [16, 32, 64, 128], "tile_n": [128, 256], "tile_k": [64],
+                     "pipeline": [2], "l1_prefetch": [1], "output_align": [0, 1]},
+    "hardware": {"soc": "Ascend910B2"},
+    "workload": {"model": "qwen2.5-7b", "phase": "decode", "batch": 1},
+    "baseline": {"tile_m": 128, "tile_n": 256, "tile_k": 64, "pipeline": 2,
+                 "l1_prefetch": 1, "output_align": 1},
+    "backend": {"name": "simulator", "noise": 0.01}}, source="test")
+
+
+@pytest.mark.slow  # GP fits over a few rounds: seconds
+def test_a_run_resumes_to_an_exact_budget_and_never_measures_a_pair_twice(tmp_path):
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = steps.operators[:1]  # qkv_proj
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    url = f"sqlite:///{tmp_path / 'ks.db'}"
+    options = TunerOptions(budget=12, warmup=6, round=2, pool=200)
+
+    def tuner(budget: int) -> KernelSetTuner:
+        return KernelSetTuner(open_storage(url), "run", SPEC, ops, tuned, make_backend(SPEC),
+                              TunerOptions(**{**options.__dict__, "budget": budget}))
+
+    first = tuner(12)
+    first.run()
+    assert first.used == 12
+    unit = first.units[0]
+    assert np.array_equal(unit.study.measured.rows[0], SPEC.space.index(SPEC.baseline))
+    again = tuner(18)
+    assert again.used == 12  # read back from the storage
+    again.run()
+    assert again.used == 18
+    got = again.units[0].study.measured
+    pairs = [(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m in zip(got.rows, got.ms,
+                                                                          strict=True)]
+    assert len(pairs) == len(set(pairs)) == 18
+    assert set(got.ms) <= set(tuned[0].tolist())
+    results = outcome.outcomes(again.units)
+    for choice in results[0].sets:
+        assert choice.ranges[0].low == 1 and choice.ranges[-1].high == 48
+    assert results[0].sets[-1].weighted_s >= results[0].limit_s - 1e-12
