@@ -244,7 +244,18 @@ class CpuBackend(BackendBase):
             return Measurement.failure(
                 "accuracy", f"accuracy loss {loss:.3g} exceeds max_accuracy_loss "
                 f"{self.max_accuracy_loss:g}", cost(), extra=extra)
-        return Measurement.success(latency, cost(), spread=float(result["spread"]), extra=extra)
+        samples = tuple(float(v) for v in result.get("samples_s") or ())
+        return Measurement.success(latency, cost(), spread=float(result["spread"]), extra=extra,
+                                   samples_s=samples)
+
+    def environment(self) -> dict[str, str]:
+        """The compiler (its ``--version`` line) and the CPU model: what the timings of a
+        config depend on here besides the config."""
+        try:
+            _path, version, machine, cpu = toolchain_id(self.compiler).split("|", 3)
+        except ToolchainError as exc:
+            return {"backend": self.name, "compiler": f"{self.compiler}: {exc}"}
+        return {"backend": self.name, "compiler": version, "cpu": f"{cpu} ({machine})"}
 
     def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
         """Compile ``config``'s library into the build cache (the kernel is the same for
