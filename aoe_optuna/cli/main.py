@@ -270,6 +270,7 @@ def _tune(args: argparse.Namespace) -> int:
         time_s=args.timeout if args.timeout is not None else spec.max_search_time,
         wall_time=args.wall_time,
         target_tokens_per_s=args.target if args.target is not None else spec.target_throughput,
+        patience=spec.race.patience, patience_margin=spec.race.epsilon,
     )
 
     def baseline_value() -> float | None:
@@ -305,14 +306,17 @@ def _tune(args: argparse.Namespace) -> int:
             result = session.run(budget, view, n_workers=n_workers, devices=devices,
                                  stale_after_s=args.stale_after, builders=builders,
                                  host_devices=n_workers)
+        certified = session.certify(on_event=lambda line: print(line, file=sys.stderr),
+                                    stale_after_s=args.stale_after)
     except KeyboardInterrupt:
         resume = (f"aoe-tune --storage {shown_absolute} "
                   f"--study-name {study.study_name}"
                   + (f" --n-trials {args.n_trials}" if args.n_trials else ""))
-        print("\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
+        print("\naoe-tune: interrupted; completed measurements (and the race's re-timings) "
+              "are stored. Resume with:\n"
               + "\n".join(wrap_command(resume, width)), file=sys.stderr)
         return 130
-    summary = summarise(study, spec, result, shown_absolute, folder)
+    summary = summarise(study, spec, result, shown_absolute, folder, certified)
     print_summary(summary)
     save_dashboard_note(study, summary)
     from aoe_optuna.study.storage.artifacts import artifact_dir, upload_files, upload_spec

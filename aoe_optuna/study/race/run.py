@@ -1,0 +1,146 @@
+"""Running a study's race: contenders chosen, re-timed round by round, stored as taken.
+
+The search's budget is spent first (the race's re-timings are not trials and do not
+count against it); then the contenders (:mod:`aoe_optuna.certify.contenders`) are
+re-timed in interleaved rounds until :func:`aoe_optuna.certify.race.race_state` says
+the race is over or its budget, a share of the search's measurements, cannot pay for
+the next round. Each re-timing is written to the study before the next begins, so a
+race killed anywhere loses none of them: the same command resumes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial
+
+from aoe_optuna.attrs import ATTR_CUT_SHORT, ATTR_TIMING_US
+from aoe_optuna.certify.contenders import contenders
+from aoe_optuna.certify.race import MIN_ROUNDS, next_timings
+from aoe_optuna.spec.race import RaceSettings
+from aoe_optuna.study.create import measured_results
+from aoe_optuna.study.race.lease import take_lease
+from aoe_optuna.study.race.outcome import Certified, certified_of, state_of, unraced
+from aoe_optuna.study.race.record import RaceRecord
+from aoe_optuna.study.run.objective import count_measured
+from aoe_optuna.study.trials.fault_points import fault_point
+
+# params, noise draw -> (cost in seconds per token, or None when the run failed; the
+# relative standard error its repeats show, or None)
+Remeasure = Callable[[Mapping[str, Any], int], tuple[float | None, float | None]]
+
+
+def run_race(record: RaceRecord, params: Mapping[int, Mapping[str, Any]],
+             remeasure: Remeasure, save: Callable[[RaceRecord], None] = lambda r: None
+             ) -> RaceRecord:
+    """Re-time ``record``'s contenders until the race is over or its budget cannot pay
+    for the rest of the round; ``save`` after every re-timing."""
+    while True:
+        state = state_of(record)
+        todo = next_timings(state, {c: record.costs[c] for c in state.active})
+        if state.done or not todo:
+            record.done, record.reason = True, state.reason
+            break
+        if record.spent + len(todo) > record.budget:
+            record.done = True
+            record.reason = f"the budget of {record.budget} re-timings is spent"
+            break
+        for c in todo:
+            cost, rel_se = remeasure(params[c], record.draw_base + len(record.costs[c]))
+            record.add(c, cost, rel_se)
+            save(record)
+            fault_point("race")
+            if cost is None:
+                break  # a contender dropped out: the round is another one now
+    save(record)
+    return record
+
+
+def new_record(trials: Sequence[FrozenTrial], searched: int, settings: RaceSettings,
+               rel_noise: float, earlier: RaceRecord | None) -> RaceRecord | None:
+    """The race of a search of ``searched`` measurements (None when its budget cannot
+    time even one contender twice)."""
+    budget = settings.measurements(searched)
+    field = min(settings.contenders, budget // MIN_ROUNDS)
+    if field < 1:
+        return None
+    costs = [1.0 / float(t.value) for t in trials]  # type: ignore[arg-type]
+    chosen = [trials[i] for i in contenders(costs, rel_noise, settings.epsilon, field)]
+    return RaceRecord(
+        after=searched, contenders=[t.number for t in chosen],
+        first={t.number: 1.0 / float(t.value) for t in chosen},  # type: ignore[arg-type]
+        budget=budget, rules=settings.rules(budget, len(chosen)),
+        draw_base=earlier.next_draw_base if earlier is not None else 1,
+        earlier=(earlier.spent + earlier.earlier) if earlier is not None else 0)
+
+
+def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
+    """The median relative standard error of a GEMM's timing over the measured trials
+    that kept their repeats (None: none did)."""
+    rel = sorted(s["se"] / s["mean"] for t in trials
+                 for s in (t.user_attrs.get(ATTR_TIMING_US) or {}).values()
+                 if isinstance(s, dict) and s.get("mean") and s.get("se") == s.get("se")
+                 and s.get("se") is not None)
+    return rel[len(rel) // 2] if rel else None
+
+
+def race_study(study: optuna.Study, remeasure: Remeasure, settings: RaceSettings,
+               timing_noise: float | None, *, stale_after_s: float = 3600.0,
+               on_event: Callable[[str], None] = lambda s: None) -> Certified | None:
+    """Certify the study's winner: race its contenders, or resume their race, or read
+    the race another process holds. ``timing_noise``: the backend's relative noise of
+    one measurement (None: noise-free figures, nothing to race). None when the study
+    holds no successful measurement."""
+    trials = [t for t in measured_results(study) if not t.user_attrs.get(ATTR_CUT_SHORT)
+              and t.value is not None and float(t.value) > 0]
+    if not trials:
+        return None
+    searched = count_measured(study.get_trials(deepcopy=False))
+    record = RaceRecord.of(study)
+    if record is not None and record.after == searched and record.done:
+        return certified_of(record)
+    rel_noise = measured_noise(trials) or timing_noise
+    if timing_noise is None and measured_noise(trials) is None:
+        return unraced(trials, settings.epsilon, "noise-free figures: nothing to race",
+                       exact=True)
+    assert rel_noise is not None
+    if record is None or record.after != searched:
+        fresh = new_record(trials, searched, settings, rel_noise, record)
+        if fresh is None:
+            return unraced(trials, settings.epsilon, f"not raced: a budget of "
+                           f"{settings.measurements(searched)} re-timings", exact=False)
+        record = fresh
+    mine, holder = take_lease(study, searched, record.heartbeat, stale_after_s)
+    stored = RaceRecord.of(study)
+    if stored is not None and stored.after == searched:
+        record = stored  # what a holder before this one left
+    if not mine:
+        who = f"{holder.get('host')} pid {holder.get('pid')}" if holder else "another process"
+        on_event(f"race: {who} races this study's winners; its record so far follows")
+        return certified_of(record) if stored is not None and stored.after == searched \
+            else None
+    by_number = {t.number: dict(t.params) for t in trials}
+    if record.spent:
+        on_event(f"race: resuming after {record.spent} of {record.budget} re-timings")
+    record = run_race(record, by_number, remeasure, lambda r: r.save(study))
+    return certified_of(record)
+
+
+def stored_certified(study: optuna.Study, settings: RaceSettings,
+                     timing_noise: float | None) -> Certified | None:
+    """What the study certifies without measuring anything (an export's reading): its
+    race of the present search, or, for noise-free figures, the best measurement and
+    its ties; None when it holds no race of its present search."""
+    trials = [t for t in measured_results(study) if not t.user_attrs.get(ATTR_CUT_SHORT)
+              and t.value is not None and float(t.value) > 0]
+    if not trials:
+        return None
+    record = RaceRecord.of(study)
+    if record is not None and record.after == count_measured(study.get_trials(deepcopy=False)):
+        return certified_of(record)
+    if timing_noise is None and measured_noise(trials) is None:
+        return unraced(trials, settings.epsilon, "noise-free figures: nothing to race",
+                       exact=True)
+    return None
