@@ -150,6 +150,7 @@ def race_state(history: Mapping[Hashable, Sequence[float]], rules: RaceRules,
     if len(active) >= 2:
         rounds = min(len(history[c]) for c in active)
     leader = _leader(active, history) if active else None
+    verdicts.pop(leader, None)  # a rival once, it leads now: it has no verdict against itself
     if k0 == 0:
         return RaceState(None, (), {}, 0, True, "no candidate")
     if k0 == 1 or len(active) == 1:
