@@ -40,13 +40,14 @@ examples:
 
 other commands: operators (one study per GEMM shape of a model, one shared budget),
 export, describe, doctor, calibrate (a chip profile fitted to your own kernel timings),
+recheck (re-time a knowledge base's entries measured under another toolkit or machine),
 bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
 pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
-               "doctor", "calibrate")
+               "doctor", "calibrate", "recheck")
 DEFAULT_STALE_AFTER_S = 3600.0
 
 
@@ -158,6 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from aoe_optuna.cli.calibrate import main as calibrate_main
 
             return calibrate_main(argv)
+        if command == "recheck":
+            from aoe_optuna.cli.recheck import main as recheck_main
+
+            return recheck_main(argv)
         return _tune_command(argv)
     except UsageError as exc:
         return _fail(str(exc))

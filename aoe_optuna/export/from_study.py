@@ -131,21 +131,28 @@ def kb_entries(spec: StudySpec, best: FrozenTrial, gain: float | None, study_nam
         latency_s = (per_call / value if certified is not None
                      else _gemm_latency_s(spec.workload, gemm, best))
         band = _simulated_gemm_band(spec)
-        interval = None
+        interval = latency_interval = None
         if certified is not None and certified.spent:
             lo, hi = (per_call / v for v in reversed(certified.interval))
-            interval = (round(gemm.flops / hi / 1e12, 4), round(gemm.flops / lo / 1e12, 4))
+            interval = (_sig(gemm.flops / hi / 1e12), _sig(gemm.flops / lo / 1e12))
+            latency_interval = (round(lo * 1e6, 4), round(hi * 1e6, 4))
         extra = _certified(certified, interval, ties, env)
         return [make_entry(soc, gemm_kb_op(spec.op_name, gemm.batch), gemm.dtype, gemm.M,
                            gemm.K, gemm.N, layout, config, round(gemm.flops / latency_s / 1e12, 4),
                            gain, study_name, storage_url, objective=SHAPE_UNIT,
-                           latency_us=round(latency_s * 1e6, 4), band=band, certified=extra)]
+                           latency_us=round(latency_s * 1e6, 4),
+                           latency_interval_us=latency_interval, band=band, certified=extra)]
     band = _simulated_band(spec, value)
     interval = certified.interval if certified is not None and certified.spent else None
     extra = _certified(certified, interval, ties, env)
     return [make_entry(soc, op, dtype, m, k, n, layout, config, value, gain, study_name,
                        storage_url, band=band, workload=spec.workload.name, certified=extra)
             for op, dtype, m, k, n in _step_shapes(spec)]
+
+
+def _sig(x: float) -> float:
+    """Six significant figures: a CPU kernel's TFLOPS (0.0098) keeps its digits."""
+    return float(f"{x:.6g}")
 
 
 def _certified(certified: Certified | None, interval: tuple[float, float] | None,
