@@ -13,6 +13,7 @@ race's re-timings over the search's measurements.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
 import json
@@ -29,8 +30,8 @@ from aoe_optuna.bench.subcommand import at_least, parser, run, space_file
 
 NAME = "race"
 EXAMPLE = """\
-  aoe-tune bench race --space ../shared/spaces/gemm_RTX_2080_Ti.json.gz --seeds 20 \\
-      --reruns 20 --budget 100 --out /tmp/race"""
+  aoe-tune bench race --space benchmark_hub:gemm_RTX_2080_Ti --seeds 20 --reruns 20 \\
+      --budget 100 --out /tmp/race"""
 
 
 def agreement(picks: Sequence[tuple[int, Sequence[int]]]) -> float:
@@ -78,8 +79,10 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
     first = new_record(trials, searched, settings, rel_noise, None)
     races, argmins = [], []
     for k in range(reruns):
-        if first is None:
-            break
+        redrawn = {n: remeasure(p, 500_000 + k)[0] or math.inf for n, p in params.items()}
+        argmins.append(min(redrawn, key=lambda n: (redrawn[n], n)))
+        if first is None:  # a budget too small to race: the argmin stands alone
+            continue
         record = run_race(dataclasses.replace(first, draw_base=1 + 1000 * k, costs={},
                                               rel_se={}, failed=[], spent=0),
                           params, remeasure)
@@ -88,8 +91,6 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
         races.append({"winner": c.winner, "ties": list(c.ties), "spent": c.spent,
                       "pcs": c.pcs, "reason": c.reason, "rounds": c.rounds,
                       "true": truth[c.winner]})
-        redrawn = {n: remeasure(p, 500_000 + k)[0] or math.inf for n, p in params.items()}
-        argmins.append(min(redrawn, key=lambda n: (redrawn[n], n)))
     return {
         "case": case.name, "seed": seed, "sampler": sampler, "searched": searched,
         "contenders": [] if first is None else first.contenders,
@@ -99,28 +100,33 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
     }
 
 
+def _stat(f: Any, xs: Sequence[float]) -> float:
+    """``f`` of ``xs``, NaN for none (no seed was raced: a budget too small)."""
+    return float(f(np.asarray(xs, dtype=float))) if len(xs) else math.nan
+
+
 def summarise(rows: Sequence[dict[str, Any]], optimum: float) -> dict[str, float]:
     """Per space: the means over seeds (and the worst seed) of what one_seed measured."""
     race_gap = [r["true"] / row["best_true_s"] - 1 for row in rows for r in row["races"]]
     arg_gap = [t / row["best_true_s"] - 1 for row in rows for t in row["argmin_reruns_true_s"]]
-    race_agree = [agreement([(r["winner"], r["ties"]) for r in row["races"]]) for row in rows]
+    race_agree = [agreement([(r["winner"], r["ties"]) for r in row["races"]])
+                  for row in rows if row["races"]]
     arg_agree = [agreement([(a, ()) for a in row["argmin_reruns"]]) for row in rows]
     spent = [r["spent"] / row["searched"] for row in rows for r in row["races"]]
     ties = [len(r["ties"]) for row in rows for r in row["races"]]
+    mean, worst = np.mean, np.max
     return {
         "seeds": len(rows),
-        "race_gap_mean": float(np.mean(race_gap)), "race_gap_max": float(np.max(race_gap)),
-        "race_within_half_pct": float(np.mean(np.asarray(race_gap) <= 0.005)),
-        "argmin_gap_mean": float(np.mean(arg_gap)), "argmin_gap_max": float(np.max(arg_gap)),
-        "argmin_within_half_pct": float(np.mean(np.asarray(arg_gap) <= 0.005)),
-        "race_agree_mean": float(np.mean(race_agree)), "race_agree_min": float(np.min(race_agree)),
-        "argmin_agree_mean": float(np.mean(arg_agree)),
-        "argmin_agree_min": float(np.min(arg_agree)),
-        "spent_mean": float(np.mean(spent)), "spent_max": float(np.max(spent)),
-        "ties_mean": float(np.mean(ties)),
-        "race_vs_opt": float(np.mean([r["true"] / optimum for row in rows
-                                      for r in row["races"]])),
-        "argmin_vs_opt": float(np.mean([row["argmin_true_s"] / optimum for row in rows])),
+        "race_gap_mean": _stat(mean, race_gap), "race_gap_max": _stat(worst, race_gap),
+        "race_within_half_pct": _stat(mean, [g <= 0.005 for g in race_gap]),
+        "argmin_gap_mean": _stat(mean, arg_gap), "argmin_gap_max": _stat(worst, arg_gap),
+        "argmin_within_half_pct": _stat(mean, [g <= 0.005 for g in arg_gap]),
+        "race_agree_mean": _stat(mean, race_agree), "race_agree_min": _stat(np.min, race_agree),
+        "argmin_agree_mean": _stat(mean, arg_agree), "argmin_agree_min": _stat(np.min, arg_agree),
+        "spent_mean": _stat(mean, spent), "spent_max": _stat(worst, spent),
+        "ties_mean": _stat(mean, ties),
+        "race_vs_opt": _stat(mean, [r["true"] / optimum for row in rows for r in row["races"]]),
+        "argmin_vs_opt": _stat(mean, [row["argmin_true_s"] / optimum for row in rows]),
     }
 
 
@@ -141,10 +147,23 @@ def table(summaries: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def recorded_file(text: str) -> str:
+    """An argparse type: a recorded space's file, ``benchmark_hub:NAME`` fetched once."""
+    from aoe_optuna.backends.replay.hub import HubError, is_hub, recorded_space
+
+    if is_hub(text):
+        try:
+            return str(recorded_space(text))
+        except HubError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return space_file(text)
+
+
 def build_parser() -> Any:
     ap = parser(NAME, __doc__, EXAMPLE)
-    ap.add_argument("--space", action="append", required=True, type=space_file,
-                    help="a recorded space with repeats (repeatable)")
+    ap.add_argument("--space", action="append", required=True, type=recorded_file,
+                    help="a recorded space with repeats, a file or benchmark_hub:NAME "
+                    "(repeatable)")
     ap.add_argument("--sampler", default="gp-ucb", help="the search's sampler")
     ap.add_argument("--budget", type=at_least(2), default=100,
                     help="the search's measurements")

@@ -17,8 +17,9 @@ from aoe_optuna.cli.common import UsageError, user_errors
 
 EXAMPLE = """\
 example:
-  # a knowledge base tuned on another compiler, re-timed with this machine's
-  aoe-tune recheck aoe_kb.json --config studies/cpu_gemm.json"""
+  # tune on the cpu backend into a knowledge base; after a compiler upgrade, re-check it
+  aoe-tune --config studies/cpu_gemm.json --kb aoe_kb.json; then \\
+      aoe-tune recheck aoe_kb.json --config studies/cpu_gemm.json"""
 EXIT_NOT_BUILT = 3
 
 
