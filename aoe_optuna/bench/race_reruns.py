@@ -50,7 +50,7 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
     import optuna
 
     from aoe_optuna.study.race.outcome import certified_of
-    from aoe_optuna.study.race.run import measured_noise, new_record, run_race
+    from aoe_optuna.study.race.run import measured_noise, new_record, reserve, run_race
     from aoe_optuna.study.run.loop import Budget
     from aoe_optuna.study.run.objective import count_measured
     from aoe_optuna.study.session import IN_MEMORY, SamplerRequest, SpaceSession
@@ -75,7 +75,8 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
         return (1.0 / ev.tokens_per_s if ev.ok else None), ev.rel_se
 
     searched = count_measured(session.study.get_trials(deepcopy=False))
-    rel_noise = measured_noise(trials) or backend.timing_noise({"path": case.path})
+    rel_noise = max(n for n in (measured_noise(trials),
+                                backend.timing_noise({"path": case.path}), 0.0) if n is not None)
     first = new_record(trials, searched, settings, rel_noise, None)
     races, argmins = [], []
     for k in range(reruns):
@@ -83,14 +84,16 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
         argmins.append(min(redrawn, key=lambda n: (redrawn[n], n)))
         if first is None:  # a budget too small to race: the argmin stands alone
             continue
-        record = run_race(dataclasses.replace(first, draw_base=1 + 1000 * k, costs={},
-                                              rel_se={}, failed=[], spent=0),
-                          params, remeasure)
+        fresh = dataclasses.replace(first, draw_base=1 + 1000 * k, costs={}, rel_se={},
+                                    failed=[], spent=0, contenders=list(first.contenders),
+                                    first=dict(first.first))
+        record = run_race(fresh, params, remeasure, reserve=reserve(trials, fresh),
+                          max_contenders=settings.contenders)
         c = certified_of(record)
         assert c is not None
         races.append({"winner": c.winner, "ties": list(c.ties), "spent": c.spent,
                       "pcs": c.pcs, "reason": c.reason, "rounds": c.rounds,
-                      "true": truth[c.winner]})
+                      "true": truth[c.winner], "contenders": len(record.contenders)})
     return {
         "case": case.name, "seed": seed, "sampler": sampler, "searched": searched,
         "contenders": [] if first is None else first.contenders,

@@ -32,3 +32,19 @@ def contenders(costs: Sequence[float], rel_noise: float | None, epsilon: float,
         return ranked[:1]
     limit = costs[ranked[0]] * band(rel_noise, epsilon)
     return [i for i in ranked if costs[i] <= limit][:max(max_contenders, 1)]
+
+
+def joiners(leader_costs: Sequence[float], spread: float, first_costs: Sequence[float],
+            epsilon: float, room: int) -> list[int]:
+    """Indices into ``first_costs`` (configs measured once, not raced, best first) of the
+    configs that could still beat the race's leader: their first cost lies within the
+    band over the leader's re-timed geometric mean, not over the luckiest first cost.
+    When re-timing shows the leader's first timing was a lucky draw (its curse is wider
+    than the noise the contenders were chosen by), these join the race. ``spread``: the
+    relative noise of one timing, as the race's own re-timings show it; ``room``: how
+    many may still join."""
+    if room <= 0 or not leader_costs:
+        return []
+    mean = math.exp(sum(math.log(c) for c in leader_costs) / len(leader_costs))
+    limit = mean * band(spread, epsilon)
+    return [i for i, c in enumerate(first_costs) if math.isfinite(c) and c <= limit][:room]

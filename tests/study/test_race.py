@@ -67,13 +67,13 @@ def test_a_race_cut_short_resumes_with_its_re_timings_and_ends_as_an_uncut_one(
     calls = []
     real = race_run.run_race
 
-    def stop_after_three(record, params, remeasure, save=lambda r: None):
+    def stop_after_three(record, params, remeasure, *rest):
         def counted(p, draw):
             if len(calls) == 3:
                 raise KeyboardInterrupt
             calls.append(draw)
             return remeasure(p, draw)
-        return real(record, params, counted, save)
+        return real(record, params, counted, *rest)
 
     monkeypatch.setattr(race_run, "run_race", stop_after_three)
     with pytest.raises(KeyboardInterrupt):
@@ -164,3 +164,24 @@ def test_patience_ends_a_search_whose_proposals_stopped_improving(tmp_path):
     result = s.run(Budget(n_measurements=16, patience=3, patience_margin=0.5))
     assert "no improvement beyond 50% in the last 3 measurements" in result.stop_reason
     assert count_measured(s.study.get_trials(deepcopy=False)) == 4
+
+
+def test_a_lucky_first_timing_brings_the_configs_it_hid_into_the_race():
+    from aoe_optuna.certify.race import RaceRules
+    from aoe_optuna.study.race.record import RaceRecord
+    from aoe_optuna.study.race.run import run_race
+
+    true = {0: 1.10, 1: 1.00, 2: 1.02, 3: 1.50}  # 0 was measured at 0.90: a lucky draw
+    record = RaceRecord(after=4, contenders=[0], first={0: 0.90}, budget=20, noise=0.01,
+                        rules=RaceRules(max_rounds=10))
+    run_race(record, {c: {"c": c} for c in true},
+             lambda p, draw: (true[p["c"]], None),
+             reserve=[(1, 0.97), (2, 1.03), (3, 1.40)], max_contenders=5)
+    assert record.contenders == [0, 1, 2] and record.done  # 3 stays out: slower by far
+    assert state_leader(record) == 1
+
+
+def state_leader(record):
+    from aoe_optuna.study.race.outcome import certified_of
+
+    return certified_of(record).winner

@@ -25,6 +25,7 @@ class RaceRecord:
     budget: int  # re-timings it may spend
     rules: RaceRules
     draw_base: int = 1
+    noise: float = 0.0  # the relative noise of one timing the contenders were chosen by
     costs: dict[int, list[float]] = field(default_factory=dict)
     rel_se: dict[int, list[float]] = field(default_factory=dict)  # per re-timing, nan: unknown
     failed: list[int] = field(default_factory=list)
@@ -59,7 +60,7 @@ class RaceRecord:
         return {
             "after": self.after, "contenders": self.contenders,
             "first": {str(k): v for k, v in self.first.items()},
-            "budget": self.budget, "draw_base": self.draw_base,
+            "budget": self.budget, "draw_base": self.draw_base, "noise": self.noise,
             "rules": {"epsilon": r.epsilon, "confidence": r.confidence,
                       "min_rounds": r.min_rounds, "max_rounds": r.max_rounds},
             "costs": {str(k): v for k, v in self.costs.items()},
@@ -80,6 +81,7 @@ class RaceRecord:
                 after=int(raw["after"]), contenders=[int(c) for c in raw["contenders"]],
                 first={int(k): float(v) for k, v in raw["first"].items()},
                 budget=int(raw["budget"]), rules=rules, draw_base=int(raw["draw_base"]),
+                noise=float(raw.get("noise", 0.0)),
                 costs={int(k): [float(x) for x in v] for k, v in raw["costs"].items()},
                 rel_se={int(k): [float("nan") if x is None else float(x) for x in v]
                         for k, v in raw.get("rel_se", {}).items()},

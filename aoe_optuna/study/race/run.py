@@ -10,14 +10,17 @@ race killed anywhere loses none of them: the same command resumes it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.attrs import ATTR_CUT_SHORT, ATTR_TIMING_US
-from aoe_optuna.certify.contenders import contenders
+from aoe_optuna.certify.blocks import own_sigma
+from aoe_optuna.certify.contenders import contenders, joiners
 from aoe_optuna.certify.race import MIN_ROUNDS, next_timings
 from aoe_optuna.spec.race import RaceSettings
 from aoe_optuna.study.create import measured_results
@@ -33,17 +36,25 @@ Remeasure = Callable[[Mapping[str, Any], int], tuple[float | None, float | None]
 
 
 def run_race(record: RaceRecord, params: Mapping[int, Mapping[str, Any]],
-             remeasure: Remeasure, save: Callable[[RaceRecord], None] = lambda r: None
+             remeasure: Remeasure, save: Callable[[RaceRecord], None] = lambda r: None,
+             reserve: Sequence[tuple[int, float]] = (), max_contenders: int = 0
              ) -> RaceRecord:
     """Re-time ``record``'s contenders until the race is over or its budget cannot pay
-    for the rest of the round; ``save`` after every re-timing."""
+    for the rest of the round; ``save`` after every re-timing. ``reserve``: the configs
+    measured but not raced, (trial, first cost) best first; those that could still beat
+    the leader once its re-timings show its first timing was lucky join the race, up to
+    ``max_contenders`` in all (:func:`aoe_optuna.certify.contenders.joiners`)."""
     while True:
         state = state_of(record)
         todo = next_timings(state, {c: record.costs[c] for c in state.active})
-        if state.done or not todo:
+        stop = (state.done or not todo) and "decided" \
+            or (record.spent + len(todo) > record.budget and "budget")
+        if stop and _widen(record, state, reserve, max_contenders):
+            continue
+        if stop == "decided":
             record.done, record.reason = True, state.reason
             break
-        if record.spent + len(todo) > record.budget:
+        if stop == "budget":
             record.done = True
             record.reason = f"the budget of {record.budget} re-timings is spent"
             break
@@ -56,6 +67,35 @@ def run_race(record: RaceRecord, params: Mapping[int, Mapping[str, Any]],
                 break  # a contender dropped out: the round is another one now
     save(record)
     return record
+
+
+def _widen(record: RaceRecord, state: Any, reserve: Sequence[tuple[int, float]],
+           max_contenders: int) -> bool:
+    """Let the reserve's configs that could beat the leader join, where the budget pays
+    for their catching up and one round more; whether any joined."""
+    if state.leader is None or not reserve:
+        return False
+    waiting = [(t, c) for t, c in reserve if t not in record.costs]
+    rounds = max(len(v) for v in record.costs.values())
+    left = record.budget - record.spent
+    afford = left // (rounds + 1) if rounds else 0
+    room = min(max_contenders - len(record.contenders), afford)
+    spread = max(record.noise, race_spread(record))
+    joined = joiners(record.costs[state.leader], spread, [c for _, c in waiting],
+                     record.rules.epsilon, room)
+    for i in joined:
+        trial, cost = waiting[i]
+        record.contenders.append(trial)
+        record.first[trial] = cost
+        record.costs[trial], record.rel_se[trial] = [], []
+    return bool(joined)
+
+
+def race_spread(record: RaceRecord) -> float:
+    """The relative noise of one re-timing as the race shows it: each contender's spread
+    around its own mean, pooled (drift included); 0 before two rounds."""
+    sigma, _ = own_sigma([np.log(np.asarray(v)) for v in record.costs.values() if len(v) >= 2])
+    return math.expm1(sigma) if math.isfinite(sigma) else 0.0
 
 
 def new_record(trials: Sequence[FrozenTrial], searched: int, settings: RaceSettings,
@@ -71,7 +111,7 @@ def new_record(trials: Sequence[FrozenTrial], searched: int, settings: RaceSetti
     return RaceRecord(
         after=searched, contenders=[t.number for t in chosen],
         first={t.number: 1.0 / float(t.value) for t in chosen},  # type: ignore[arg-type]
-        budget=budget, rules=settings.rules(budget, len(chosen)),
+        budget=budget, rules=settings.rules(budget, settings.contenders), noise=rel_noise,
         draw_base=earlier.next_draw_base if earlier is not None else 1,
         earlier=(earlier.spent + earlier.earlier) if earlier is not None else 0)
 
@@ -101,11 +141,11 @@ def race_study(study: optuna.Study, remeasure: Remeasure, settings: RaceSettings
     record = RaceRecord.of(study)
     if record is not None and record.after == searched and record.done:
         return certified_of(record)
-    rel_noise = measured_noise(trials) or timing_noise
-    if timing_noise is None and measured_noise(trials) is None:
+    known = [n for n in (measured_noise(trials), timing_noise) if n]
+    rel_noise = max(known) if known else None  # a timing's own repeats, or more
+    if rel_noise is None:
         return unraced(trials, settings.epsilon, "noise-free figures: nothing to race",
                        exact=True)
-    assert rel_noise is not None
     if record is None or record.after != searched:
         fresh = new_record(trials, searched, settings, rel_noise, record)
         if fresh is None:
@@ -124,8 +164,16 @@ def race_study(study: optuna.Study, remeasure: Remeasure, settings: RaceSettings
     by_number = {t.number: dict(t.params) for t in trials}
     if record.spent:
         on_event(f"race: resuming after {record.spent} of {record.budget} re-timings")
-    record = run_race(record, by_number, remeasure, lambda r: r.save(study))
+    record = run_race(record, by_number, remeasure, lambda r: r.save(study),
+                      reserve(trials, record), settings.contenders)
     return certified_of(record)
+
+
+def reserve(trials: Sequence[FrozenTrial], record: RaceRecord) -> list[tuple[int, float]]:
+    """The measured configs not raced, (trial, first cost) best first."""
+    out = [(t.number, 1.0 / float(t.value)) for t in trials  # type: ignore[arg-type]
+           if t.number not in record.costs]
+    return sorted(out, key=lambda x: (x[1], x[0]))
 
 
 def stored_certified(study: optuna.Study, settings: RaceSettings,
