@@ -191,7 +191,7 @@ def _race(argv: list[str]) -> int:
           if v is not None}
     settings = RaceSettings(**kw)
     cases = [Case.from_path(p, "recorded") for p in args.space]
-    if any(c.kind != "replay" for c in cases):
+    if any(c.kind == "spec" for c in cases):
         raise BenchError("--space: expected recorded spaces (Kernel Tuner cache files)")
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "race.jsonl"
