@@ -68,7 +68,7 @@ def floor_of(record: RaceRecord) -> float | None:
 
 def state_of(record: RaceRecord) -> RaceState:
     return race_state({c: record.costs[c] for c in record.contenders}, record.rules,
-                      floor_of(record), record.failed)
+                      floor_of(record), [*record.failed, *record.retired])
 
 
 def certified_of(record: RaceRecord) -> Certified | None:
@@ -78,6 +78,7 @@ def certified_of(record: RaceRecord) -> Certified | None:
         return None
     w = int(state.leader)  # type: ignore[call-overload]
     others = [record.costs[c] for c in record.contenders if c != w and c not in record.failed]
+    slower = [*record.retired, *(int(c) for c in state.slower)]  # type: ignore[call-overload]
     mean, lo, hi = winner_interval(record.costs[w], record.rules.confidence,
                                    floor_of(record), others)
     if not math.isfinite(mean):  # not re-timed yet: its first timing
@@ -87,7 +88,7 @@ def certified_of(record: RaceRecord) -> Certified | None:
         winner=w, value=1.0 / mean, interval=(1.0 / hi, 1.0 / lo),
         first_value=1.0 / record.first[w], ties=tuple(ties),
         open=tuple(int(c) for c in state.open),  # type: ignore[call-overload]
-        slower=tuple(int(c) for c in state.slower),  # type: ignore[call-overload]
+        slower=tuple(slower),
         pcs=state.pcs(record.rules), spent=record.spent, rounds=state.rounds,
         contenders=tuple(record.contenders), epsilon=record.rules.epsilon,
         done=record.done, reason=record.reason)

@@ -29,6 +29,9 @@ class RaceRecord:
     costs: dict[int, list[float]] = field(default_factory=dict)
     rel_se: dict[int, list[float]] = field(default_factory=dict)  # per re-timing, nan: unknown
     failed: list[int] = field(default_factory=list)
+    # rivals found slower before configs joined the race: out of it for good, so that the
+    # race goes on among the leader, its ties and the joiners alone
+    retired: list[int] = field(default_factory=list)
     spent: int = 0
     earlier: int = 0  # re-timings earlier races of the study spent
     done: bool = False
@@ -66,7 +69,8 @@ class RaceRecord:
             "costs": {str(k): v for k, v in self.costs.items()},
             "rel_se": {str(k): [None if x != x else x for x in v]
                        for k, v in self.rel_se.items()},
-            "failed": self.failed, "spent": self.spent, "earlier": self.earlier,
+            "failed": self.failed, "retired": self.retired, "spent": self.spent,
+            "earlier": self.earlier,
             "done": self.done, "reason": self.reason,
             "heartbeat": datetime.now(UTC).isoformat(timespec="seconds"),
         }
@@ -85,7 +89,8 @@ class RaceRecord:
                 costs={int(k): [float(x) for x in v] for k, v in raw["costs"].items()},
                 rel_se={int(k): [float("nan") if x is None else float(x) for x in v]
                         for k, v in raw.get("rel_se", {}).items()},
-                failed=[int(c) for c in raw.get("failed", [])], spent=int(raw["spent"]),
+                failed=[int(c) for c in raw.get("failed", [])],
+                retired=[int(c) for c in raw.get("retired", [])], spent=int(raw["spent"]),
                 earlier=int(raw.get("earlier", 0)), done=bool(raw["done"]),
                 reason=str(raw.get("reason", "")), heartbeat=str(raw.get("heartbeat", "")),
             )

@@ -83,6 +83,8 @@ def _widen(record: RaceRecord, state: Any, reserve: Sequence[tuple[int, float]],
     spread = max(record.noise, race_spread(record))
     joined = joiners(record.costs[state.leader], spread, [c for _, c in waiting],
                      record.rules.epsilon, room)
+    if joined:  # the rivals found slower stay out; the leader and its ties race the joiners
+        record.retired += [int(c) for c in state.slower]  # type: ignore[call-overload]
     for i in joined:
         trial, cost = waiting[i]
         record.contenders.append(trial)
