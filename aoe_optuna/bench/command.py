@@ -243,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ex = exhaustive[c.name]
         print(f"{c.name}: {ex.n_feasible:,} feasible, optimum {ex.optimum:.6g} s "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
+        if c.kind == "replay":
+            from aoe_optuna.bench.seed_run import build_case
+
+            print(f"  measurements: {build_case(c).evaluator.backend.noise_note()}", flush=True)
     tasks: list[Task] = []
     for c in cases:
         for name, kwargs in samplers:

@@ -303,6 +303,10 @@ def _tune(args: argparse.Namespace) -> int:
               + (" (the npu default; --builders 0: none)"
                  if builders and args.builders is None else "")]
     # one line in a log (a piped run's lines are records), fitted to a terminal's width
+    note = session.backend.noise_note()
+    if note is not None:  # a recording's measurements: drawn from its repeats, or not
+        header[-1] += ";"
+        header.append(f"measurements: {note}")
     for line in wrap_items(header, width if view.console.is_terminal else sys.maxsize,
                            sep=" "):
         print(line, file=sys.stderr)

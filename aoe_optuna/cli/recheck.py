@@ -81,7 +81,8 @@ def _recheck(argv: list[str]) -> int:
                 if not ok:
                     print(f"not written: {r.line.split(':', 1)[0]}: another writer replaced "
                           "the entry while it was re-timed", file=sys.stderr)
-            print(f"wrote {args.kb}: {sum(kept)} entries re-timed")
+            n = sum(kept)
+            print(f"wrote {args.kb}: {n} {'entry' if n == 1 else 'entries'} re-timed")
         return EXIT_NOT_BUILT if any(r.verdict == "could not build" for r in done) else 0
     except errors as exc:
         print(f"aoe-tune recheck: error: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -151,8 +151,9 @@ def race_study(study: optuna.Study, remeasure: Remeasure, settings: RaceSettings
     if record is None or record.after != searched:
         fresh = new_record(trials, searched, settings, rel_noise, record)
         if fresh is None:
-            return unraced(trials, settings.epsilon, f"not raced: a budget of "
-                           f"{settings.measurements(searched)} re-timings", exact=False)
+            n = settings.measurements(searched)
+            return unraced(trials, settings.epsilon, f"not raced: a budget of {n} "
+                           f"re-timing{'' if n == 1 else 's'}", exact=False)
         record = fresh
     mine, holder = take_lease(study, searched, record.heartbeat, stale_after_s)
     stored = RaceRecord.of(study)
