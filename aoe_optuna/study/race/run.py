@@ -21,7 +21,7 @@ from optuna.trial import FrozenTrial
 from aoe_optuna.attrs import ATTR_CUT_SHORT, ATTR_TIMING_US
 from aoe_optuna.certify.blocks import own_sigma
 from aoe_optuna.certify.contenders import contenders, joiners
-from aoe_optuna.certify.race import MIN_ROUNDS, next_timings
+from aoe_optuna.certify.race import MIN_ROUNDS, RaceState, next_timings
 from aoe_optuna.spec.race import RaceSettings
 from aoe_optuna.study.create import measured_results
 from aoe_optuna.study.race.lease import take_lease
@@ -47,8 +47,11 @@ def run_race(record: RaceRecord, params: Mapping[int, Mapping[str, Any]],
     while True:
         state = state_of(record)
         todo = next_timings(state, {c: record.costs[c] for c in state.active})
-        stop = (state.done or not todo) and "decided" \
-            or (record.spent + len(todo) > record.budget and "budget")
+        stop = None
+        if state.done or not todo:
+            stop = "decided"
+        elif record.spent + len(todo) > record.budget:
+            stop = "budget"
         if stop and _widen(record, state, reserve, max_contenders):
             continue
         if stop == "decided":
@@ -69,7 +72,7 @@ def run_race(record: RaceRecord, params: Mapping[int, Mapping[str, Any]],
     return record
 
 
-def _widen(record: RaceRecord, state: Any, reserve: Sequence[tuple[int, float]],
+def _widen(record: RaceRecord, state: RaceState, reserve: Sequence[tuple[int, float]],
            max_contenders: int) -> bool:
     """Let the reserve's configs that could beat the leader join, where the budget pays
     for their catching up and one round more; whether any joined."""
