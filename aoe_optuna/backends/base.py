@@ -40,7 +40,7 @@ FAILURE_LOG = "log"
 
 @dataclass(frozen=True)
 class Measurement:
-    """The outcome of building and timing one config on one GEMM.
+    """The outcome of measuring one config of one problem (a GEMM, a layer kernel).
 
     ``cost_s`` is what the measurement cost (or, on the simulator, would cost
     on hardware: build + warm-up + timed runs), so time budgets mean the same
@@ -79,7 +79,8 @@ class BuildAhead:
 
 
 class Backend(Protocol):
-    """Builds and times one config of a GEMM kernel."""
+    """Measures one config of one problem: a GEMM here; the npu backend also times a
+    layer kernel's program (``NpuBackend.measure_program``)."""
 
     name: str
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.aicore.gemm.model import GemmModel
 from aoe_optuna.calibration.kernels import MeasuredKernel
 from aoe_optuna.calibration.residuals import library_space
 from aoe_optuna.hardware.profile import SocProfile
@@ -29,7 +29,7 @@ def model_us(kernels: Sequence[MeasuredKernel], profile: SocProfile) -> np.ndarr
     """The model's time (us) of each kernel, on ``profile`` without its calibration; an
     infeasible tiling names the kernel's first row."""
     base = replace(profile, calibration=None)
-    sim = AscendSimulator(base)
+    sim = GemmModel(base)
     by_shape: dict[GemmKey, list[int]] = {}
     for i, kernel in enumerate(kernels):
         by_shape.setdefault(kernel.gemm.key, []).append(i)
@@ -47,14 +47,14 @@ def model_us(kernels: Sequence[MeasuredKernel], profile: SocProfile) -> np.ndarr
     return out
 
 
-def _library_us(sim: AscendSimulator, kernel: MeasuredKernel, soc: str) -> float:
+def _library_us(sim: GemmModel, kernel: MeasuredKernel, soc: str) -> float:
     """A library kernel's time: the best config of the library space."""
     space = library_space(soc, kernel.gemm.dtype)
     seconds = sim.latency(space.columns(space.all_feasible()), kernel.gemm)
     return float(np.nanmin(seconds)) * 1e6
 
 
-def _tiled_us(sim: AscendSimulator, kernels: list[MeasuredKernel], soc: str) -> np.ndarray:
+def _tiled_us(sim: GemmModel, kernels: list[MeasuredKernel], soc: str) -> np.ndarray:
     """Kernels of one GEMM shape, each with its own tiling (the parameters it leaves out
     at their defaults, as the simulator fills them), in one call."""
     defaults = default_config()

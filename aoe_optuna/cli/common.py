@@ -73,6 +73,36 @@ def max_workers() -> int:
     return WORKERS_PER_CPU * usable_cpus()
 
 
+def check_builders(builders: int | None, n_workers: int) -> None:
+    """``--builders``: 0 (no build pool) or at most :func:`max_builders` per worker."""
+    if builders is None:
+        return
+    if builders < 0:
+        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
+                         "builder cores")
+    cap = max_builders(n_workers)
+    if builders > cap:
+        workers = f"{n_workers} worker{'s' if n_workers != 1 else ''}"
+        raise UsageError(f"--builders: expected at most {cap} per worker on this host (each "
+                         f"worker has its builders + 1 trials in flight; {workers}, at most "
+                         f"{WORKERS_PER_CPU} trials in flight per CPU, {usable_cpus()} "
+                         f"CPUs), got {builders}")
+
+
+def max_builders(n_workers: int) -> int:
+    """The most builders each of ``n_workers`` workers may have: their trials in flight,
+    ``n_workers x (builders + 1)``, within :func:`max_workers`.
+
+    Each trial in flight is a thread of its worker that proposes on the CPU, and on the
+    cpu and npu backends a compiler process; a modelled build (the simulator) costs no
+    core, but its trial is as real. Past a few per CPU they only queue for the CPU, the
+    sampler and the storage: ``aoe-tune operators --builders 10000`` made 197 trials and
+    measured nothing in 120 s. The same share as worker processes, so that one host's
+    cap holds however its trials are split into workers and builders.
+    """
+    return max(max_workers() // max(n_workers, 1) - 1, 0)
+
+
 def check_positive(value: float | None, option: str, what: str) -> None:
     """``option`` must be a positive ``what`` when given."""
     if value is not None and not value > 0:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from aoe_optuna.attrs import ROOFLINE_ATTR
-from aoe_optuna.cli.common import UsageError, add_kb_replace
+from aoe_optuna.cli.common import WORKERS_PER_CPU, UsageError, add_kb_replace
 from aoe_optuna.cli.common import user_errors as _user_errors
 
 EXAMPLES = """\
@@ -44,11 +44,20 @@ recheck (re-time a knowledge base's entries measured under another toolkit or ma
 bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
 pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
+
+exit status:
+  0    done (a line on stderr if every measurement of this run failed)
+  2    bad input: one line on stderr, nothing written
+  4    nothing could be measured: every measurement failed (the last line on stderr
+       says how), so there is nothing to export
+  130  interrupted; the measurements are stored, the same command resumes
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
                "doctor", "calibrate", "recheck")
 DEFAULT_STALE_AFTER_S = 3600.0
+NOTHING_MEASURED = 4  # exit status: every measurement failed, the study holds no result
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,7 +120,8 @@ def _tune_parser() -> argparse.ArgumentParser:
                    "proposed next while each worker's device times one at a time (the cpu "
                    "backend's device is a core of its own); 0: build, then time, one config "
                    "at a time (default on the npu backend: the host's cores minus one per "
-                   "device, shared out over the devices; elsewhere 0)")
+                   "device, shared out over the devices; elsewhere 0). Each worker has B + 1 "
+                   f"trials in flight, at most {WORKERS_PER_CPU} per usable CPU on the host")
     p.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER_S, metavar="SECONDS",
                    help="fail a RUNNING trial that no heartbeat watches and no live process of "
                    "this host owns (optuna ask without tell, a host on a journal file) once it "
@@ -121,7 +131,17 @@ def _tune_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # a reader that stopped early (`aoe-tune describe ... | head`) is not an error of
+        # ours: quiet, and what is left unflushed goes nowhere instead of a traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _dispatch(argv: list[str]) -> int:
     _quiet_library_warnings()
     if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
         # the tuning command takes options only: a first word that is none is a typo
@@ -212,6 +232,7 @@ def _tune(args: argparse.Namespace) -> int:
     import optuna
 
     from aoe_optuna.cli.common import (
+        check_builders,
         check_kb_planned,
         check_positive,
         load_spec_for,
@@ -236,10 +257,8 @@ def _tune(args: argparse.Namespace) -> int:
     check_positive(args.timeout, "--timeout", "number of seconds")
     check_positive(args.stale_after, "--stale-after", "number of seconds")
     check_positive(args.target, "--target", "number of tokens/s")
-    if args.builders is not None and args.builders < 0:
-        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
-                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
+    check_builders(args.builders, n_workers)
     if args.op_source is not None and args.output is None:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
     if args.op_source is not None and not Path(args.op_source).is_file():
@@ -290,8 +309,9 @@ def _tune(args: argparse.Namespace) -> int:
          *(["--kb-replace"] if args.kb_replace else [])],
         {"--kb": args.kb if args.kb is not None else "", "--output": args.output,
          "--op-source": args.op_source})
+    before = study.get_trials(deepcopy=False)
     view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress,
-                        start=StudyProgress.of(study.get_trials(deepcopy=False)))
+                        start=StudyProgress.of(before))
     choice = session.sampler_choice
     width = view.console.width
     header = [f"study {study.study_name}", f"in {shown_storage}:",
@@ -328,11 +348,14 @@ def _tune(args: argparse.Namespace) -> int:
     summary = summarise(study, spec, result, shown_absolute, folder, certified)
     print_summary(summary)
     save_dashboard_note(study, summary)
+    from aoe_optuna.study.report.failed_run import all_failed
     from aoe_optuna.study.storage.artifacts import artifact_dir, upload_files, upload_spec
 
+    failed = all_failed(study.get_trials(deepcopy=False), before, spec.baseline)
+    nothing = failed is not None and not failed.study_has_result  # nothing to export
     with measurements_kept(study.study_name, shown_absolute, again):
         upload_spec(study, storage_url, spec.canonical())
-        if args.output is not None or args.kb is not None:
+        if (args.output is not None or args.kb is not None) and not nothing:
             source = Path(args.op_source) if args.op_source is not None else None
             output = Path(args.output) if args.output is not None else None
             _export_study(study, spec, args.storage, source, output, args.kb,
@@ -344,6 +367,12 @@ def _tune(args: argparse.Namespace) -> int:
         print(f"artifacts: {where}, shown by")
         dashboard = f"optuna-dashboard {shown_absolute} --artifact-dir {where}"
         print("\n".join(wrap_command(dashboard, width)))
+    if failed is not None:  # last, where a script's log ends
+        if nothing:
+            print(f"aoe-tune: error: nothing could be measured: {failed.line()}; nothing "
+                  "to export", file=sys.stderr)
+            return NOTHING_MEASURED
+        print(f"aoe-tune: warning: {failed.line()}", file=sys.stderr)
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aoe_optuna.attrs import SCHEDULER_ATTR
-from aoe_optuna.cli.common import UsageError, add_kb_replace
+from aoe_optuna.cli.common import WORKERS_PER_CPU, UsageError, add_kb_replace
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 
 if TYPE_CHECKING:
@@ -37,11 +37,14 @@ exit status:
   3    tuned and stored, but --export-dir could not write some kernel: one line each
        says why, and the last line on stderr names them all (their tunings are in their
        studies and, with --kb, the knowledge base)
+  4    nothing could be measured: every measurement of every operator failed (the
+       last line on stderr says how)
   130  interrupted; the measurements are stored, the same command resumes
 """
 
 DEFAULT_BUDGET = 200
 NOT_EXPORTED = 3  # exit status: tuned and stored, some kernel not written (EXAMPLES)
+NOTHING_MEASURED = 4  # exit status: every measurement of every operator failed (EXAMPLES)
 
 
 def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
@@ -96,7 +99,8 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    "and a chunk holds at least as many measurements as are in flight; 0: "
                    "build, then time (default on the npu backend: the host's cores minus "
                    "one per device, shared out over the devices; elsewhere 0). On the "
-                   "simulator the virtual clock counts the builds")
+                   "simulator the virtual clock counts the builds. Each worker has B + 1 "
+                   f"trials in flight, at most {WORKERS_PER_CPU} per usable CPU on the host")
     p.add_argument("--follow", action="store_true",
                    help="join a running operator study from another host: measure the shapes "
                    "its tuner allocates until it is done")
@@ -137,15 +141,18 @@ def main(argv: list[str]) -> int:
 def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
              backend: type[BackendBase] | None = None) -> Any:
     """The tuner's options; ``backend``: the run's backend class (its default builders)."""
-    from aoe_optuna.cli.common import check_positive, parse_sampler_kwargs, parse_workers
+    from aoe_optuna.cli.common import (
+        check_builders,
+        check_positive,
+        parse_sampler_kwargs,
+        parse_workers,
+    )
     from aoe_optuna.operators.scheduler import make_scheduler
     from aoe_optuna.operators.tuner import TunerOptions
     from aoe_optuna.study.run.pool_default import builders_for
 
-    if args.builders is not None and args.builders < 0:
-        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
-                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
+    check_builders(args.builders, n_workers)
     budget = args.n_trials if args.n_trials is not None else parent_attrs.get(
         "budget", DEFAULT_BUDGET)
     check_positive(budget, "--n-trials", "number of measurements")
@@ -175,6 +182,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     from aoe_optuna.operators.parent_study import open_operator_run
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.study.report.failed_run import all_failed
     from aoe_optuna.study.report.summary import absolute_storage_url
     from aoe_optuna.study.storage.redact import redact_url
 
@@ -260,6 +268,11 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         return 130
     outcome.print_result(result)
     outcome.save_note(tuner.parent, result)
+    failed = all_failed([t for s in tuner.studies for t in s.get_trials(deepcopy=False)])
+    if failed is not None:  # no operator has a result: nothing to merge or export
+        print(f"aoe-tune operators: error: nothing could be measured: {failed.line()}",
+              file=sys.stderr)
+        return NOTHING_MEASURED
     with measurements_kept(parent_name, shown_absolute, again):
         if args.kb:
             for line in outcome.merge_into_kb(result, spec, args.storage, args.kb,

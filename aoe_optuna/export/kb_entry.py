@@ -7,7 +7,7 @@ before these kinds load unchanged) keys its problem instead of M, K, N and a
 layout: the fields its problem type lists for its op (``KB_FIELDS``; e.g. decode
 attention's, op ``decode_attention``: batch, heads, head_dim, context, page size
 and KV layout; a vector kernel's rows and width), for every problem the
-simulator models (:data:`~aoe_optuna.backends.simulator.layer_models.LAYER_MODELS`).
+simulator models (:data:`~aoe_optuna.aicore.layer_models.LAYER_MODELS`).
 Every entry read from a file or merged passes :func:`validate_entry`, so the
 store, the lookup and the C header trust what they hold: among the rest, its config
 is a config of the op's space (a GEMM's tunables, each within the values a spec may
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
+from aoe_optuna.aicore.layer_models import LAYER_MODELS
 from aoe_optuna.export.kb_band import checked_band
 from aoe_optuna.export.kb_figure import CALL_UNIT, STEP_UNIT
 from aoe_optuna.hardware.profile import DTYPE_BYTES

@@ -20,7 +20,7 @@ from typing import Any
 
 from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, BuildAhead
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.render import RenderError
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.study.run.objective import Evaluation

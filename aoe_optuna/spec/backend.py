@@ -14,11 +14,13 @@ if TYPE_CHECKING:
 
 
 def option_error(source: str, options: dict[str, Any], exc: ValueError, what: str) -> SpecError:
-    """A backend's ValueError as a SpecError, at ``backend.<option>`` when it names one."""
+    """A backend's ValueError as a SpecError, at ``backend.<option>`` when it names one:
+    one the spec sets, or one it leaves at a default the host cannot serve (``compiler:
+    expected a C compiler on PATH, ...``: the key to set)."""
     text = " ".join(str(exc).split())
     key, detail = "backend", text
     match = re.match(r"^([A-Za-z_]\w*): (.*)$", text)
-    if match and match.group(1) in options:
+    if match and (match.group(1) in options or match.group(2).startswith("expected ")):
         key, detail = f"backend.{match.group(1)}", match.group(2)
     if detail.startswith("expected "):
         expected, _, got = detail.removeprefix("expected ").partition(", got ")

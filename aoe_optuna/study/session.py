@@ -242,10 +242,10 @@ class StudySession(Session):
             if choice.stored:
                 built = build_sampler(choice, spec, worker_index or 0)
             study, spec = load_or_create(storage, name, spec, roofline)
-        use_wal(storage)  # nothing is refused past this point
         if backend is None or built is None:  # resumed from the stored spec
-            backend = make_backend(spec)
+            backend = make_backend(spec)  # may refuse: a compiler or toolkit this host lacks
             built = build_sampler(choice, spec, worker_index or 0)
+        use_wal(storage)  # nothing is refused past this point
         if worker_index is None:
             store_sampler(study, choice.name, choice.kwargs, choice.seed)
             stamp_environment(study, backend.environment())

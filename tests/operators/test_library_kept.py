@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
+from aoe_optuna.aicore.cann.library_vector import library_vector_seconds
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_entry import KBError, make_layer_entry
 from aoe_optuna.hardware.profile import load_profile

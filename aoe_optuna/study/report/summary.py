@@ -135,6 +135,10 @@ def _fmt(v: float | None) -> str:
     return "-" if v is None else rate_text(v)
 
 
+def _best_label(s: Summary) -> str:
+    return "best" if s.best_number is None else f"best (trial {s.best_number})"
+
+
 def _speedup(value: float, s: Summary) -> str:
     return f"{value / s.baseline:.3f}" if s.baseline else "-"
 
@@ -163,6 +167,8 @@ def next_steps(s: Summary) -> list[str]:
     """The commands that take the best config out of the study; absolute paths, so they
     run from any folder. The first one is the export (the dashboard note repeats it)."""
     storage, name = shlex.quote(s.storage_url), shlex.quote(s.study_name)
+    if s.best_number is None:  # nothing to take out yet: the dashboard shows the failures
+        return [f"optuna-dashboard {storage}"]
     if s.export_kind == "none":
         return [f"optuna best-trial --storage {storage} --study-name {name}",
                 f"optuna-dashboard {storage}"]
@@ -194,7 +200,7 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
     table.add_row("baseline", _fmt(s.baseline), "1.000" if s.baseline else "-",
                   s.fraction(s.baseline))
     sp = s.speedup
-    table.add_row(f"best (trial {s.best_number})", _fmt(s.best),
+    table.add_row(_best_label(s), _fmt(s.best),
                   "-" if sp is None else f"{sp:.3f}", s.fraction(s.best))
     c = s.certified
     if c is not None and c.spent:
@@ -231,7 +237,7 @@ def summary_markdown(s: Summary) -> str:
         "| | tokens/s | speedup | of roofline |",
         "|---|---:|---:|---:|",
         f"| baseline | {_fmt(s.baseline)} | 1.000 | {s.fraction(s.baseline)} |",
-        f"| best (trial {s.best_number}) | {_fmt(s.best)} | "
+        f"| {_best_label(s)} | {_fmt(s.best)} | "
         f"{'-' if sp is None else f'{sp:.3f}'} | {s.fraction(s.best)} |",
         *([f"| certified (trial {s.certified.winner}) | {_fmt(s.certified.value)} | "
            f"{_speedup(s.certified.value, s)} | {s.fraction(s.certified.value)} |"]

@@ -38,6 +38,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import (
+    ATTR_BUILD_CACHED,
     ATTR_BUILD_S,
     ATTR_CONSTRAINTS,
     ATTR_COST,
@@ -223,6 +224,7 @@ class Evaluator:
         worst_loss: float | None = None
         cut_short: dict[str, list[float]] = {}
         samples: dict[str, list[float]] = {}
+        cached: list[Any] = []  # each measurement's word on its build's cache
         for gemm in self.workload.gemms:
             above = self.incumbent.get(gemm.name) if self.stops_early else None
             if draw is not None:
@@ -233,6 +235,7 @@ class Evaluator:
                 m = self.backend.measure(full_config, gemm)
             cost += m.cost_s
             build += float((m.extra or {}).get("build_s", 0.0) or 0.0)
+            cached.append((m.extra or {}).get(ATTR_BUILD_CACHED))
             if m.ok and m.extra and m.extra.get("cut_short"):
                 cut_short[gemm.name] = [float(v) for v in m.extra.get("interval_s") or ()]
             if not m.ok:
@@ -240,6 +243,7 @@ class Evaluator:
                     ok=False, cost_s=cost, build_s=build, failure_kind=m.failure_kind,
                     reason=f"{gemm.name} {gemm.M}x{gemm.K}x{gemm.N}: {m.reason}",
                     log=str(m.extra.get(FAILURE_LOG, "")) if m.extra else "",
+                    phases=_cached_phase(cached),
                 )
             assert m.latency_s is not None
             latencies[gemm.name] = m.latency_s
@@ -255,7 +259,7 @@ class Evaluator:
         ):
             return Evaluation(
                 ok=False, cost_s=cost, build_s=build, failure_kind="accuracy",
-                accuracy_loss=worst_loss,
+                accuracy_loss=worst_loss, phases=_cached_phase(cached),
                 reason=f"relative error {worst_loss:.3g} exceeds the allowed "
                 f"{self.max_accuracy_loss:.3g} (accuracy.max_relative_error)",
             )
@@ -272,7 +276,16 @@ class Evaluator:
             roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
             accuracy_loss=worst_loss, cut_short=bool(cut_short), interval_s=cut_short,
             samples_s=samples, gemm_counts={g.name: g.count for g in self.workload.gemms},
+            phases=_cached_phase(cached),
         )
+
+
+def _cached_phase(said: Sequence[Any]) -> dict[str, Any]:
+    """``build_cached`` where every measurement said whether the cache held its build (a
+    failed build it remembered too): the summary counts only those as builds saved."""
+    if said and all(isinstance(s, bool) for s in said):
+        return {ATTR_BUILD_CACHED: all(said)}
+    return {}
 
 
 def suggest_config(trial: optuna.Trial, space: SearchSpace) -> dict[str, Any]:
