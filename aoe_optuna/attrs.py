@@ -32,6 +32,9 @@ SPEC_SOURCE_ATTR = "aoe_spec_source"  # the file the spec came from (informative
 # a study without a spec (an operator run's attention or vector kernel): its parameter names
 SPACE_PARAMS_ATTR = "space_params"
 BASELINE_ATTR = "baseline_tokens_per_s"
+# Where the study's last run measured: the project's version and what its backend's timings
+# depend on (BackendBase.environment); the knowledge base stamps its entries with it.
+ENV_ATTR = "environment"
 ROOFLINE_ATTR = "roofline_tokens_per_s"
 # The sampler aoe-tune last ran the study with ({"name", "kwargs", "seed"}), so that
 # resuming with storage and name only continues with the same sampler.
@@ -39,6 +42,8 @@ SAMPLER_ATTR = "aoe_sampler"
 # Trial user attributes of a measurement (TuningObjective's record; the dashboard shows them).
 ATTR_TOKENS_PER_S = "tokens_per_s"
 ATTR_LATENCY_US = "latency_us"  # {gemm: us} of a single-GEMM trial
+ATTR_REPEATS_US = "repeats_us"  # {gemm: [us, ...]}: the timed repeats a latency came from
+ATTR_TIMING_US = "timing_us"  # {gemm: {n, mean, se}}: the repeats' mean and standard error
 
 # Trial system attributes our samplers keep.
 CLAIM_ATTR = "aoe:claim"  # the config a RUNNING trial's sampler claimed (samplers.claims)
@@ -63,6 +68,11 @@ ALLOCATION_ATTR = "allocation"  # on the parent study: {shape study: measurement
 DONE_ATTR = "done"  # on the parent study: the run has spent its budget
 CLOSED_ATTR = "closed"  # on the parent study: shape studies that get no more chunks
 RETIME_ATTR = "retimed"  # on a shape study: the re-timing record (RetimeRecord.as_attr)
+# Study user attribute of a study's race of its winners (aoe_optuna.study.race): the
+# contenders, their re-timings round by round, the verdict; and the write-once lease
+# that lets one process run it (the prefix, then the search's size and the attempt).
+RACE_ATTR = "race"
+RACE_LEASE_PREFIX = "race_lease:"
 WARM_ATTR = "warm_start"  # on an enqueued trial: where its config came from
 LAYER_OP_ATTR = "layer_op"  # on an attention or vector study: its plan entry
 

@@ -54,6 +54,9 @@ class Measurement:
     cost_s: float = 0.0
     spread: float | None = None  # relative spread of the timed repeats, if known
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # the timed repeats the latency was taken from (seconds per call), where the backend
+    # keeps them: the objective stores them and reports their mean and standard error
+    samples_s: tuple[float, ...] = ()
 
     @classmethod
     def success(cls, latency_s: float, cost_s: float, **kw: Any) -> Measurement:
@@ -172,6 +175,22 @@ class BackendBase(ABC):
         whose noise is fixed per config (the simulator) draws noise ``draw`` > 0.
         """
         return self.measure(config, gemm)
+
+    def with_noise_seed(self, seed: int) -> BackendBase:
+        """This backend with its noise drawn from ``seed`` (a bench run's own draw of the
+        noise); itself where a timing's noise is not drawn from a seed."""
+        return self
+
+    def noise_note(self) -> str | None:
+        """What a measurement's noise is, in words, where the backend draws it from a
+        recording (None: a timing's own, or the spec's noise)."""
+        return None
+
+    def environment(self) -> dict[str, str]:
+        """What this backend's timings depend on beyond the config (toolkit, compiler,
+        device): the knowledge base stamps its entries with it, and ``aoe-tune recheck``
+        re-times an entry whose stamp differs from this machine's."""
+        return {"backend": self.name}
 
     def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
         """Build ``config``'s kernel for ``gemm`` now, so that :meth:`measure` only times it

@@ -51,6 +51,7 @@ ANALYSES = {  # aoe-tune bench NAME ...: module (its main(argv))
     "missed-optimum": "aoe_optuna.bench.missed_optimum",
     "diagnose": "aoe_optuna.bench.diagnose",
     "guard": "aoe_optuna.bench.guard",
+    "race": "aoe_optuna.bench.race_reruns",
 }
 ANALYSES_HELP = """\
 examples:
@@ -69,6 +70,8 @@ analyses of bench runs (aoe-tune bench NAME --help for each):
   diagnose        the noise-free quality of every proposal (reruns the runs)
   guard           a sampler change against the stored per-seed reference
                   (docs/bench_reference.json): names every space made worse
+  race            a search with recorded noise, then its winners' race rerun on it:
+                  the certified winner against the argmin of single measurements
 """
 DEFAULT_BUDGETS = (25, 50, 100)
 DEFAULT_SEEDS = 20
@@ -151,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {INFEASIBLE_CAP_PER_MEASUREMENT} x budget)")
     p.add_argument("--kernel-tuner", default=",".join(kernel_tuner_side.STRATEGIES),
                    help="Kernel Tuner strategies on recorded spaces ('' for none)")
+    p.add_argument("--noise", choices=("none", "recorded"), default="none",
+                   help="a recorded space's measurements: each config's recorded mean "
+                   "(none, the default) or drawn from its recorded repeats, seeded per run "
+                   "and scored by the recorded mean (recorded)")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (seeds in parallel)")
     p.add_argument("--out", default="bench_out", help="output folder")
     p.add_argument("--cache-dir", default=None, help="exhaustive-optimum cache folder")
@@ -219,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cap = args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * top
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
     try:
-        cases = [Case.from_path(space_file(p)) for p in args.space]
+        cases = [Case.from_path(space_file(p), args.noise) for p in args.space]
     except HubError as exc:
         print(f"aoe-tune bench: error: --space {exc}", file=sys.stderr)
         return 2
@@ -236,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ex = exhaustive[c.name]
         print(f"{c.name}: {ex.n_feasible:,} feasible, optimum {ex.optimum:.6g} s "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
+        if c.kind == "replay":
+            from aoe_optuna.bench.seed_run import build_case
+
+            print(f"  measurements: {build_case(c).evaluator.backend.noise_note()}", flush=True)
     tasks: list[Task] = []
     for c in cases:
         for name, kwargs in samplers:

@@ -9,6 +9,9 @@ bootstrap interval of that mean lies above zero: one seed moving between
 basins is noise, most seeds moving is not. The bench is deterministic for a
 seed, so unchanged code ties on every seed.
 
+A suite with ``"noise": "recorded"`` runs its recorded spaces with their recorded
+noise (``aoe-tune bench --noise recorded``), each seed its own draws.
+
 Exit status: 0 when no space is worse, 1 when one is, 2 for a bad argument.
 ``--write`` stores the runs as the suite's new reference instead (after a
 change whose costs were accepted, with its decision note).
@@ -88,7 +91,8 @@ def run_suite(suite: dict[str, Any], spaces_dir: Path, out: Path, jobs: int) -> 
     top = max(suite["budgets"])
     tasks = []
     for space in suite["spaces"]:
-        case = Case.from_path(resolve(space, spaces_dir, out / "spaces"))
+        case = Case.from_path(resolve(space, spaces_dir, out / "spaces"),
+                              suite.get("noise", "none"))
         exhaustive_for(case, None)  # cached once, before the workers need it
         tasks += [Task(case, suite["sampler"], (), seed, top, 50 * top, suite["sampler"])
                   for seed in suite["seeds"]]
@@ -108,7 +112,8 @@ def per_seed(runs_dir: Path, suite: dict[str, Any], spaces_dir: Path
     runs = load_runs(runs_dir / "runs.jsonl")
     out: dict[str, dict[str, dict[str, float]]] = {}
     for space in suite["spaces"]:
-        case = Case.from_path(resolve(space, spaces_dir, runs_dir / "spaces"))
+        case = Case.from_path(resolve(space, spaces_dir, runs_dir / "spaces"),
+                              suite.get("noise", "none"))
         mine: dict[int, RunResult] = {r.seed: r for r in runs
                                       if r.case == case.name and r.sampler == suite["sampler"]}
         missing = sorted(set(suite["seeds"]) - set(mine))

@@ -40,13 +40,16 @@ class Case:
     name: str
     kind: str  # "spec" or "replay"
     path: str
+    # a recorded space's noise: "none" (each config's recorded mean) or "recorded" (each
+    # measurement drawn from the config's recorded repeats, seeded by the run's seed)
+    noise: str = "none"
 
     @classmethod
-    def from_path(cls, path: str | Path) -> Case:
+    def from_path(cls, path: str | Path, noise: str = "none") -> Case:
         p = Path(path)
         name = p.name.removesuffix(".gz").removesuffix(".json")
         kind = "replay" if p.name.endswith((".json.gz", ".gz")) or _is_cache_json(p) else "spec"
-        return cls(name=name, kind=kind, path=str(p.resolve()))
+        return cls(name=name, kind=kind, path=str(p.resolve()), noise=noise)
 
 
 def _is_cache_json(p: Path) -> bool:
@@ -119,7 +122,7 @@ def build_case(case: Case) -> Built:
         recorded = load_recorded(Path(case.path))
         space = replay_space(recorded, recorded_only=True)
         workload = replay_workload(recorded)
-        backend = ReplayBackend(recorded)
+        backend = ReplayBackend(recorded, noise=case.noise)
         return Built(space, Evaluator(workload, backend, roofline_tokens_per_s=None))
     from aoe_optuna.spec.loader import load_spec
 
@@ -216,10 +219,12 @@ def _evaluator_for_seed(evaluator: Any, seed: int) -> Any:
     independent repetition only if its measurements are too.
     """
     backend = evaluator.backend
-    if not getattr(backend, "noise", 0) or not hasattr(backend, "seed"):
-        return evaluator
-    fresh = copy.copy(backend)
-    fresh.seed = int(seed)
+    fresh = backend.with_noise_seed(int(seed))  # a recording's draws
+    if fresh is backend:
+        if not getattr(backend, "noise", 0) or not hasattr(backend, "seed"):
+            return evaluator
+        fresh = copy.copy(backend)
+        fresh.seed = int(seed)
     out = copy.copy(evaluator)
     out.backend = fresh
     return out
@@ -232,8 +237,11 @@ def _is_repeat(trial: Any) -> bool:
 
 
 def _truth(built: Built) -> Callable[[dict[str, Any]], float] | None:
-    """For a backend with a noise-free vectorised ``latency`` (the simulator): config -> cost."""
+    """For a backend with a noise-free vectorised ``latency`` (the simulator), or a
+    recording whose measurements are drawn from its repeats: config -> noise-free cost."""
     backend = built.evaluator.backend
+    if getattr(backend, "timing_noise_drawn", False):
+        return lambda config: backend.recorded_latency_s(config)
     if not hasattr(backend, "latency"):
         return None
     from aoe_optuna.bench.exhaustive import simulator_costs

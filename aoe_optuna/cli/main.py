@@ -41,6 +41,7 @@ examples:
 other commands: operators (one study per GEMM shape of a model, one shared budget),
 kernel-set (K kernels per GEMM and the range of M each serves, for a serving mix),
 export, describe, doctor, calibrate (a chip profile fitted to your own kernel timings),
+recheck (re-time a knowledge base's entries measured under another toolkit or machine),
 bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
 pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
@@ -54,7 +55,7 @@ exit status:
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
-               "kernel-set", "doctor", "calibrate")
+               "kernel-set", "doctor", "calibrate", "recheck")
 DEFAULT_STALE_AFTER_S = 3600.0
 NOTHING_MEASURED = 4  # exit status: every measurement failed, the study holds no result
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
@@ -183,6 +184,10 @@ def _dispatch(argv: list[str]) -> int:
             from aoe_optuna.cli.calibrate import main as calibrate_main
 
             return calibrate_main(argv)
+        if command == "recheck":
+            from aoe_optuna.cli.recheck import main as recheck_main
+
+            return recheck_main(argv)
         return _tune_command(argv)
     except UsageError as exc:
         return _fail(str(exc))
@@ -294,6 +299,7 @@ def _tune(args: argparse.Namespace) -> int:
         time_s=args.timeout if args.timeout is not None else spec.max_search_time,
         wall_time=args.wall_time,
         target_tokens_per_s=args.target if args.target is not None else spec.target_throughput,
+        patience=spec.race.patience, patience_margin=spec.race.epsilon,
     )
 
     def baseline_value() -> float | None:
@@ -322,6 +328,10 @@ def _tune(args: argparse.Namespace) -> int:
               + (" (the npu default; --builders 0: none)"
                  if builders and args.builders is None else "")]
     # one line in a log (a piped run's lines are records), fitted to a terminal's width
+    note = session.backend.noise_note()
+    if note is not None:  # a recording's measurements: drawn from its repeats, or not
+        header[-1] += ";"
+        header.append(f"measurements: {note}")
     for line in wrap_items(header, width if view.console.is_terminal else sys.maxsize,
                            sep=" "):
         print(line, file=sys.stderr)
@@ -330,14 +340,17 @@ def _tune(args: argparse.Namespace) -> int:
             result = session.run(budget, view, n_workers=n_workers, devices=devices,
                                  stale_after_s=args.stale_after, builders=builders,
                                  host_devices=n_workers)
+        certified = session.certify(on_event=lambda line: print(line, file=sys.stderr),
+                                    stale_after_s=args.stale_after)
     except KeyboardInterrupt:
         resume = (f"aoe-tune --storage {shown_absolute} "
                   f"--study-name {study.study_name}"
                   + (f" --n-trials {args.n_trials}" if args.n_trials else ""))
-        print("\naoe-tune: interrupted; completed measurements are stored. Resume with:\n"
+        print("\naoe-tune: interrupted; completed measurements (and the race's re-timings) "
+              "are stored. Resume with:\n"
               + "\n".join(wrap_command(resume, width)), file=sys.stderr)
         return 130
-    summary = summarise(study, spec, result, shown_absolute, folder)
+    summary = summarise(study, spec, result, shown_absolute, folder, certified)
     print_summary(summary)
     save_dashboard_note(study, summary)
     from aoe_optuna.study.report.failed_run import all_failed

@@ -20,10 +20,10 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
-from aoe_optuna.attrs import ATTR_LATENCY_US
+from aoe_optuna.attrs import ATTR_LATENCY_US, ENV_ATTR
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.destinations import check_figures
-from aoe_optuna.export.kb_entry import gemm_kb_op, make_entry
+from aoe_optuna.export.kb_entry import certified_fields, gemm_kb_op, make_entry
 from aoe_optuna.export.kb_figure import SHAPE_UNIT, STEP_UNIT
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
@@ -31,7 +31,9 @@ from aoe_optuna.export.npu_kernel import write_npu_kernel
 from aoe_optuna.space.params import default_config
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.loader import StudySpec
-from aoe_optuna.study.create import baseline_trial, best_trial
+from aoe_optuna.study.create import baseline_trial, best_trial, measured_results
+from aoe_optuna.study.race.outcome import Certified
+from aoe_optuna.study.race.run import stored_certified
 from aoe_optuna.workload.gemm import Gemm, Workload
 
 
@@ -52,12 +54,24 @@ def export_best(
     best = best_trial(study)
     if best is None or best.value is None:
         raise ExportError(f"study {study.study_name!r} has no completed measurement to export")
+    certified = stored_certified(study, spec.race, spec.timing_noise)
+    if certified is not None:
+        best = next((t for t in measured_results(study) if t.number == certified.winner),
+                    best)
+        yield certified_line(certified)
+    else:
+        yield (f"winner: trial {best.number}, the best single measurement (not certified: "
+               "the study holds no race of its present search; run aoe-tune on it again "
+               "to race)")
     base = baseline_trial(study, spec)
     baseline = None if base is None else base.value
+    value = certified.value if certified is not None else best.value
     info = ExportInfo(study=study.study_name, storage=storage_url, trial=best.number,
-                      value=best.value, baseline=baseline)
+                      value=value, baseline=baseline)
     config = dict(best.params)
-    entries = (kb_entries(spec, best, info.gain, study.study_name, storage_url)
+    entries = (kb_entries(spec, best, info.gain, study.study_name, storage_url,
+                          certified, study.user_attrs.get(ENV_ATTR),
+                          {t.number: dict(t.params) for t in study.get_trials(deepcopy=False)})
                if kb_path and not spec.backend_space else [])
     if entries and not replace:
         check_figures(kb_path, planned=entries)  # type: ignore[arg-type]
@@ -88,25 +102,64 @@ def export_best(
             yield f"wrote {header}"
 
 
+def certified_line(c: Certified) -> str:
+    """What the export says of its winner: the race's verdict, or why there was none."""
+    if not c.spent:
+        ties = ", ".join(map(str, c.ties)) or "none"
+        return (f"winner: trial {c.winner} at {c.value:.6g} ({c.reason}); ties within "
+                f"{c.epsilon:.0%}: {ties}")
+    return "winner: " + c.describe()
+
+
 def kb_entries(spec: StudySpec, best: FrozenTrial, gain: float | None, study_name: str,
-               storage_url: str) -> list[dict[str, Any]]:
+               storage_url: str, certified: Certified | None = None,
+               env: dict[str, str] | None = None,
+               params: dict[int, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The study's entries: one per distinct shape with the step's tokens/s, or the one
-    GEMM's own TFLOPS and latency."""
+    GEMM's own TFLOPS and latency. ``certified``: the race's winner (``best``), whose
+    value, interval and ties (their configs in ``params``) the entries carry, with the
+    environment stamp ``env``."""
     config = dict(best.params)
     layout = str(spec.space.full_config(config).get("layout", "row_major"))
-    soc, value = spec.profile.soc, float(best.value or 0.0)
+    soc = spec.profile.soc
+    value = float(certified.value if certified is not None else best.value or 0.0)
+    ties = [params[t] for t in certified.ties if t in params] \
+        if certified is not None and params else []
     gemm = one_gemm(spec.workload)
     if gemm is not None:
-        latency_s = _gemm_latency_s(spec.workload, gemm, best)
+        per_call = spec.workload.tokens_per_step / gemm.count
+        latency_s = (per_call / value if certified is not None
+                     else _gemm_latency_s(spec.workload, gemm, best))
         band = _simulated_gemm_band(spec)
+        interval = latency_interval = None
+        if certified is not None and certified.spent:
+            lo, hi = (per_call / v for v in reversed(certified.interval))
+            interval = (_sig(gemm.flops / hi / 1e12), _sig(gemm.flops / lo / 1e12))
+            latency_interval = (round(lo * 1e6, 4), round(hi * 1e6, 4))
+        extra = _certified(certified, interval, ties, env)
         return [make_entry(soc, gemm_kb_op(spec.op_name, gemm.batch), gemm.dtype, gemm.M,
                            gemm.K, gemm.N, layout, config, round(gemm.flops / latency_s / 1e12, 4),
                            gain, study_name, storage_url, objective=SHAPE_UNIT,
-                           latency_us=round(latency_s * 1e6, 4), band=band)]
+                           latency_us=round(latency_s * 1e6, 4),
+                           latency_interval_us=latency_interval, band=band, certified=extra)]
     band = _simulated_band(spec, value)
+    interval = certified.interval if certified is not None and certified.spent else None
+    extra = _certified(certified, interval, ties, env)
     return [make_entry(soc, op, dtype, m, k, n, layout, config, value, gain, study_name,
-                       storage_url, band=band, workload=spec.workload.name)
+                       storage_url, band=band, workload=spec.workload.name, certified=extra)
             for op, dtype, m, k, n in _step_shapes(spec)]
+
+
+def _sig(x: float) -> float:
+    """Six significant figures: a CPU kernel's TFLOPS (0.0098) keeps its digits."""
+    return float(f"{x:.6g}")
+
+
+def _certified(certified: Certified | None, interval: tuple[float, float] | None,
+               ties: list[dict[str, Any]], env: dict[str, str] | None) -> dict[str, Any]:
+    if certified is None:
+        return {"env": dict(env)} if env else {}
+    return certified_fields(interval, ties, certified.pcs, certified.spent, env or None)
 
 
 def planned_entries(spec: StudySpec, study_name: str) -> list[dict[str, Any]]:

@@ -129,6 +129,18 @@ class KnowledgeBase:
             return MergeResult("replaced", new, old)
         return MergeResult("kept", old, new)
 
+    def put_rechecked(self, held: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        """Put ``new`` in the place of ``held`` (the entry a recheck re-timed), whatever the
+        values: it is the same kernel's figure, measured again here. False, and nothing
+        changed, when the file no longer holds ``held`` for the key (a writer replaced it
+        while the recheck measured)."""
+        entry = validate_entry(new)
+        key = entry_key(entry)
+        if self._entries.get(key) != validate_entry(held):
+            return False
+        self._entries[key] = entry
+        return True
+
     def check_comparable(self, new: Mapping[str, Any]) -> None:
         """Refuse ``new`` as :meth:`merge` would when the entry held for its key is of
         another figure. Only ``new``'s key fields, ``objective``, ``workload`` and

@@ -40,6 +40,8 @@ from aoe_optuna.study.storage.redact import redact_url
 from aoe_optuna.workload.gemm import MAX_DIM
 
 KEY_FIELDS = ("soc", "op", "dtype", "M", "K", "N", "layout")
+UNKNOWN_STAMP = "unknown"  # the stamp of an entry written before stamps existed
+MAX_TIES = 50
 Key = tuple[Any, ...]  # a GEMM's KEY_FIELDS; (soc, op, dtype, problem text) for the others
 # The problem fields of each non-GEMM op, as each problem the simulator models says
 # (its ``KB_FIELDS``, aoe_optuna.space.layer_problem), and the kinds (step parts) they
@@ -84,8 +86,13 @@ def make_entry(
     band: Mapping[str, Any] | None = None,
     workload: str | None = None,
     m_range: tuple[int, int] | None = None,
+    certified: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A validated entry. ``gain`` is relative (0.25: 25 % over the baseline) or None.
+
+    ``certified``: where and how well the value was measured (:func:`certified_fields`:
+    the value's interval, the configs tied with the winner, the probability of a
+    correct selection, the race's re-timings, the environment stamp).
 
     ``value`` is one of the figures of :mod:`aoe_optuna.export.kb_figure`: a
     workload's step (``objective`` "tokens/s", ``workload`` its name), or a shape's
@@ -116,7 +123,30 @@ def make_entry(
         entry["workload"] = workload
     if m_range is not None:
         entry["m_range"] = list(m_range)
+    entry.update(certified or {})
     return validate_entry(entry)
+
+
+def certified_fields(interval: tuple[float, float] | None, ties: list[Mapping[str, Any]],
+                     pcs: float | None, race_measurements: int,
+                     env: Mapping[str, str] | None) -> dict[str, Any]:
+    """The optional fields of a certified entry, as :func:`make_entry` takes them."""
+    out: dict[str, Any] = {"ties": [dict(t) for t in ties[:MAX_TIES]],
+                           "race_measurements": int(race_measurements)}
+    if interval is not None:
+        out["interval"] = [float(interval[0]), float(interval[1])]
+    if pcs is not None:
+        out["pcs"] = round(float(pcs), 4)
+    if env is not None:
+        out["env"] = dict(env)
+    return out
+
+
+def entry_stamp(entry: Mapping[str, Any]) -> dict[str, str] | str:
+    """The environment an entry was measured in; ``"unknown"`` for one written before
+    stamps existed (it loads and saves as it is)."""
+    env = entry.get("env")
+    return dict(env) if isinstance(env, Mapping) else UNKNOWN_STAMP
 
 
 def make_layer_entry(
@@ -186,6 +216,12 @@ def validate_entry(entry: Mapping[str, Any], where: str = "entry") -> dict[str, 
               and span[0] <= m <= span[1])
         out["m_range"] = list(_checked(where, "m_range", span, lambda _: ok,
                                        f"[low, high]: integers with low <= M ({m}) <= high"))
+    if entry.get("ties") is not None:
+        ties = _checked(where, "ties", entry["ties"],
+                        lambda v: isinstance(v, list) and len(v) <= MAX_TIES,
+                        f"a list of at most {MAX_TIES} configs")
+        out["ties"] = [_checked_gemm_config(f"{where}: ties[{i}]", t)
+                       for i, t in enumerate(ties)]
     return out
 
 
@@ -268,11 +304,37 @@ def _checked_result(entry: Mapping[str, Any], where: str, out: dict[str, Any]) -
               and all(_is_positive(v) for v in interval) and interval[0] <= interval[1])
         out["latency_interval_us"] = [float(v) for v in _checked(
             where, "latency_interval_us", interval, lambda _: ok, "[low, high] in microseconds")]
+    _checked_certified(entry, where, out)
     if entry.get("band") is not None:  # optional: entries written before bands have none
         out["band"] = _checked(where, "band", entry["band"], lambda v: checked_band(v) is not None,
                                "{kind, median, high, high_is} with errors from 0 (or null)")
         out["band"] = checked_band(out["band"])
     return out
+
+
+def _checked_certified(entry: Mapping[str, Any], where: str, out: dict[str, Any]) -> None:
+    """The race's fields (all optional: entries written before races have none)."""
+    interval = entry.get("interval")
+    if interval is not None:
+        ok = (isinstance(interval, list) and len(interval) == 2
+              and all(_is_positive(v) for v in interval) and interval[0] <= interval[1])
+        out["interval"] = [float(v) for v in _checked(
+            where, "interval", interval, lambda _: ok, "[low, high] of the value")]
+    if entry.get("pcs") is not None:
+        out["pcs"] = float(_checked(where, "pcs", entry["pcs"],
+                                    lambda v: _is_finite(v) and 0 <= v <= 1,
+                                    "a probability from 0 to 1"))
+    if entry.get("race_measurements") is not None:
+        out["race_measurements"] = _checked(
+            where, "race_measurements", entry["race_measurements"],
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+            "a count of re-timings")
+    env = entry.get("env")
+    if env is not None:
+        ok = (isinstance(env, Mapping) and 0 < len(env) <= 20
+              and all(_is_name(k) and _is_text(v) for k, v in env.items()))
+        out["env"] = dict(_checked(where, "env", env, lambda _: ok,
+                                   "an object of names to texts (the environment stamp)"))
 
 
 def entry_key(entry: Mapping[str, Any]) -> Key:

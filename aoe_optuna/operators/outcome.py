@@ -23,7 +23,7 @@ from aoe_optuna.export.destinations import check_figures
 from aoe_optuna.export.from_study import possible_layouts
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_band import band_field
-from aoe_optuna.export.kb_entry import make_entry, make_layer_entry
+from aoe_optuna.export.kb_entry import certified_fields, make_entry, make_layer_entry
 from aoe_optuna.export.kb_figure import CALL_UNIT, SHAPE_UNIT
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
@@ -237,6 +237,10 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
             r.study_name, storage_url, objective=OBJECTIVE,
             latency_us=round(r.latency_s * 1e6, 4),
             latency_interval_us=(round(lo * 1e6, 4), round(hi * 1e6, 4)), band=band,
+            certified=certified_fields(
+                None if lo == hi else (float(f"{r.shape.flops() / hi / 1e12:.6g}"),
+                                       float(f"{r.shape.flops() / lo / 1e12:.6g}")),
+                r.tie_params, r.pcs, r.retimed, r.env),
         ))
     return out
 

@@ -2,12 +2,14 @@
 
 The best of many noisy measurements is biased upwards: it won partly by luck.
 The few configs whose first timing lies within the noise of the best are
-timed again, interleaved round by round (drift of clock or temperature hits
-every candidate alike), and the one with the lowest mean of the new timings
-wins. The first timings are left out of that mean: they are the ones the
-selection favoured. The interval is the 95% interval of the mean of the log
-latencies (timing noise is multiplicative): from the backend's known noise of
-one timing where it reports one, else a t-interval from the re-timings.
+raced: timed again, interleaved round by round (drift of clock or temperature
+hits every candidate alike), until the leader separates from each rival or ties
+with it within epsilon, or the rounds allowed are spent (the stopping rule of
+:mod:`aoe_optuna.certify.race`, as a study's race). The one with the lowest mean
+of the new timings wins. The first timings are left out of that mean: they are
+the ones the selection favoured. The interval is the 95% interval of the mean
+of the log latencies (timing noise is multiplicative): from the backend's known
+noise of one timing where it reports one, else a t-interval from the re-timings.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from typing import Any
 
 from scipy import stats
 
+from aoe_optuna.certify.race import RaceRules, RaceState, next_timings, race_state
+
 BAND_SIGMAS = 2.5  # a candidate is within this many noise sigmas of the best (of a difference)
 MAX_CANDIDATES = 3
-ROUNDS = 2
+ROUNDS = 2  # rounds each contender is timed at least (a race's first look)
+MAX_RACE_ROUNDS = 6  # rounds a race may take before it stops undecided
 
 
 @dataclass(frozen=True)
@@ -82,33 +87,43 @@ def candidates_to_retime(measured: Sequence[Candidate],
     return [c for c in ranked if c.latency_s <= best.latency_s * band][:max_candidates]
 
 
-def retime(candidates: Sequence[Candidate],
-           time_again: Callable[[Mapping[str, Any], int], float | None],
-           rounds: int = ROUNDS) -> list[Retimed]:
-    """Time each candidate ``rounds`` more times, interleaved; best (lowest mean) first.
+def race(candidates: Sequence[Candidate],
+         time_again: Callable[[Mapping[str, Any], int], float | None],
+         rules: RaceRules, budget: int) -> tuple[list[Retimed], RaceState, int]:
+    """Race ``candidates`` in interleaved rounds until ``rules`` end it or the next round
+    would pass ``budget`` timings: (the candidates still standing with their re-timings,
+    best mean first; the race's verdict; the timings spent).
 
-    ``time_again(params, draw)`` returns a latency, or None when the run failed
-    (the candidate then drops out: a config that fails on a second run is no winner).
+    ``time_again(params, draw)`` returns a latency, or None when the run failed (the
+    candidate then drops out: a config that fails on a second run is no winner). Draw
+    ``r`` is a candidate's ``r``-th re-timing.
     """
     if not candidates:
-        return []
+        return [], race_state({}, rules), 0
+    by_trial = {c.trial: c for c in candidates}
     times: dict[int, list[float]] = {c.trial: [] for c in candidates}
-    failed: set[int] = set()
-    for r in range(1, rounds + 1):
-        order = list(candidates[r % len(candidates):]) + list(candidates[:r % len(candidates)])
-        for c in order:
-            if c.trial in failed:
-                continue
-            latency = time_again(c.params, r)
+    failed: list[int] = []
+    spent = 0
+    while True:
+        state = race_state(times, rules, failed=failed)
+        todo = next_timings(state, {c: times[c] for c in state.active})
+        if state.done or not todo or spent + len(todo) > budget:
+            break
+        for trial in todo:
+            latency = time_again(by_trial[trial].params, len(times[trial]) + 1)  # type: ignore[index]
+            spent += 1
             if latency is None:
-                failed.add(c.trial)
-            else:
-                times[c.trial].append(latency)
+                failed.append(trial)  # type: ignore[arg-type]
+                break
+            times[trial].append(latency)  # type: ignore[index]
     out = [Retimed(c.trial, dict(c.params), c.latency_s, tuple(times[c.trial]), c.spread)
            for c in candidates if c.trial not in failed]
-    return sorted(out, key=lambda r: (r.mean_s, r.trial))
+    # the race's leader first (a tied rival out of the race early may show a lower mean
+    # over its fewer rounds), then the rest by mean
+    return sorted(out, key=lambda r: (r.trial != state.leader, r.mean_s, r.trial)), state, spent
 
 
 def retime_cost(candidates: Sequence[Candidate], rounds: int = ROUNDS) -> int:
-    """Measurements a re-timing of ``candidates`` takes (charged to the budget)."""
+    """Measurements a race of ``candidates`` takes at least, ``rounds`` each (what the tuner
+    holds back for it; charged to the budget)."""
     return len(candidates) * rounds if candidates else 0

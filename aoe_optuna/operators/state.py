@@ -16,7 +16,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_LATENCY_US, RETIME_ATTR
+from aoe_optuna.attrs import ATTR_LATENCY_US, ENV_ATTR, RETIME_ATTR
 from aoe_optuna.operators.retime import Candidate, Retimed, candidates_to_retime
 from aoe_optuna.operators.shapes import Operator
 from aoe_optuna.operators.units import OperatorUnit
@@ -65,24 +65,31 @@ class RetimeRecord:
     """The re-timings a shape's study holds: which trials, how many rounds, what they cost."""
 
     cost: int = 0
-    rounds: int = 0  # noise draws used so far (the next re-timing starts after them)
-    candidates: list[int] = field(default_factory=list)  # the set last re-timed
-    latencies_s: dict[int, list[float]] = field(default_factory=dict)
+    rounds: int = 0  # noise draws used so far (the next race starts after them)
+    candidates: list[int] = field(default_factory=list)  # the set last raced
+    latencies_s: dict[int, list[float]] = field(default_factory=dict)  # of the last race
+    ties: list[int] = field(default_factory=list)  # within epsilon of the winner, or open
+    pcs: float | None = None  # P(correct selection within epsilon), lower bound
+    reason: str = ""  # why the last race stopped
 
     @classmethod
     def of(cls, study: optuna.Study) -> RetimeRecord | None:
         raw: Any = study.user_attrs.get(RETIME_ATTR)
         if not isinstance(raw, dict):
             return None
+        pcs = raw.get("pcs")
         return cls(int(raw.get("cost", 0)), int(raw.get("rounds", 0)),
                    [int(x) for x in raw.get("candidates", [])],
                    {int(k): [x * 1e-6 for x in v]
-                    for k, v in raw.get("latencies_us", {}).items()})
+                    for k, v in raw.get("latencies_us", {}).items()},
+                   [int(x) for x in raw.get("ties", [])],
+                   None if pcs is None else float(pcs), str(raw.get("reason", "")))
 
     def as_attr(self) -> dict[str, Any]:
         return {"cost": self.cost, "rounds": self.rounds, "candidates": self.candidates,
                 "latencies_us": {str(k): [round(x * 1e6, 4) for x in v]
-                                 for k, v in self.latencies_s.items()}}
+                                 for k, v in self.latencies_s.items()},
+                "ties": self.ties, "pcs": self.pcs, "reason": self.reason}
 
     def covers(self, candidates: Sequence[Candidate]) -> bool:
         """Whether this record already re-timed exactly these contenders."""
@@ -94,7 +101,9 @@ class RetimeRecord:
                        tuple(self.latencies_s.get(c.trial, ())), c.spread)
                for c in candidates if c.trial in self.candidates
                and self.latencies_s.get(c.trial)]
-        return sorted(out, key=lambda r: (r.mean_s, r.trial))
+        # the race's winner is the candidate timed in its every round (its leader)
+        most = max((len(r.latencies_s) for r in out), default=0)
+        return sorted(out, key=lambda r: (len(r.latencies_s) < most, r.mean_s, r.trial))
 
 
 def stored_us(seconds: float) -> float:
@@ -121,6 +130,11 @@ class ShapeResult:
     # kernel at its default, for attention and the vector kernels of a simulated run);
     # None where nothing is charged to compare with (GEMMs, a run on the chip)
     library_s: float | None = None
+    # the race's verdict: configs tied with the winner (or not separated from it), a
+    # lower bound on P(correct selection), and where the shape's study measured
+    tie_params: list[dict[str, Any]] = field(default_factory=list)
+    pcs: float | None = None
+    env: dict[str, str] | None = None
 
     @property
     def library_kept(self) -> bool:
@@ -165,9 +179,14 @@ def shape_result(shape: Operator, unit: OperatorUnit) -> ShapeResult:
                            math.inf, (math.inf, math.inf), math.inf, baseline_s, roofline)
     candidates = measured_candidates(trials, unit.noise)
     ranked = record.ranked(candidates)
-    if ranked and record.covers(candidates_to_retime(candidates)):
-        won = ranked[0]
-    else:  # not re-timed, or new contenders since: the best first timing, as measured
-        won = Retimed(best.number, dict(best.params), trial_latency(best), ())
+    raced = bool(ranked) and record.covers(candidates_to_retime(candidates))
+    # not raced, or new contenders since: the best first timing, as measured
+    won = ranked[0] if raced else Retimed(best.number, dict(best.params), trial_latency(best),
+                                          ())
+    params = {t.number: dict(t.params) for t in trials}
+    ties = [params[t] for t in record.ties if t in params and t != won.trial] if raced else []
+    env = study.user_attrs.get(ENV_ATTR)
     return ShapeResult(shape, study.study_name, measured, record.cost, won.params, won.trial,
-                       won.mean_s, won.interval_s(), won.first_s, baseline_s, roofline)
+                       won.mean_s, won.interval_s(), won.first_s, baseline_s, roofline,
+                       tie_params=ties, pcs=record.pcs if raced else None,
+                       env=env if isinstance(env, dict) else None)

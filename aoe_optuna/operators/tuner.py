@@ -36,14 +36,16 @@ from aoe_optuna.attrs import (
     WARM_ATTR,
 )
 from aoe_optuna.backends.base import BackendBase
+from aoe_optuna.certify.race import RaceRules
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
 from aoe_optuna.operators.npu_layer import untimed
 from aoe_optuna.operators.retime import (
+    MAX_RACE_ROUNDS,
     ROUNDS,
     Candidate,
     candidates_to_retime,
-    retime,
+    race,
     retime_cost,
 )
 from aoe_optuna.operators.scheduler import Scheduler, ShapeHistory
@@ -99,7 +101,8 @@ class TunerOptions:
     sampler_kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     warm_start: bool = True
-    retime_rounds: int = ROUNDS
+    retime_rounds: int = ROUNDS  # each contender's least rounds (held back for the race)
+    race_rounds: int = MAX_RACE_ROUNDS  # the most rounds a race takes
     n_workers: int = 1
     devices: list[str] = field(default_factory=list)
     stale_after_s: float | None = None
@@ -371,47 +374,67 @@ class OperatorTuner:
 
     # ------------------------------------------------------------------ re-timing
     def _retime_all(self) -> None:
-        """Re-time every shape's contenders within what is left of the budget, the shapes
-        that weigh most in the step first. The reserve held back while tuning was an
-        estimate: the noise band can hold more configs after the last chunk."""
+        """Race every shape's contenders within what is left of the budget, the shapes
+        that weigh most in the step first. The reserve held back while tuning was the
+        races' least cost: the noise band can hold more configs after the last chunk, and
+        a race that does not decide in its first rounds takes more."""
         rounds = self.options.retime_rounds
         snap = self.snapshot()
         left = self.options.budget - snap.used
         order = sorted(range(len(self.shapes)), key=lambda i: -snap.histories[i].weight * (
             snap.histories[i].best if snap.histories[i].best_s else 0.0))
-        for i in order:
+        waiting = {i: self._contenders(i, snap.trials[i]) for i in order}
+        for n, i in enumerate(order):
             record = RetimeRecord.of(self.studies[i]) or RetimeRecord()
-            contenders = self._contenders(i, snap.trials[i])
+            contenders = waiting[i]
             if record.covers(contenders) or not rounds:
                 continue
+            # the shapes after this one keep their least cost
+            later = sum(retime_cost(waiting[j], rounds) for j in order[n + 1:]
+                        if not (RetimeRecord.of(self.studies[j]) or RetimeRecord())
+                        .covers(waiting[j]))
             contenders = contenders[:max(left, 0) // rounds]
             if contenders:
-                self._retime(i, contenders, record)
-                left -= retime_cost(contenders, rounds)
+                budget = min(len(contenders) * self.options.race_rounds,
+                             max(left - later, retime_cost(contenders, rounds)))
+                left -= self._retime(i, contenders, record, budget)
 
-    def _retime(self, i: int, contenders: list[Candidate], record: RetimeRecord) -> None:
+    def _retime(self, i: int, contenders: list[Candidate], record: RetimeRecord,
+                budget: int) -> int:
+        """Race shape ``i``'s contenders on at most ``budget`` timings (a new race: the
+        record keeps its cost and its draws, and the new race's re-timings); what it
+        spent."""
         unit, start = self.units[i], record.rounds
 
         def time_again(params: dict[str, Any], draw: int) -> float | None:
             return unit.remeasure(params, start + draw)
 
-        rounds = self.options.retime_rounds
-        done = retime(contenders, time_again, rounds)
-        for r in done:
-            record.latencies_s.setdefault(r.trial, []).extend(r.latencies_s)
-        record.cost += retime_cost(contenders, rounds)
-        record.rounds += rounds
+        o = self.options
+        rules = RaceRules(epsilon=self.spec.race.epsilon, confidence=self.spec.race.confidence,
+                          min_rounds=o.retime_rounds,
+                          max_rounds=max(o.retime_rounds, o.race_rounds))
+        done, state, spent = race(contenders, time_again, rules, budget)
+        record.latencies_s = {r.trial: list(r.latencies_s) for r in done}
+        record.cost += spent
+        record.rounds += max((len(r.latencies_s) for r in done), default=0)
         record.candidates = [c.trial for c in contenders]
+        record.ties = [int(t) for t in state.tied + state.open]  # type: ignore[call-overload]
+        record.pcs = round(state.pcs(rules), 4) if state.leader is not None else None
+        record.reason = state.reason if state.done else f"the {budget} re-timings are spent"
         self.studies[i].set_user_attr(RETIME_ATTR, record.as_attr())
         ranked = record.ranked(contenders)
         if ranked:
             w = ranked[0]
             lo, hi = w.interval_s()
             configs = "config" if len(contenders) == 1 else "configs"
-            self.on_event(f"re-timed {self.shapes[i].dims}: {len(contenders)} {configs} x "
-                          f"{rounds}; trial {w.trial} holds at {w.mean_s * 1e6:.2f} us "
+            ties = f"; ties {', '.join(map(str, record.ties))}" if record.ties else ""
+            self.on_event(f"re-timed {self.shapes[i].dims}: {len(contenders)} {configs}, "
+                          f"{spent} timings; trial {w.trial} holds at {w.mean_s * 1e6:.2f} us "
                           f"[{lo * 1e6:.2f}, {hi * 1e6:.2f}] (first timing "
-                          f"{w.first_s * 1e6:.2f} us)")
+                          f"{w.first_s * 1e6:.2f} us){ties}; P(correct selection) >= "
+                          f"{record.pcs if record.pcs is not None else '-'}; "
+                          f"{record.reason}")
+        return spent
 
     # ------------------------------------------------------------------ results
     def tokens_per_s(self, snap: Snapshot) -> float:

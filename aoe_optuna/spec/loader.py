@@ -41,6 +41,9 @@ section is optional; the defaults are:
                             vs. the unquantized result that an int8-quantized
                             config may have before it counts as failed (1%: the
                             usual per-GEMM tolerance for int8 inference)
+``race``                    ``{"epsilon": 0.01, "confidence": 0.95, "budget": 0.2,
+                            "contenders": 5, "patience": null}``: how the winner
+                            is certified after the search (:mod:`.race`)
 ==========================  ===================================================
 
 The parsed file (``document``) is kept; :meth:`StudySpec.canonical` is the
@@ -71,6 +74,7 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import option_error
 from aoe_optuna.spec.export_target import ExportTarget, export_rules, export_target
 from aoe_optuna.spec.format import Section, SpecError, check_plain, read_document
+from aoe_optuna.spec.race import RaceSettings, parse_race
 from aoe_optuna.spec.space import (
     SEED_SPACE,
     build_space,
@@ -88,7 +92,7 @@ __all__ = ["SpecError", "StudySpec", "load_spec", "spec_from_dict"]
 TOP_KEYS = (
     "op_name", "search_space", "optimization_objective", "max_search_time",
     "target_throughput", "constraints", "hardware", "workload", "baseline", "backend",
-    "accuracy",
+    "accuracy", "race",
 )
 OBJECTIVES = ("throughput",)
 DEFAULT_SOC = "Ascend910B2"
@@ -120,6 +124,8 @@ class StudySpec:
     workload_doc: dict | None = None  # canonical workload section
     hardware_doc: dict | None = None  # canonical hardware section
     backend_space: bool = False  # the space came from the backend, not search_space
+    race: RaceSettings = RaceSettings()  # how the winner is certified after the search
+    race_doc: dict | None = None  # the race section as given (None: the defaults)
 
     @property
     def kernel_runs_on_soc(self) -> bool:
@@ -197,6 +203,8 @@ class StudySpec:
         out["baseline"] = dict(self.baseline) if self.baseline is not None else None
         out["backend"] = dict(self.backend)
         out["accuracy"] = dict(self.accuracy)
+        if self.race_doc is not None:  # only when given: studies made before it compare equal
+            out["race"] = self.race.as_doc()
         return out
 
 
@@ -227,6 +235,8 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     accuracy_sec.check_keys(("max_relative_error",))
     accuracy = {"max_relative_error": accuracy_sec.number(
         "max_relative_error", DEFAULT_MAX_RELATIVE_ERROR, low=0.0, high=1.0)}
+    race = parse_race(top.section("race"))
+    race_doc = race.as_doc() if top.has("race") else None
     space, backend_space = _space(top, source, profile, workload, backend, kind)
     kind = kind or backend_class(backend["name"])  # _space reported one that won't import
     known = not backend_space
@@ -236,7 +246,7 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
         max_search_time=max_time, target_throughput=target, profile=profile,
         workload=workload, space=space, baseline=baseline, backend=backend,
         accuracy=accuracy, workload_doc=workload_doc, hardware_doc=hardware_doc,
-        backend_space=backend_space, backend_kind=kind,
+        backend_space=backend_space, backend_kind=kind, race=race, race_doc=race_doc,
     )
 
 

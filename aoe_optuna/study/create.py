@@ -23,7 +23,7 @@ from optuna.exceptions import DuplicatedStudyError
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_BASELINE, ATTR_CUT_SHORT
+from aoe_optuna.attrs import ATTR_BASELINE, ATTR_CUT_SHORT, ENV_ATTR
 from aoe_optuna.spec.loader import StudySpec, spec_from_dict
 from aoe_optuna.spec.stored import ROOFLINE_ATTR, SPEC_ATTR, SPEC_SOURCE_ATTR
 from aoe_optuna.study.storage.write_once import set_once
@@ -101,6 +101,29 @@ def load_or_create(
             )
         return study, spec
     return study, spec_from_dict(stored, source=f"<study {study_name}>")
+
+
+def project_version() -> str:
+    """This package's version, as installed (``0+unknown`` from a bare source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("aoe_optuna")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def environment_stamp(environment: dict[str, str]) -> dict[str, str]:
+    """A backend's environment with the project's version: what a timing was taken under."""
+    return {"project": f"aoe_optuna {project_version()}", **environment}
+
+
+def stamp_environment(study: optuna.Study, environment: dict[str, str]) -> dict[str, str]:
+    """Record where this run measures (the last run's stamp is the study's)."""
+    stamp = environment_stamp(environment)
+    if study.user_attrs.get(ENV_ATTR) != stamp:
+        study.set_user_attr(ENV_ATTR, stamp)
+    return stamp
 
 
 def default_study_name(storage: optuna.storages.BaseStorage, spec: StudySpec) -> str:

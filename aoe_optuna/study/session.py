@@ -49,6 +49,7 @@ from aoe_optuna.study.create import (
     enqueue_baseline,
     enqueue_config_baseline,
     load_or_create,
+    stamp_environment,
 )
 from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress, run_study
 from aoe_optuna.study.run.objective import ConfigEvaluator, Evaluator, TuningObjective
@@ -61,6 +62,8 @@ from aoe_optuna.study.storage.write_once import set_once
 
 if TYPE_CHECKING:
     from aoe_optuna.space.search_space import SearchSpace
+    from aoe_optuna.spec.race import RaceSettings
+    from aoe_optuna.study.race.outcome import Certified
 
 SEED_RANGE = 2**31  # a seed drawn for a study given none, so that its run can be repeated
 IN_MEMORY = "<in memory>"  # the storage URL of a study this process alone holds (the bench's)
@@ -245,6 +248,7 @@ class StudySession(Session):
         use_wal(storage)  # nothing is refused past this point
         if worker_index is None:
             store_sampler(study, choice.name, choice.kwargs, choice.seed)
+            stamp_environment(study, backend.environment())
             if enqueue_baseline_now:
                 enqueue_baseline(study, spec)
         study.sampler = built
@@ -271,6 +275,13 @@ class StudySession(Session):
     def enqueue_baseline(self) -> bool:
         """Enqueue the spec's baseline config once, so it is measured first."""
         return enqueue_baseline(self.study, self.spec)
+
+    def certify(self, on_event: Callable[[str], None] = lambda s: None,
+                stale_after_s: float = 3600.0) -> Certified | None:
+        """Race the search's best configs as the spec's ``race`` section says, or resume
+        or read its race (:mod:`aoe_optuna.study.race`)."""
+        return certify_study(self.study, self.spec.space, self.evaluator(), self.spec.race,
+                             self.spec.timing_noise, on_event, stale_after_s)
 
     def baseline_trial(self) -> FrozenTrial | None:
         return baseline_trial(self.study, self.spec)
@@ -353,12 +364,39 @@ class SpaceSession(Session):
     def objective(self) -> TuningObjective:
         return TuningObjective(self.space, self.evaluator)
 
+    def certify(self, settings: RaceSettings, timing_noise: float | None,
+                on_event: Callable[[str], None] = lambda s: None,
+                stale_after_s: float = 3600.0) -> Certified | None:
+        """Race the search's best configs on this study's evaluator (one that re-times:
+        an :class:`Evaluator`)."""
+        if not isinstance(self.evaluator, Evaluator):
+            raise SessionError("this study's evaluator cannot re-time a config")
+        return certify_study(self.study, self.space, self.evaluator, settings, timing_noise,
+                             on_event, stale_after_s)
+
     def enqueue_baseline(self) -> bool:
         """Enqueue the baseline config once (none given: nothing)."""
         return enqueue_config_baseline(self.study, self.baseline)
 
     def baseline_trial(self) -> FrozenTrial | None:
         return config_baseline_trial(self.study, self.baseline)
+
+
+def certify_study(study: optuna.Study, space: SearchSpace, evaluator: Evaluator,
+                  settings: RaceSettings, timing_noise: float | None,
+                  on_event: Callable[[str], None] = lambda s: None,
+                  stale_after_s: float = 3600.0) -> Certified | None:
+    """The study's race, each re-timing a new measurement of the config on ``evaluator``
+    (its cost in seconds per token)."""
+    from aoe_optuna.study.race.run import race_study
+
+    def remeasure(params: Mapping[str, Any], draw: int) -> tuple[float | None, float | None]:
+        ev = evaluator.remeasure(space.full_config(params), draw)
+        ok = ev.ok and ev.tokens_per_s > 0
+        return (1.0 / ev.tokens_per_s if ok else None), ev.rel_se
+
+    return race_study(study, remeasure, settings, timing_noise, stale_after_s=stale_after_s,
+                      on_event=on_event)
 
 
 def hold_plan(study: optuna.Study, plan: StoredPlan) -> None:

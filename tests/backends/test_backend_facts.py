@@ -73,10 +73,14 @@ def test_a_backend_without_programs_refuses_to_time_one(tmp_path: Path) -> None:
         cpu.measure_program(object())
 
 
-def test_timing_noise_is_the_backends_answer() -> None:
+def test_timing_noise_is_the_backends_answer(tmp_path: Path) -> None:
+    from race_fixture import noisy_cache
+
     assert backend_class("simulator").timing_noise({"noise": 0.02}) == 0.02
     assert backend_class("simulator").timing_noise({}) is None  # noise-free: nothing to re-time
-    assert backend_class("replay").timing_noise({"path": "x"}) is None
+    assert backend_class("replay").timing_noise({"path": "x", "noise": "none"}) is None
+    # a recording's noise: the median config's repeats, as a measurement's standard error
+    assert 0 < backend_class("replay").timing_noise({"path": str(noisy_cache(tmp_path))}) < 0.01
     hardware = TimingPolicy().rel_precision
     assert backend_class("npu").timing_noise({}) == backend_class("cpu").timing_noise({}) \
         == hardware

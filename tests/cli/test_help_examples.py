@@ -12,7 +12,8 @@ from aoe_optuna.cli.main import main
 
 HELPS = [[], ["export"], ["describe"], ["bench"], ["bench", "compare"],
          ["bench", "noise-floor"], ["bench", "missed-optimum"], ["bench", "diagnose"],
-         ["pretrain-policy"], ["operators"], ["doctor"], ["calibrate"]]
+         ["bench", "race"], ["pretrain-policy"], ["operators"], ["doctor"], ["calibrate"],
+         ["recheck"]]
 
 
 class _Parsed(BaseException):

@@ -53,7 +53,7 @@ def test_the_knowledge_base_redacts_with_the_same_helper() -> None:
 
 
 README_COMMANDS = [  # the README's commands, in its order (storage: sqlite:///aoe.db)
-    ".venv/bin/aoe-tune --config studies/qwen25_7b_decode_910b2.json --n-trials 100",
+    ".venv/bin/aoe-tune --config studies/qwen25_7b_decode_catlass_910b2.json --n-trials 100",
     "optuna create-study --storage sqlite:///aoe.db --study-name qwen-decode --direction maximize",
     "aoe-tune --config studies/qwen25_7b_decode_910b2.json --storage sqlite:///aoe.db "
     "--study-name qwen-decode --n-trials 100",

@@ -1,14 +1,15 @@
-"""Re-timing: who is re-timed, in what order, who wins, and the interval."""
+"""Re-timing: who is raced, in what order, when the race stops, who wins, the interval."""
 
 import math
 
 import pytest
 
+from aoe_optuna.certify.race import RaceRules
 from aoe_optuna.operators.retime import (
     Candidate,
     Retimed,
     candidates_to_retime,
-    retime,
+    race,
     retime_cost,
 )
 
@@ -26,7 +27,7 @@ def test_candidates_are_the_configs_within_the_noise_band_of_the_best():
     assert candidates_to_retime([]) == []
 
 
-def test_retime_interleaves_rounds_drops_failures_and_ranks_by_mean():
+def test_race_interleaves_rounds_drops_failures_and_stops_once_decided():
     calls = []
     truth = {0: 1.10, 1: 1.00, 2: 1.05}
 
@@ -34,12 +35,29 @@ def test_retime_interleaves_rounds_drops_failures_and_ranks_by_mean():
         calls.append((params["tile_m"], draw))
         return None if params["tile_m"] == 2 and draw == 2 else truth[params["tile_m"]]
 
-    out = retime([c(0, 0.90), c(1, 0.95), c(2, 0.97)], time_again, rounds=2)
-    # round 1 starts at the second candidate, round 2 at the third; trial 2 fails in round 2
-    assert calls == [(1, 1), (2, 1), (0, 1), (2, 2), (0, 2), (1, 2)]
+    rules = RaceRules(epsilon=0.01, min_rounds=2, max_rounds=6)
+    out, state, spent = race([c(0, 0.90), c(1, 0.95), c(2, 0.97)], time_again, rules, 30)
+    # round 1 in contender order; trial 2 fails in round 2, which is then timed afresh
+    # for the two left, rotated; noise-free timings decide at the first look
+    assert calls[:5] == [(0, 1), (1, 1), (2, 1), (1, 2), (2, 2)]
     assert [r.trial for r in out] == [1, 0]
+    assert state.done and state.leader == 1 and state.slower == [0]
+    assert spent == len(calls) and spent < 3 * 6
     assert out[0].latencies_s == (1.0, 1.0) and out[0].first_s == 0.95
-    assert retime([], time_again) == []
+
+
+def test_race_of_noisy_equals_ends_at_its_budget_with_the_rivals_open():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def time_again(params, draw):
+        return float(np.exp(rng.normal(0.0, 0.05)))  # 5% noise, every config the same
+
+    rules = RaceRules(epsilon=0.01, min_rounds=2, max_rounds=10)
+    out, state, spent = race([c(0, 0.9), c(1, 0.91)], time_again, rules, 7)
+    assert spent == 6 and not state.done and state.open  # a fourth round would need 8
+    assert race([], time_again, rules, 10) == ([], race([], time_again, rules, 10)[1], 0)
 
 
 def test_interval_from_known_noise_or_from_the_retimings():

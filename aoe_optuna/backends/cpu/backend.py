@@ -250,7 +250,16 @@ class CpuBackend(BackendBase):
             return Measurement.failure(
                 "accuracy", f"accuracy loss {loss:.3g} exceeds max_accuracy_loss "
                 f"{self.max_accuracy_loss:g}", cost(), extra=extra)
-        return Measurement.success(latency, cost(), spread=float(result["spread"]), extra=extra)
+        samples = tuple(float(v) for v in result.get("samples_s") or ())
+        return Measurement.success(latency, cost(), spread=float(result["spread"]), extra=extra,
+                                   samples_s=samples)
+
+    def environment(self) -> dict[str, str]:
+        """The compiler (its ``--version`` line) and the CPU model: what the timings of a
+        config depend on here besides the config (the toolchain id found when the
+        backend was made: a compiler that cannot answer was refused then)."""
+        _path, version, machine, cpu = self.compiler.toolchain.split("|", 3)
+        return {"backend": self.name, "compiler": version, "cpu": f"{cpu} ({machine})"}
 
     def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
         """Compile ``config``'s library into the build cache (the kernel is the same for

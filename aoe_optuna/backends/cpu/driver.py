@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": timing.repeats,
         "cut_short": timing.cut_short,
         "interval_s": list(median_interval(timing.samples)),
+        "samples_s": list(timing.samples),
         "max_error": max(errors),
         "tolerance": tol,
         "accuracy_loss": loss,

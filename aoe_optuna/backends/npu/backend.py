@@ -188,6 +188,12 @@ class NpuBackend(BackendBase):
             layer_catlass=layer_catlass,
         )
 
+    def environment(self) -> dict[str, str]:
+        """CANN, driver, firmware, SoC and card (:mod:`.environment`)."""
+        from aoe_optuna.backends.npu.environment import npu_environment
+
+        return npu_environment(self.toolkit.version, self.profile.soc, self.device)
+
     def target(self) -> NpuTarget:
         """What a layer kind's program is rendered for (:mod:`.kernel_program`)."""
         home = self.layer_catlass

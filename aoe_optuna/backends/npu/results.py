@@ -100,7 +100,8 @@ def measurement_from_events(stdout: str, cost_s: float) -> Measurement:
     timing = summarize(samples)
     return Measurement.success(timing.median_s, cost_s, spread=timing.spread,
                                extra={**extra, "samples": len(samples), "timing": "events",
-                                      "precision": timing.precision})
+                                      "precision": timing.precision},
+                               samples_s=timing.samples)
 
 
 def msprof_durations_us(output_dir: Path) -> list[float]:
@@ -190,7 +191,8 @@ def measurement_from_msprof(output_dir: Path, app_stdout: str, cost_s: float,
             warning = timing_warning(timing.median_s, checked.latency_s, gap)
             extra["timing_warning"] = warning
             LOG.warning("%s", warning)
-    return Measurement.success(timing.median_s, cost_s, spread=timing.spread, extra=extra)
+    return Measurement.success(timing.median_s, cost_s, spread=timing.spread, extra=extra,
+                               samples_s=timing.samples)
 
 
 def timing_warning(msprof_s: float, events_s: float, gap: float) -> str:

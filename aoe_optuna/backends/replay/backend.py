@@ -13,6 +13,14 @@ N measurements?" on a landscape nobody here made up.
   ``"recorded_only": false`` those are then the only known constraints.
 * Objective: the file's ``time`` (ms), served as latency; the study's value is
   throughput 1/time through :meth:`workload` (one op, one "token" per run).
+* Noise, as it was recorded (``"noise": "recorded"``, the default): a config's
+  ``times`` are its repeated timings on the GPU, and one measurement of R runs is the
+  mean of R draws from them, with replacement (R: ``repeats``, by default as many as
+  were recorded, so a measurement is timed as the recording was). Draws are seeded by
+  (``seed``, config, draw), so a run repeats exactly and a re-timing (draw > 0) is a
+  new measurement. A file whose entries hold no ``times`` serves each config's
+  recorded time, noise-free, and :meth:`ReplayBackend.noise_note` says so;
+  ``"noise": "none"`` does the same for any file.
 * Failures: ``CompilationFailedConfig`` -> ``build``, ``RuntimeFailedConfig`` ->
   ``runtime``, ``InvalidConfig`` -> ``infeasible`` (only reachable when
   ``recorded_only`` is off), a config the file lacks -> ``unsupported``.
@@ -22,7 +30,8 @@ N measurements?" on a landscape nobody here made up.
 Spec form (a relative ``path`` is resolved against the spec file's folder)::
 
     "backend": {"name": "replay", "path": "../../shared/spaces/gemm.json.gz",
-                "objective": "time", "recorded_only": true}
+                "objective": "time", "recorded_only": true, "noise": "recorded",
+                "seed": 0, "repeats": null}
 """
 
 from __future__ import annotations
@@ -47,8 +56,9 @@ from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.gemm import Gemm, Workload
 
-OPTIONS = ("path", "objective", "recorded_only")
+OPTIONS = ("path", "objective", "recorded_only", "noise", "seed", "repeats")
 OBJECTIVES = ("time",)  # milliseconds, lower is better
+NOISE = ("recorded", "none")  # draws from each config's recorded repeats, or its mean
 
 
 def resolve_path(path: str, where: str | None) -> Path:
@@ -99,6 +109,34 @@ def _check_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
     if not isinstance(recorded_only, bool):
         raise ValueError(f"recorded_only: expected true or false, got {recorded_only!r}")
     return path, objective, recorded_only
+
+
+def _noise_options(options: Mapping[str, Any]) -> tuple[str, int, int | None]:
+    noise = options.get("noise", "recorded")
+    if noise not in NOISE:
+        raise ValueError(f"noise: expected one of {list(NOISE)}, got {noise!r}")
+    seed = options.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+    repeats = options.get("repeats")
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                or not 1 <= repeats <= 100_000):
+        raise ValueError(f"repeats: expected runs per measurement from 1 to 100000, or "
+                         f"null (as many as recorded), got {repeats!r}")
+    return noise, seed, repeats
+
+
+def recorded_noise(recorded: RecordedSpace, repeats: int | None = None) -> float | None:
+    """The median over configs of a measurement's relative standard error (a mean of
+    ``repeats`` draws; default as many as recorded); None when nothing is recorded."""
+    n = recorded.n_repeats
+    has = n >= 2
+    if not has.any():
+        return None
+    rows = recorded.repeats[has]
+    rel_sd = np.nanstd(rows, axis=1, ddof=1) / np.nanmean(rows, axis=1)
+    r = n[has] if repeats is None else np.full(int(has.sum()), repeats)
+    return float(np.median(rel_sd / np.sqrt(r)))
 
 
 class RecordedRule:
@@ -188,24 +226,68 @@ class ReplayBackend(BackendBase):
 
     @classmethod
     def timing_noise(cls, options: Mapping[str, Any]) -> float | None:
-        """A recording answers each config with its one stored time: nothing to re-time."""
-        return None
+        """A measurement's relative noise, as the recorded repeats give it (the median
+        config's); None without noise (``"none"``, or a file with no repeats): each config
+        is answered with its one stored time, and there is nothing to re-time."""
+        path, objective, _ = _check_options(options)
+        noise, _, repeats = _noise_options(options)
+        if noise == "none":
+            return None
+        return recorded_noise(load_recorded(resolve_path(path, None), objective), repeats)
 
-    def __init__(self, recorded: RecordedSpace) -> None:
+    def __init__(self, recorded: RecordedSpace, noise: str = "recorded", seed: int = 0,
+                 repeats: int | None = None) -> None:
         self.recorded = recorded
+        self.noise, self.seed, self.repeats = _noise_options(
+            {"noise": noise, "seed": seed, "repeats": repeats})
         self._index = {config: i for i, config in enumerate(recorded.configs)}
         self._scale = 1e-3  # objective "time" is in milliseconds
+        self._noisy = noise == "recorded" and bool((recorded.n_repeats > 0).any())
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], profile: Any = None,
                      where: str | None = None) -> ReplayBackend:
         path, objective, _ = _check_options(options)
-        return cls(load_recorded(resolve_path(path, where), objective))
+        noise, seed, repeats = _noise_options(options)
+        return cls(load_recorded(resolve_path(path, where), objective), noise, seed, repeats)
+
+    @property
+    def timing_noise_drawn(self) -> bool:
+        """Whether a measurement is drawn from recorded repeats (else the recorded mean)."""
+        return self._noisy
+
+    def recorded_latency_s(self, config: Mapping[str, Any]) -> float:
+        """The config's recorded mean time in seconds (inf where it failed or is absent):
+        the noise-free figure a noisy measurement of it scatters around."""
+        rec = self.recorded
+        key = tuple(config[k] if k in config else rec.fixed.get(k) for k in rec.keys)
+        i = self._index.get(key)
+        if i is None or rec.failures[i] is not None:
+            return float("inf")
+        return float(rec.values[i]) * self._scale
+
+    def with_noise_seed(self, seed: int) -> ReplayBackend:
+        """The same recording with its draws seeded by ``seed``."""
+        return ReplayBackend(self.recorded, self.noise, seed, self.repeats)
+
+    def noise_note(self) -> str:
+        name = Path(self.recorded.path).name
+        if self.noise == "none":
+            return f"each config's recorded mean time in {name}, noise-free (noise: none)"
+        if not self._noisy:
+            return (f"{name} records no repeated timings: each config's recorded time, "
+                    "noise-free")
+        runs = (f"{self.repeats}" if self.repeats is not None
+                else "as many as recorded (median "
+                f"{int(np.median(self.recorded.n_repeats[self.recorded.n_repeats > 0]))})")
+        return (f"each measurement the mean of {runs} draws from the config's recorded "
+                f"timings in {name} (seed {self.seed})")
 
     @classmethod
     def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]:
         """The options with ``path`` made absolute, so a stored spec works from anywhere."""
         path, _, _ = _check_options(options)
+        _noise_options(options)
         if is_hub(path):  # the same name finds the same pinned file on any machine
             return dict(options)
         return {**options, "path": str(resolve_path(path, where).resolve())}
@@ -221,6 +303,13 @@ class ReplayBackend(BackendBase):
         return replay_workload(load_recorded(resolve_path(path, where), objective))
 
     def measure(self, config: Mapping[str, Any], gemm: Gemm | None = None) -> Measurement:
+        return self._measure(config, draw=0)
+
+    def remeasure(self, config: Mapping[str, Any], gemm: Gemm | None, draw: int) -> Measurement:
+        """The config timed again: draw ``draw`` of its recorded repeats (the first is 0)."""
+        return self._measure(config, draw)
+
+    def _measure(self, config: Mapping[str, Any], draw: int) -> Measurement:
         rec = self.recorded
         try:
             key = tuple(config[k] if k in config else rec.fixed[k] for k in rec.keys)
@@ -237,4 +326,10 @@ class ReplayBackend(BackendBase):
             return Measurement.failure(
                 FAILURE_KINDS[failure], f"recorded as {failure}", cost_s=cost  # type: ignore[arg-type]
             )
-        return Measurement.success(rec.values[i] * self._scale, cost)
+        n = int(rec.n_repeats[i]) if self._noisy else 0
+        if n == 0:  # noise-free: the recorded mean
+            return Measurement.success(rec.values[i] * self._scale, cost)
+        rng = np.random.default_rng([self.seed, i, int(draw)])
+        samples = rec.repeats[i, rng.integers(0, n, self.repeats or n)] * self._scale
+        return Measurement.success(float(samples.mean()), cost,
+                                   samples_s=tuple(float(x) for x in samples))

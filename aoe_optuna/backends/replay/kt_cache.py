@@ -16,7 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,9 @@ class RecordedSpace:
 
     ``values[i]`` is the objective (e.g. time in ms) of entry ``i``, NaN when it
     failed; ``failures[i]`` the failure string or ``None``; ``cost_s[i]`` the
-    recorded compile + verification + benchmark time in seconds.
+    recorded compile + verification + benchmark time in seconds; ``repeats[i]`` the
+    entry's repeated timings (its ``times``, the objective's unit), NaN-padded to the
+    longest, and ``n_repeats[i]`` how many it holds (0: none recorded).
     """
 
     path: str
@@ -65,6 +67,8 @@ class RecordedSpace:
     failures: tuple[str | None, ...]
     cost_s: np.ndarray
     truncated: bool
+    repeats: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    n_repeats: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def varying(self) -> tuple[str, ...]:
@@ -157,6 +161,7 @@ def _to_space(doc: dict[str, Any], source: str, objective: str | None,
     values: list[float] = []
     failures: list[str | None] = []
     costs: list[float] = []
+    times: list[list[float]] = []
     for name, entry in doc["cache"].items():
         if not isinstance(entry, dict) or obj not in entry:
             raise CacheFileError(
@@ -179,6 +184,11 @@ def _to_space(doc: dict[str, Any], source: str, objective: str | None,
             failures.append(None)
             values.append(float(value))
         costs.append(sum(float(entry.get(f) or 0.0) for f in COST_FIELDS) / 1000.0)
+        times.append(_repeats(entry, failures[-1] is None) if obj == "time" else [])
+    width = max((len(t) for t in times), default=0)
+    repeats = np.full((len(times), width), np.nan)
+    for i, t in enumerate(times):
+        repeats[i, :len(t)] = t
     return RecordedSpace(
         path=source,
         device_name=str(doc.get("device_name", "")),
@@ -191,4 +201,18 @@ def _to_space(doc: dict[str, Any], source: str, objective: str | None,
         failures=tuple(failures),
         cost_s=np.asarray(costs, dtype=float),
         truncated=truncated,
+        repeats=repeats,
+        n_repeats=np.asarray([len(t) for t in times], dtype=np.int64),
     )
+
+
+def _repeats(entry: dict[str, Any], ok: bool) -> list[float]:
+    """The entry's repeated timings (``times``) when it holds a usable list of positive
+    numbers; none otherwise (a failed config, an older file, a damaged list)."""
+    raw = entry.get("times")
+    if not ok or not isinstance(raw, list) or not raw:
+        return []
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+               and math.isfinite(v) and v > 0 for v in raw):
+        return []
+    return [float(v) for v in raw]

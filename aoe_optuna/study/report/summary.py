@@ -15,6 +15,7 @@ from aoe_optuna.spec.export_target import ExportKind
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.spec.stored import ROOFLINE_ATTR
 from aoe_optuna.study.create import baseline_trial, best_trial
+from aoe_optuna.study.race.outcome import Certified
 from aoe_optuna.study.report import dashboard_writers
 from aoe_optuna.study.report.dashboard_plot import save_convergence_plot
 from aoe_optuna.study.report.text_fit import rate_text, wrap_command, wrap_items
@@ -45,6 +46,9 @@ class Summary:
     # a simulated run's tokens/s error band (aoe_optuna.calibration), None for measurements
     band: str | None = None
     time_split: list[str] = field(default_factory=list)  # where the wall-clock went
+    # the winner the race certified (None: not raced, e.g. the run was interrupted)
+    certified: Certified | None = None
+    certified_params: dict = field(default_factory=dict)
 
     @property
     def speedup(self) -> float | None:
@@ -60,12 +64,16 @@ class Summary:
 
 def summarise(
     study: optuna.Study, spec: StudySpec, result: RunResult, storage_url: str,
-    folder: Path | None = None,
+    folder: Path | None = None, certified: Certified | None = None,
 ) -> Summary:
     """``folder``: where the run was started (default the working folder), taken before
-    the run by a caller whose working folder may be deleted while it measures."""
+    the run by a caller whose working folder may be deleted while it measures;
+    ``certified``: the race's verdict."""
     base = baseline_trial(study, spec)
     best = best_trial(study)
+    winner_params = {} if certified is None else next(
+        (dict(t.params) for t in study.get_trials(deepcopy=False)
+         if t.number == certified.winner), {})
     p = result.progress
     return Summary(
         study_name=study.study_name,
@@ -87,7 +95,10 @@ def summarise(
         band=simulated_band(spec, None if best is None else best.value),
         time_split=TimeSplit.of(study.get_trials(deepcopy=False),
                                 modelled=spec.exact_model).items(),
+        certified=certified,
+        certified_params=winner_params,
     )
+
 
 
 def simulated_band(spec: StudySpec, tokens_per_s: float | None) -> str | None:
@@ -126,6 +137,30 @@ def _fmt(v: float | None) -> str:
 
 def _best_label(s: Summary) -> str:
     return "best" if s.best_number is None else f"best (trial {s.best_number})"
+
+
+def _speedup(value: float, s: Summary) -> str:
+    return f"{value / s.baseline:.3f}" if s.baseline else "-"
+
+
+def certified_items(c: Certified) -> list[str]:
+    """The race's verdict as the summary's items: the winner and its interval, its ties,
+    the probability of a correct selection, the re-timings it spent."""
+    lo, hi = c.interval
+    if not c.spent:
+        return [f"winner trial {c.winner}: {c.reason}",
+                f"ties within {c.epsilon:.0%}: " + (", ".join(map(str, c.ties)) or "none")]
+    items = [f"certified: trial {c.winner} at {rate_text(c.value)} [{rate_text(lo)}, "
+             f"{rate_text(hi)}] (95% interval; first measured {rate_text(c.first_value)})",
+             f"ties within {c.epsilon:.0%}: " + (", ".join(map(str, c.ties)) or "none")
+             + (f" ({len(c.open)} not separated)" if c.open else ""),
+             f"P(correct selection within {c.epsilon:.0%}) >= "
+             + ("-" if c.pcs is None else f"{c.pcs:.2f}"),
+             f"race: {c.spent} re-timings (not counted in the measurements), {c.rounds} "
+             f"rounds, {c.reason}"]
+    if not c.done:
+        items.append("not finished: the same command resumes it")
+    return items
 
 
 def next_steps(s: Summary) -> list[str]:
@@ -167,8 +202,14 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
     sp = s.speedup
     table.add_row(_best_label(s), _fmt(s.best),
                   "-" if sp is None else f"{sp:.3f}", s.fraction(s.best))
+    c = s.certified
+    if c is not None and c.spent:
+        table.add_row(f"certified (trial {c.winner})", _fmt(c.value), _speedup(c.value, s),
+                      s.fraction(c.value))
     table.add_row("roofline", _fmt(s.roofline), "", "100%")
     console.print(table)
+    if c is not None:
+        say(wrap_items(certified_items(c), width))
     if s.band:
         say(wrap_items(s.band.split(", "), width, first="simulated figures: tokens/s band "))
     say(wrap_items([f"measurements {s.measured:,}",
@@ -178,6 +219,9 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
                     f"wall {s.wall_s:,.1f} s"], width))
     if s.time_split:
         say(wrap_items(s.time_split, width, first="time: "))
+    if s.certified_params and s.certified is not None and s.certified.winner != s.best_number:
+        say(wrap_items([f"{k}={v}" for k, v in s.certified_params.items()], width,
+                       first="certified config: "))
     if s.best_params:
         say(wrap_items([f"{k}={v}" for k, v in s.best_params.items()], width,
                        first="best config: "))
@@ -195,6 +239,9 @@ def summary_markdown(s: Summary) -> str:
         f"| baseline | {_fmt(s.baseline)} | 1.000 | {s.fraction(s.baseline)} |",
         f"| {_best_label(s)} | {_fmt(s.best)} | "
         f"{'-' if sp is None else f'{sp:.3f}'} | {s.fraction(s.best)} |",
+        *([f"| certified (trial {s.certified.winner}) | {_fmt(s.certified.value)} | "
+           f"{_speedup(s.certified.value, s)} | {s.fraction(s.certified.value)} |"]
+          if s.certified is not None and s.certified.spent else []),
         f"| roofline | {_fmt(s.roofline)} | | 100% |",
     ]
     cfg = ", ".join(f"`{k}={v}`" for k, v in s.best_params.items()) or "none yet"
@@ -207,6 +254,8 @@ def summary_markdown(s: Summary) -> str:
             *rows,
             "",
             *([f"Simulated figures: tokens/s band {s.band}.", ""] if s.band else []),
+            *([f"Winner: {'; '.join(certified_items(s.certified))}.", ""]
+              if s.certified is not None else []),
             f"Best config: {cfg}",
             "",
             f"Measurements {s.measured}, infeasible proposals skipped {s.infeasible}, "

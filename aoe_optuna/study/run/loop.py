@@ -53,6 +53,10 @@ class Budget:
     time_s: float | None = None
     wall_time: bool = False
     target_tokens_per_s: float | None = None
+    # end the search after this many measurements in a row that beat the best before
+    # them by no more than ``patience_margin`` (relative): the proposals stopped improving
+    patience: int | None = None
+    patience_margin: float = 0.0
 
 
 @dataclass
@@ -68,6 +72,19 @@ class StudyProgress:
     best: FrozenTrial | None = None
     last: FrozenTrial | None = None  # the trial that just finished, if any
     held: list[FrozenTrial] = field(default_factory=list)  # RUNNING, no live local owner
+    values: list[float] = field(default_factory=list)  # each measurement's, in trial order
+
+    def without_improvement(self, margin: float) -> int:
+        """Measurements since the last one that beat every earlier one by more than
+        ``margin`` (relative; failures count as no improvement)."""
+        best, since = float("-inf"), 0
+        for v in self.values:
+            bar = best * (1.0 + margin) if best > 0 else best
+            if v == v and v > bar:  # NaN (a failure) never improves
+                best, since = v, 0
+            else:
+                since += 1
+        return since
 
     @classmethod
     def of(cls, trials: list[FrozenTrial]) -> StudyProgress:
@@ -89,6 +106,9 @@ class StudyProgress:
             ):
                 p.best = t
         p.measured = count_measured(trials)
+        p.values = [float(t.value) if t.state == TrialState.COMPLETE and t.value is not None
+                    else float("nan")
+                    for t in sorted(trials, key=lambda t: t.number) if is_measured(t)]
         pooled = pooled_clock_s(trials)
         if pooled is not None:  # built ahead: builds overlap the device's timings
             p.virtual_s = pooled
@@ -183,6 +203,10 @@ class _Stopper:
             and (progress.best.value or 0) >= b.target_tokens_per_s
         ):
             return f"target {b.target_tokens_per_s:g} tokens/s reached"
+        if b.patience is not None and progress.without_improvement(b.patience_margin) \
+                >= b.patience:
+            return (f"no improvement beyond {b.patience_margin:.0%} in the last "
+                    f"{b.patience} measurements")
         return None
 
 

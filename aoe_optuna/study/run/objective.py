@@ -49,8 +49,10 @@ from aoe_optuna.attrs import (
     ATTR_INFEASIBLE,
     ATTR_MEASURED,
     ATTR_REPEAT_OF,
+    ATTR_REPEATS_US,
     ATTR_SAMPLER_S,
     ATTR_SURPLUS,
+    ATTR_TIMING_US,
     ATTR_TOKENS_PER_S,
     OPTUNA_FIXED_PARAMS_KEY,
 )
@@ -91,6 +93,17 @@ class Evaluation:
     # timing stopped early, clearly slower than the incumbent: the medians' 95% intervals
     cut_short: bool = False
     interval_s: dict[str, list[float]] = field(default_factory=dict)
+    # each GEMM's timed repeats (seconds per call), where the backend keeps them, and
+    # its calls per step
+    samples_s: dict[str, list[float]] = field(default_factory=dict)
+    gemm_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rel_se(self) -> float | None:
+        """The relative standard error of the step's GEMM time from the repeats' spread
+        (each GEMM's standard error of its mean, weighted by its calls per step); None
+        where a GEMM's repeats are not kept."""
+        return step_rel_se(self.samples_s, self.gemm_counts) if self.samples_s else None
 
     def user_attrs(self) -> dict[str, Any]:
         """The result's attributes in write order; ``measured`` last marks it whole."""
@@ -108,6 +121,11 @@ class Evaluation:
             attrs.update({ATTR_FAILURE_KIND: self.failure_kind, ATTR_FAILURE: self.reason[:2000]})
         if self.accuracy_loss is not None:
             attrs["accuracy_loss"] = self.accuracy_loss
+        if self.samples_s:
+            attrs[ATTR_REPEATS_US] = {k: [round(v * 1e6, 4) for v in xs]
+                                      for k, xs in self.samples_s.items()}
+            attrs[ATTR_TIMING_US] = {k: timing_summary_us(xs)
+                                     for k, xs in self.samples_s.items()}
         if self.cut_short:
             attrs[ATTR_CUT_SHORT] = True
             attrs["interval_us"] = {k: [round(v * 1e6, 3) for v in lo_hi]
@@ -115,6 +133,31 @@ class Evaluation:
         attrs.update(self.phases)
         attrs[ATTR_MEASURED] = True
         return attrs
+
+
+def timing_summary_us(samples_s: Sequence[float]) -> dict[str, float]:
+    """A GEMM's repeats as the objective reports them: their count, mean and the mean's
+    standard error (microseconds)."""
+    x = [float(v) for v in samples_s]
+    n = len(x)
+    mean = sum(x) / n
+    se = (sum((v - mean) ** 2 for v in x) / (n - 1) / n) ** 0.5 if n > 1 else float("nan")
+    return {"n": n, "mean": round(mean * 1e6, 4), "se": round(se * 1e6, 4)}
+
+
+def step_rel_se(samples_s: Mapping[str, Sequence[float]], counts: Mapping[str, int]
+                ) -> float | None:
+    """Relative standard error of ``sum(count * mean latency)`` over the GEMMs whose
+    repeats are known (independent timings: their variances add)."""
+    total = var = 0.0
+    for name, xs in samples_s.items():
+        s = timing_summary_us(xs)
+        if not s["n"] > 1:
+            return None
+        c = counts.get(name, 1)
+        total += c * s["mean"]
+        var += (c * s["se"]) ** 2
+    return var**0.5 / total if total > 0 else None
 
 
 class ConfigEvaluator(Protocol):
@@ -167,14 +210,26 @@ class Evaluator:
         return [self.backend.build_ahead(full_config, g) for g in self.workload.gemms]
 
     def evaluate(self, full_config: Mapping[str, Any]) -> Evaluation:
+        return self._evaluate(full_config, None)
+
+    def remeasure(self, full_config: Mapping[str, Any], draw: int) -> Evaluation:
+        """The config measured again, in full (never cut short), as noise draw ``draw``
+        (> 0; the first measurement was draw 0): a race's re-timing. It does not move the
+        incumbent that cuts the search's timings short."""
+        return self._evaluate(full_config, draw)
+
+    def _evaluate(self, full_config: Mapping[str, Any], draw: int | None) -> Evaluation:
         latencies: dict[str, float] = {}
         cost = build = 0.0
         worst_loss: float | None = None
         cut_short: dict[str, list[float]] = {}
+        samples: dict[str, list[float]] = {}
         cached: list[Any] = []  # each measurement's word on its build's cache
         for gemm in self.workload.gemms:
             above = self.incumbent.get(gemm.name) if self.stops_early else None
-            if above is not None:
+            if draw is not None:
+                m = self.backend.remeasure(full_config, gemm, draw)
+            elif above is not None:
                 m = self.backend.measure(full_config, gemm, stop_above_s=above)  # type: ignore[call-arg]
             else:
                 m = self.backend.measure(full_config, gemm)
@@ -192,6 +247,8 @@ class Evaluator:
                 )
             assert m.latency_s is not None
             latencies[gemm.name] = m.latency_s
+            if len(m.samples_s) > 1:
+                samples[gemm.name] = list(m.samples_s)
             loss = m.extra.get("accuracy_loss") if m.extra else None
             if loss is not None:
                 worst_loss = max(worst_loss or 0.0, float(loss))
@@ -209,13 +266,16 @@ class Evaluator:
         tps = self.workload.tokens_per_s(latencies)
         gemm_time = sum(g.count * latencies[g.name] for g in self.workload.gemms)
         flops = sum(g.count * g.flops for g in self.workload.gemms)
-        if not cut_short and tps > self._incumbent_tps:
+        if draw is None and not cut_short and tps > self._incumbent_tps:
             self.incumbent, self._incumbent_tps = dict(latencies), tps
+        if len(samples) < len(self.workload.gemms):
+            samples = {}  # a step's standard error needs every GEMM's repeats
         return Evaluation(
             ok=True, tokens_per_s=tps, latency_s=latencies, cost_s=cost, build_s=build,
             tflops=flops / gemm_time / 1e12,
             roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
             accuracy_loss=worst_loss, cut_short=bool(cut_short), interval_s=cut_short,
+            samples_s=samples, gemm_counts={g.name: g.count for g in self.workload.gemms},
             phases=_cached_phase(cached),
         )
 
@@ -402,7 +462,8 @@ def _serve_repeat(trial: optuna.Trial, earlier: FrozenTrial) -> float:
     """
     trial.set_user_attr(ATTR_REPEAT_OF, earlier.number)
     for key in ("tokens_per_s", "latency_us", "tflops", "roofline_fraction",
-                ATTR_FAILURE_KIND, ATTR_FAILURE, ATTR_CUT_SHORT, "interval_us"):
+                ATTR_FAILURE_KIND, ATTR_FAILURE, ATTR_CUT_SHORT, "interval_us",
+                ATTR_TIMING_US):
         if key in earlier.user_attrs:
             trial.set_user_attr(key, earlier.user_attrs[key])
     if earlier.state == TrialState.COMPLETE:

@@ -42,6 +42,7 @@ from aoe_optuna.attrs import (
     KERNEL_SET_PLAN_ATTR,
     LAYER_OP_ATTR,
     PLAN_ATTR,
+    RACE_LEASE_PREFIX,
     SPEC_ATTR,
 )
 from aoe_optuna.study.storage.journal_file import WholeRecordBackend
@@ -55,6 +56,14 @@ from aoe_optuna.study.trials.recovery import ResultKeepingRDBStorage
 # after this check.)
 WRITE_ONCE_KEYS = frozenset({SPEC_ATTR, PLAN_ATTR, LAYER_OP_ATTR, KERNEL_SET_PLAN_ATTR,
                              KERNEL_SET_OP_ATTR})
+# Keys with these prefixes are write-once too: the lease of a study's race
+# (aoe_optuna.study.race.lease), one key per race and attempt.
+WRITE_ONCE_PREFIXES = (RACE_LEASE_PREFIX,)
+
+
+def is_write_once(key: str) -> bool:
+    """Whether the storages keep ``key`` as its first writer set it."""
+    return key in WRITE_ONCE_KEYS or key.startswith(WRITE_ONCE_PREFIXES)
 
 
 def set_once(study: optuna.Study, key: str, value: Any) -> Any:
@@ -63,7 +72,7 @@ def set_once(study: optuna.Study, key: str, value: Any) -> Any:
     That is ``value`` when this call wrote it, or another writer's when that one got
     there first (on the storages of ``open_storage``, even at the same instant).
     """
-    if key not in WRITE_ONCE_KEYS:
+    if not is_write_once(key):
         raise ValueError(f"{key!r} is not a write-once study attribute")
     held = study.user_attrs.get(key)
     if held is not None:
@@ -77,7 +86,7 @@ class WriteOnceStudyAttrs:
     """RDBStorage mixin: the keys of :data:`WRITE_ONCE_KEYS` are inserted, never updated."""
 
     def set_study_user_attr(self, study_id: int, key: str, value: Any) -> None:
-        if key not in WRITE_ONCE_KEYS:
+        if not is_write_once(key):
             super().set_study_user_attr(study_id, key, value)  # type: ignore[misc]
             return
         self.get_study_name_from_id(study_id)  # type: ignore[attr-defined]  # KeyError if none
@@ -126,6 +135,7 @@ class WriteOnceJournalFileBackend(WholeRecordBackend):
     def _keys_set(self) -> set[tuple[int, str]]:
         """(study id, key) of every write-once key a record in the file sets."""
         needles = [json.dumps(k).encode() for k in WRITE_ONCE_KEYS]
+        needles += [json.dumps(p).encode()[:-1] for p in WRITE_ONCE_PREFIXES]
         taken: set[tuple[int, str]] = set()
         with open(self._file_path, "rb") as fh:
             for line in fh:
@@ -145,7 +155,7 @@ def _once_keys(log: dict[str, Any]) -> list[str]:
     if log.get("op_code") != JournalOperation.SET_STUDY_USER_ATTR:
         return []
     attrs = log.get("user_attr")
-    return [k for k in attrs if k in WRITE_ONCE_KEYS] if isinstance(attrs, dict) else []
+    return [k for k in attrs if is_write_once(k)] if isinstance(attrs, dict) else []
 
 
 def _without(log: dict[str, Any], taken: set[tuple[int, str]]) -> dict[str, Any] | None:

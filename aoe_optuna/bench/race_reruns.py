@@ -1,0 +1,227 @@
+"""The certified winner against the argmin of single measurements, on recorded noise.
+
+For each recorded space and seed: one search (the product's run, its measurements
+drawn from the configs' recorded repeats, seeded by the seed), then the race of its
+winners rerun ``--reruns`` times on that same search, each rerun with fresh draws.
+Beside it, today's pick: the argmin of the search's single measurements, and the
+same argmin when the measured configs' first timings are drawn afresh. Per seed it
+reports the picked config's recorded mean over the best recorded mean the search
+measured (and over the space's optimum), how often two reruns agree (the same
+winner, or one in the other's tie set; for the argmin, the same config), and the
+race's re-timings over the search's measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aoe_optuna.bench.command import BenchError, exhaustive_for
+from aoe_optuna.bench.seed_run import Case, _evaluator_for_seed, _init_worker, build_case
+from aoe_optuna.bench.subcommand import at_least, parser, run, space_file
+
+NAME = "race"
+EXAMPLE = """\
+  aoe-tune bench race --space benchmark_hub:gemm_RTX_2080_Ti --seeds 20 --reruns 20 \\
+      --budget 100 --out /tmp/race"""
+
+
+def agreement(picks: Sequence[tuple[int, Sequence[int]]]) -> float:
+    """Over ordered pairs of reruns (i, j): the share where j's winner is i's winner or
+    in i's tie set. ``picks``: (winner, ties) per rerun."""
+    pairs = [(a, b) for a, b in itertools.permutations(picks, 2)]
+    if not pairs:
+        return 1.0
+    return sum(b[0] == a[0] or b[0] in a[1] for a, b in pairs) / len(pairs)
+
+
+def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
+             settings: Any) -> dict[str, Any]:
+    """The search of ``seed`` on ``case``, its race rerun ``reruns`` times, and the argmin
+    redrawn as often."""
+    import optuna
+
+    from aoe_optuna.study.race.outcome import certified_of
+    from aoe_optuna.study.race.run import measured_noise, new_record, reserve, run_race
+    from aoe_optuna.study.run.loop import Budget
+    from aoe_optuna.study.run.objective import count_measured
+    from aoe_optuna.study.session import IN_MEMORY, SamplerRequest, SpaceSession
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    built = build_case(case)
+    evaluator = _evaluator_for_seed(built.evaluator, seed)
+    backend, space = evaluator.backend, built.space
+    session = SpaceSession.open(IN_MEMORY, f"{case.name}-{seed}", space, evaluator,
+                                SamplerRequest(sampler, {}, seed),
+                                storage=optuna.storages.InMemoryStorage())
+    session.run(Budget(n_measurements=budget), max_idle=50 * budget)
+    trials = [t for t in session.study.get_trials(deepcopy=False)
+              if t.state == optuna.trial.TrialState.COMPLETE and "repeat_of" not in t.user_attrs]
+    params = {t.number: dict(t.params) for t in trials}
+    truth = {t.number: backend.recorded_latency_s(space.full_config(t.params)) for t in trials}
+    best_true = min(truth.values())
+    argmin = max(trials, key=lambda t: (float(t.value), -t.number)).number  # type: ignore[arg-type]
+
+    def remeasure(p: Any, draw: int) -> tuple[float | None, float | None]:
+        ev = evaluator.remeasure(space.full_config(p), draw)
+        return (1.0 / ev.tokens_per_s if ev.ok else None), ev.rel_se
+
+    searched = count_measured(session.study.get_trials(deepcopy=False))
+    rel_noise = max(n for n in (measured_noise(trials),
+                                backend.timing_noise({"path": case.path}), 0.0) if n is not None)
+    first = new_record(trials, searched, settings, rel_noise, None)
+    races, argmins = [], []
+    for k in range(reruns):
+        redrawn = {n: remeasure(p, 500_000 + k)[0] or math.inf for n, p in params.items()}
+        argmins.append(min(redrawn, key=lambda n: (redrawn[n], n)))
+        if first is None:  # a budget too small to race: the argmin stands alone
+            continue
+        fresh = dataclasses.replace(first, draw_base=1 + 1000 * k, costs={}, rel_se={},
+                                    failed=[], spent=0, contenders=list(first.contenders),
+                                    first=dict(first.first))
+        record = run_race(fresh, params, remeasure, reserve=reserve(trials, fresh),
+                          max_contenders=settings.contenders)
+        c = certified_of(record)
+        assert c is not None
+        races.append({"winner": c.winner, "ties": list(c.ties), "spent": c.spent,
+                      "pcs": c.pcs, "reason": c.reason, "rounds": c.rounds,
+                      "true": truth[c.winner], "contenders": len(record.contenders)})
+    return {
+        "case": case.name, "seed": seed, "sampler": sampler, "searched": searched,
+        "contenders": [] if first is None else first.contenders,
+        "best_true_s": best_true, "argmin": argmin, "argmin_true_s": truth[argmin],
+        "argmin_reruns": argmins, "argmin_reruns_true_s": [truth[a] for a in argmins],
+        "races": races,
+    }
+
+
+def _stat(f: Any, xs: Sequence[float]) -> float:
+    """``f`` of ``xs``, NaN for none (no seed was raced: a budget too small)."""
+    return float(f(np.asarray(xs, dtype=float))) if len(xs) else math.nan
+
+
+def summarise(rows: Sequence[dict[str, Any]], optimum: float) -> dict[str, float]:
+    """Per space: the means over seeds (and the worst seed) of what one_seed measured."""
+    race_gap = [r["true"] / row["best_true_s"] - 1 for row in rows for r in row["races"]]
+    arg_gap = [t / row["best_true_s"] - 1 for row in rows for t in row["argmin_reruns_true_s"]]
+    race_agree = [agreement([(r["winner"], r["ties"]) for r in row["races"]])
+                  for row in rows if row["races"]]
+    arg_agree = [agreement([(a, ()) for a in row["argmin_reruns"]]) for row in rows]
+    spent = [r["spent"] / row["searched"] for row in rows for r in row["races"]]
+    ties = [len(r["ties"]) for row in rows for r in row["races"]]
+    mean, worst = np.mean, np.max
+    return {
+        "seeds": len(rows),
+        "race_gap_mean": _stat(mean, race_gap), "race_gap_max": _stat(worst, race_gap),
+        "race_within_half_pct": _stat(mean, [g <= 0.005 for g in race_gap]),
+        "argmin_gap_mean": _stat(mean, arg_gap), "argmin_gap_max": _stat(worst, arg_gap),
+        "argmin_within_half_pct": _stat(mean, [g <= 0.005 for g in arg_gap]),
+        "race_agree_mean": _stat(mean, race_agree), "race_agree_min": _stat(np.min, race_agree),
+        "argmin_agree_mean": _stat(mean, arg_agree), "argmin_agree_min": _stat(np.min, arg_agree),
+        "spent_mean": _stat(mean, spent), "spent_max": _stat(worst, spent),
+        "ties_mean": _stat(mean, ties),
+        "race_vs_opt": _stat(mean, [r["true"] / optimum for row in rows for r in row["races"]]),
+        "argmin_vs_opt": _stat(mean, [row["argmin_true_s"] / optimum for row in rows]),
+    }
+
+
+def table(summaries: dict[str, dict[str, float]]) -> str:
+    lines = ["| space | seeds | certified: over best measured, mean / worst | within 0.5% | "
+             "argmin: mean / worst | within 0.5% | reruns agree, race mean / worst | "
+             "argmin mean / worst | race re-timings / search, mean / max | ties | "
+             "certified / argmin over optimum |", "|---" * 11 + "|"]
+    for name, s in summaries.items():
+        lines.append(
+            f"| {name} | {s['seeds']} | {s['race_gap_mean']:+.3%} / {s['race_gap_max']:+.3%} "
+            f"| {s['race_within_half_pct']:.0%} | {s['argmin_gap_mean']:+.3%} / "
+            f"{s['argmin_gap_max']:+.3%} | {s['argmin_within_half_pct']:.0%} | "
+            f"{s['race_agree_mean']:.1%} / {s['race_agree_min']:.1%} | "
+            f"{s['argmin_agree_mean']:.1%} / {s['argmin_agree_min']:.1%} | "
+            f"{s['spent_mean']:.1%} / {s['spent_max']:.1%} | {s['ties_mean']:.1f} | "
+            f"{s['race_vs_opt']:.4f} / {s['argmin_vs_opt']:.4f} |")
+    return "\n".join(lines)
+
+
+def recorded_file(text: str) -> str:
+    """An argparse type: a recorded space's file, ``benchmark_hub:NAME`` fetched once."""
+    from aoe_optuna.backends.replay.hub import HubError, is_hub, recorded_space
+
+    if is_hub(text):
+        try:
+            return str(recorded_space(text))
+        except HubError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return space_file(text)
+
+
+def build_parser() -> Any:
+    ap = parser(NAME, __doc__, EXAMPLE)
+    ap.add_argument("--space", action="append", required=True, type=recorded_file,
+                    help="a recorded space with repeats, a file or benchmark_hub:NAME "
+                    "(repeatable)")
+    ap.add_argument("--sampler", default="gp-ucb", help="the search's sampler")
+    ap.add_argument("--budget", type=at_least(2), default=100,
+                    help="the search's measurements")
+    ap.add_argument("--seeds", type=at_least(1), default=20)
+    ap.add_argument("--first-seed", type=at_least(0), default=0)
+    ap.add_argument("--reruns", type=at_least(2), default=20,
+                    help="races rerun on each search")
+    ap.add_argument("--epsilon", type=float, default=None, help="the tie margin (0.01)")
+    ap.add_argument("--race-budget", type=float, default=None,
+                    help="re-timings as a share of the search's measurements (0.2)")
+    ap.add_argument("--out", type=Path, required=True,
+                    help="folder of race.jsonl (one line per space and seed; an "
+                    "interrupted run resumes) and report.md")
+    return ap
+
+
+def _race(argv: list[str]) -> int:
+    from aoe_optuna.spec.race import RaceSettings
+
+    args = build_parser().parse_args(argv)
+    kw = {k: v for k, v in (("epsilon", args.epsilon), ("budget", args.race_budget))
+          if v is not None}
+    settings = RaceSettings(**kw)
+    cases = [Case.from_path(p, "recorded") for p in args.space]
+    if any(c.kind == "spec" for c in cases):
+        raise BenchError("--space: expected recorded spaces (Kernel Tuner cache files)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "race.jsonl"
+    done = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+    have = {(d["case"], d["seed"]) for d in done}
+    _init_worker()
+    for case in cases:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            if (case.name, seed) in have:
+                continue
+            row = one_seed(case, seed, args.sampler, args.budget, args.reruns, settings)
+            done.append(row)
+            with log.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            races = row["races"]
+            print(f"  {case.name} seed {seed}: {len(row['contenders'])} contenders, "
+                  f"winners {sorted({r['winner'] for r in races})}, argmin {row['argmin']}, "
+                  f"{np.mean([r['spent'] for r in races]) if races else 0:.1f} re-timings",
+                  flush=True)
+    summaries = {}
+    for case in cases:
+        rows = [d for d in done if d["case"] == case.name]
+        summaries[case.name] = summarise(rows, exhaustive_for(case, None).optimum)
+    report = table(summaries)
+    (args.out / "report.md").write_text(report + "\n")
+    (args.out / "summary.json").write_text(json.dumps(summaries, indent=1) + "\n")
+    print(report)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``aoe-tune bench race``."""
+    return run(NAME, _race, argv)

@@ -1,0 +1,61 @@
+"""The noise of one re-timing, estimated from rounds as blocks: drift between rounds cancels.
+
+Every candidate still in the race is timed once per round, the rounds interleaved,
+so a slow spell of the machine (clocks, another job, the L2's state) raises every
+candidate of its round alike. On log costs this is a randomized complete block
+design (candidates x rounds): the residual of ``y[c, r] - mean_c - mean_r + mean``
+is what a round's shared drift leaves of one timing's noise, with (k - 1)(n - 1)
+degrees of freedom pooled over all candidates, so a difference of two candidates'
+means has variance ``2 sigma^2 / n`` however large the drift.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+
+def residual_sigma(y: np.ndarray) -> tuple[float, int]:
+    """(sigma, degrees of freedom) of one log cost's noise after the round effects, from a
+    candidates x rounds array; (nan, 0) when there is no freedom left (one row or column)."""
+    k, n = y.shape
+    df = (k - 1) * (n - 1)
+    if df <= 0:
+        return math.nan, 0
+    resid = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
+    return math.sqrt(float((resid**2).sum()) / df), df
+
+
+def own_sigma(rows: list[np.ndarray]) -> tuple[float, int]:
+    """(sd, degrees of freedom) of one log cost around its own candidate's mean, pooled
+    over candidates (timings of similar kernels share their noise): the spread a single
+    candidate's mean has, drift included (nothing cancels it for one candidate)."""
+    df = sum(len(y) - 1 for y in rows if len(y) >= 2)
+    if df <= 0:
+        return math.nan, 0
+    ss = sum(float(((y - y.mean()) ** 2).sum()) for y in rows if len(y) >= 2)
+    return math.sqrt(ss / df), df
+
+
+def with_floor(sigma: float, df: int, floor: float | None) -> tuple[float, int]:
+    """``sigma`` no lower than ``floor`` (the noise one timing's own repeats show): a few
+    rounds that agree by chance must not claim more precision than a timing has. With no
+    estimate (df 0), the floor alone, taken as known (df -1: a normal quantile)."""
+    if floor is not None and floor > 0:
+        if df <= 0 or not math.isfinite(sigma):
+            return floor, -1
+        return max(sigma, floor), df
+    return sigma, df
+
+
+def quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (df < 0: known
+    sigma, the normal's)."""
+    return float(stats.norm.ppf(p)) if df < 0 else float(stats.t.ppf(p, df))
+
+
+def cdf(x: float, df: int) -> float:
+    """Student's t distribution function (df < 0: the normal's)."""
+    return float(stats.norm.cdf(x)) if df < 0 else float(stats.t.cdf(x, df))

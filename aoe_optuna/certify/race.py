@@ -1,0 +1,230 @@
+"""A race's verdict from its re-timings: the leader, its rivals' fates, when to stop.
+
+The race's history holds, per candidate, its costs (lower is better) in the order of
+the rounds it was timed in; round ``r`` of every candidate was timed in one interleaved
+pass. The candidates' first timings are not in it: they are the ones the selection
+favoured. After each complete round from ``min_rounds`` on (a look), the candidates
+still in the race are compared on log cost:
+
+* the leader is the one with the lowest mean;
+* each rival's mean difference to the leader gets an interval from the blocks' pooled
+  noise (:mod:`.blocks`); the error rate ``1 - confidence`` is split evenly, Bonferroni
+  style, over every rival and every look the race may take, so all the race's
+  statements hold together at ``confidence`` however it stops;
+* a rival whose interval lies under ``log(1 + epsilon)`` ties with the leader (it is at
+  most epsilon slower, and the leader is no more than epsilon slower than it); one
+  whose interval lies above zero, past epsilon, is slower; either leaves the race. The
+  others stay in it.
+
+The race is over when no rival is left open or the candidates reach ``max_rounds``;
+the caller also ends it when its budget cannot pay for another round. Everything is
+recomputed from the history, so a race stopped anywhere resumes from what is stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from aoe_optuna.certify.blocks import cdf, own_sigma, quantile, residual_sigma, with_floor
+
+Outcome = Literal["slower", "tied", "open"]
+DEFAULT_EPSILON = 0.01
+DEFAULT_CONFIDENCE = 0.95
+MIN_ROUNDS = 2
+MAX_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class RaceRules:
+    """What decides a race: the tie margin, the family's confidence, its rounds."""
+
+    epsilon: float = DEFAULT_EPSILON
+    confidence: float = DEFAULT_CONFIDENCE
+    min_rounds: int = MIN_ROUNDS
+    max_rounds: int = MAX_ROUNDS
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.epsilon < 1 and 0 < self.confidence < 1
+                and 1 <= self.min_rounds <= self.max_rounds):
+            raise ValueError(f"inconsistent race rules {self}")
+
+    @property
+    def looks(self) -> int:
+        return self.max_rounds - self.min_rounds + 1
+
+    @property
+    def margin(self) -> float:
+        """epsilon on the log scale."""
+        return math.log1p(self.epsilon)
+
+    def test_alpha(self, rivals: int) -> float:
+        """Each one-sided statement's error: ``1 - confidence`` split over rivals x looks."""
+        return (1.0 - self.confidence) / (max(rivals, 1) * self.looks)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One rival against the leader at a look: mean log(rival / leader), its interval."""
+
+    rival: Hashable
+    leader: Hashable
+    rounds: int
+    diff: float
+    se: float
+    df: int
+    low: float
+    high: float
+    outcome: Outcome
+
+    def p_better_by_margin(self, margin: float) -> float:
+        """Chance that the rival is truly faster than the leader by more than ``margin``
+        (log scale), read off the difference's t distribution."""
+        if self.se <= 0:
+            return 0.0 if self.diff + margin > 0 else 1.0
+        return cdf(-(self.diff + margin) / self.se, self.df)
+
+
+@dataclass(frozen=True)
+class RaceState:
+    """Where a race stands: who leads, who is still raced, each rival's last verdict."""
+
+    leader: Hashable | None
+    active: tuple[Hashable, ...]  # the leader and the open rivals, in contender order
+    verdicts: dict[Hashable, Verdict]  # each rival's deciding (or latest) verdict
+    rounds: int  # complete rounds of the active candidates
+    done: bool
+    reason: str
+
+    @property
+    def tied(self) -> list[Hashable]:
+        return [c for c, v in self.verdicts.items() if v.outcome == "tied"]
+
+    @property
+    def slower(self) -> list[Hashable]:
+        return [c for c, v in self.verdicts.items() if v.outcome == "slower"]
+
+    @property
+    def open(self) -> list[Hashable]:
+        return [c for c, v in self.verdicts.items() if v.outcome == "open"]
+
+    def pcs(self, rules: RaceRules) -> float:
+        """A lower bound (Bonferroni) on the probability that no rival is faster than the
+        winner by more than epsilon: the probability of a correct selection within the
+        indifference zone."""
+        if self.leader is None:
+            return 0.0
+        miss = sum(v.p_better_by_margin(rules.margin) for v in self.verdicts.values())
+        return max(0.0, 1.0 - miss)
+
+
+def logs(costs: Sequence[float]) -> np.ndarray:
+    return np.log(np.asarray(costs, dtype=float))
+
+
+def race_state(history: Mapping[Hashable, Sequence[float]], rules: RaceRules,
+               floor: float | None = None, failed: Sequence[Hashable] = ()) -> RaceState:
+    """Replay the looks of ``history`` (candidates in contender order; ``failed``: those
+    whose re-timing failed, out of the race). ``floor``: the least noise of one
+    re-timing's log cost (from its own repeats), if known."""
+    order = [c for c in history if c not in set(failed)]
+    k0 = len(order)
+    alpha = rules.test_alpha(k0 - 1)
+    active = list(order)
+    verdicts: dict[Hashable, Verdict] = {}
+    rounds = min((len(history[c]) for c in active), default=0)
+    n = rules.min_rounds
+    while len(active) >= 2 and n <= rules.max_rounds \
+            and all(len(history[c]) >= n for c in active):
+        look = _look(active, np.stack([logs(history[c][:n]) for c in active]), rules,
+                     alpha, floor)
+        for v in look:
+            verdicts[v.rival] = v
+        active = [c for c in active if c not in verdicts or verdicts[c].outcome == "open"]
+        rounds = n
+        n += 1
+    if len(active) >= 2:
+        rounds = min(len(history[c]) for c in active)
+    leader = _leader(active, history) if active else None
+    verdicts.pop(leader, None)  # a rival once, it leads now: it has no verdict against itself
+    if k0 == 0:
+        return RaceState(None, (), {}, 0, True, "no candidate")
+    if k0 == 1 or len(active) == 1:
+        own = len(history[active[0]]) if active else 0
+        done = own >= rules.min_rounds
+        reason = "no rival" if k0 == 1 else "every rival decided"
+        return RaceState(leader, tuple(active), verdicts, own, done,
+                         reason if done else "timing the winner")
+    at_max = all(len(history[c]) >= rules.max_rounds for c in active)
+    return RaceState(leader, tuple(active), verdicts, rounds, at_max,
+                     f"{rules.max_rounds} rounds" if at_max else "racing")
+
+
+def _leader(active: Sequence[Hashable], history: Mapping[Hashable, Sequence[float]]
+            ) -> Hashable:
+    """The active candidate with the lowest mean log cost over the rounds all have."""
+    n = min(len(history[c]) for c in active)
+    if n == 0:
+        return active[0]
+    means = [float(logs(history[c][:n]).mean()) for c in active]
+    return active[int(np.argmin(means))]
+
+
+def _look(active: Sequence[Hashable], y: np.ndarray, rules: RaceRules, alpha: float,
+          floor: float | None) -> list[Verdict]:
+    """Every rival's verdict against the leader, from ``y`` (active x rounds log costs)."""
+    n = y.shape[1]
+    sigma, df = with_floor(*residual_sigma(y), floor)
+    means = y.mean(axis=1)
+    li = int(np.argmin(means))
+    se = sigma * math.sqrt(2.0 / n) if math.isfinite(sigma) else math.inf
+    q = quantile(1.0 - alpha, df) if math.isfinite(se) and se > 0 else 0.0
+    out = []
+    for j, c in enumerate(active):
+        if j == li:
+            continue
+        d = float(means[j] - means[li])
+        low, high = d - q * se, d + q * se
+        outcome: Outcome = ("tied" if high < rules.margin
+                            else "slower" if low > 0 else "open")
+        out.append(Verdict(c, active[li], n, d, se, df, low, high, outcome))
+    return out
+
+
+def next_timings(state: RaceState, history: Mapping[Hashable, Sequence[float]]
+                 ) -> list[Hashable]:
+    """The active candidates to time next, in this round's interleaved order: the rest of
+    a round cut short, else a whole new round, rotated by one each round so no candidate
+    always runs first (or right after a slow one)."""
+    if state.done or not state.active:
+        return []
+    active = list(state.active)
+    r = max(len(history[c]) for c in active)
+    due = [c for c in active if len(history[c]) < r]
+    if not due:
+        due, r = active, r + 1
+    k = len(active)
+    rotated = active[(r - 1) % k:] + active[:(r - 1) % k]
+    return [c for c in rotated if c in due]
+
+
+def winner_interval(costs: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
+                    floor: float | None = None,
+                    others: Sequence[Sequence[float]] = ()) -> tuple[float, float, float]:
+    """(geometric mean, low, high) of one candidate's re-timed costs: a t interval on the
+    log scale from the spread of its rounds around its mean, pooled with ``others`` (the
+    other contenders' re-timings) and no lower than the floor. A single timing with no
+    other spread and no floor is a point."""
+    y = logs(costs)
+    if len(y) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(y.mean())
+    sigma, df = with_floor(*own_sigma([y, *(logs(o) for o in others)]), floor)
+    if not math.isfinite(sigma):
+        return math.exp(mean), math.exp(mean), math.exp(mean)
+    half = quantile(0.5 + confidence / 2, df) * sigma / math.sqrt(len(y))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
