@@ -23,6 +23,8 @@ were identical.
         --n 200 --asks 10 --against ../base/.venv/bin/python
     python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2_compile.json \\
         --n 1000 --asks 7 --kwargs '{"model": {"refit_every": 1}}'
+    python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_catlass_910b2.json \\
+        --n 1000 --asks 9 --against-kwargs '{"search": {"fast_from": null}}'
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ def _summary(name: str, times: list[float], n: int, peak_mb: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog="\n".join(__doc__.splitlines()[-6:]),
+        description=__doc__.splitlines()[0], epilog="\n".join(__doc__.splitlines()[-8:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     where = ap.add_mutually_exclusive_group(required=True)
@@ -168,6 +170,9 @@ def main() -> None:
                          'e.g. \'{"model": {"refit_every": 1}}\'')
     ap.add_argument("--against", metavar="PYTHON",
                     help="another checkout's interpreter, timed side by side")
+    ap.add_argument("--against-kwargs", type=json.loads, default=None, metavar="JSON",
+                    help="time this checkout with these GPUCBSampler arguments side by side "
+                         "(instead of --kwargs), e.g. the code's earlier behaviour")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     for path in (args.spec, args.space):
@@ -178,13 +183,20 @@ def main() -> None:
         return
 
     argv = [a for a in sys.argv[1:]]
-    if "--against" in argv:
-        i = argv.index("--against")
-        del argv[i : i + 2]
+    for option in ("--against", "--against-kwargs"):
+        if option in argv:
+            i = argv.index(option)
+            del argv[i : i + 2]
     t0 = time.perf_counter()
     workers = [Worker("this checkout", sys.executable, argv)]
     if args.against:
         workers.append(Worker(f"against ({args.against})", args.against, argv))
+    elif args.against_kwargs is not None:
+        other = [a for a in argv]
+        if "--kwargs" in other:
+            del other[other.index("--kwargs") : other.index("--kwargs") + 2]
+        workers.append(Worker(f"against {json.dumps(args.against_kwargs)}", sys.executable,
+                              [*other, "--kwargs", json.dumps(args.against_kwargs)]))
     print(f"{workers[0].n_feasible:,} feasible configs; {args.n} trials added "
           f"in {time.perf_counter() - t0:.1f} s")
     for k in range(args.asks):
@@ -192,7 +204,7 @@ def main() -> None:
             w.ask()
     for w in workers:
         print(_summary(w.name, w.times, args.n, w.close()))
-    if args.against:
+    if len(workers) == 2:
         new, old = workers
         same = sum(a == b for a, b in zip(new.proposals, old.proposals, strict=True))
         ratio = statistics.median(new.times) / statistics.median(old.times)

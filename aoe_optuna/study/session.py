@@ -75,6 +75,7 @@ class SamplerRequest:
     name: str | None = None
     kwargs: Mapping[str, Any] | None = None
     seed: int | None = None
+    prior: Any = None  # a ConfigPrior for a sampler that takes one (not stored in the study)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class SamplerChoice:
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     stored: bool = False  # taken from the study, not from the request
+    prior: Any = field(default=None, compare=False)  # the request's, passed to the sampler
 
 
 def choose_sampler(request: SamplerRequest,
@@ -96,10 +98,12 @@ def choose_sampler(request: SamplerRequest,
     nothing stored, the default sampler."""
     if request.name is not None or stored is None:
         seed = request.seed if request.seed is not None else secrets.randbelow(SEED_RANGE)
-        return SamplerChoice(request.name or DEFAULT_SAMPLER, dict(request.kwargs or {}), seed)
+        return SamplerChoice(request.name or DEFAULT_SAMPLER, dict(request.kwargs or {}), seed,
+                             prior=request.prior)
     name, kwargs, seed = stored
     return SamplerChoice(name, dict(request.kwargs if request.kwargs is not None else kwargs),
-                         request.seed if request.seed is not None else seed, stored=True)
+                         request.seed if request.seed is not None else seed, stored=True,
+                         prior=request.prior)
 
 
 def build_sampler(choice: SamplerChoice, spec: StudySpec | None = None,
@@ -110,8 +114,10 @@ def build_sampler(choice: SamplerChoice, spec: StudySpec | None = None,
     from aoe_optuna.samplers.registry import make_sampler
 
     seed = None if choice.seed is None else choice.seed + worker_index
+    extra = {} if choice.prior is None else {"prior": choice.prior}
     try:
-        return make_sampler(choice.name, spec=spec, space=space, seed=seed, **choice.kwargs)
+        return make_sampler(choice.name, spec=spec, space=space, seed=seed, **choice.kwargs,
+                            **extra)
     except TypeError as exc:
         raise SessionError(f"--sampler-kwargs: {choice.name} does not accept them "
                            f"({exc})") from None
