@@ -71,6 +71,7 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import option_error
 from aoe_optuna.spec.export_target import ExportTarget, export_rules, export_target
 from aoe_optuna.spec.format import Section, SpecError, check_plain, read_document
+from aoe_optuna.spec.prior import PriorSource, parse_prior
 from aoe_optuna.spec.space import (
     SEED_SPACE,
     build_space,
@@ -88,7 +89,7 @@ __all__ = ["SpecError", "StudySpec", "load_spec", "spec_from_dict"]
 TOP_KEYS = (
     "op_name", "search_space", "optimization_objective", "max_search_time",
     "target_throughput", "constraints", "hardware", "workload", "baseline", "backend",
-    "accuracy",
+    "accuracy", "prior",
 )
 OBJECTIVES = ("throughput",)
 DEFAULT_SOC = "Ascend910B2"
@@ -118,6 +119,8 @@ class StudySpec:
     backend_space: bool = False  # the space came from the backend, not search_space
     # the backend's class, looked up once when the spec is read (None: it does not import)
     backend_kind: type[BackendBase] | None = None
+    prior: PriorSource | None = None  # where GP-UCB's prior comes from (spec/prior.py)
+    prior_doc: Any = None  # the ``prior`` section as given (None: the backend's default)
 
     @property
     def kernel_runs_on_soc(self) -> bool:
@@ -197,6 +200,8 @@ class StudySpec:
         out["baseline"] = dict(self.baseline) if self.baseline is not None else None
         out["backend"] = dict(self.backend)
         out["accuracy"] = dict(self.accuracy)
+        if self.prior_doc is not None:  # absent: the backend's default, as before the key
+            out["prior"] = self.prior_doc
         return out
 
 
@@ -230,12 +235,15 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     space, backend_space = _space(top, source, profile, workload, backend, kind)
     known = not backend_space
     baseline = parse_baseline(source, document, space, known)
+    prior_doc = document.get("prior")
+    prior = parse_prior(prior_doc, source, backend["name"])
     return StudySpec(
         source=source, document=document, op_name=op_name, objective=objective,
         max_search_time=max_time, target_throughput=target, profile=profile,
         workload=workload, space=space, baseline=baseline, backend=backend,
         accuracy=accuracy, workload_doc=workload_doc, hardware_doc=hardware_doc,
-        backend_space=backend_space, backend_kind=kind,
+        backend_space=backend_space, backend_kind=kind, prior=prior,
+        prior_doc=None if prior_doc is None else json.loads(json.dumps(prior_doc)),
     )
 
 

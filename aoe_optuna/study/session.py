@@ -22,7 +22,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -51,7 +50,7 @@ from aoe_optuna.study.create import (
 )
 from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress, run_study
 from aoe_optuna.study.run.objective import ConfigEvaluator, Evaluator, TuningObjective
-from aoe_optuna.study.storage.file_kind import is_missing
+from aoe_optuna.study.storage.file_kind import is_missing, storage_file
 from aoe_optuna.study.storage.opening import open_storage, use_wal
 from aoe_optuna.study.storage.redact import redact_url
 from aoe_optuna.study.storage.write_once import set_once
@@ -111,10 +110,18 @@ def build_sampler(choice: SamplerChoice, spec: StudySpec | None = None,
                   space: SearchSpace | None = None) -> optuna.samplers.BaseSampler:
     """The sampler of ``choice`` on the spec's space (or on ``space``, a study with no
     spec); worker ``i`` draws with seed + i."""
-    from aoe_optuna.samplers.registry import make_sampler
+    from aoe_optuna.samplers.registry import make_sampler, takes_prior
 
     seed = None if choice.seed is None else choice.seed + worker_index
-    extra = {} if choice.prior is None else {"prior": choice.prior}
+    prior = choice.prior
+    if prior is None and spec is not None and spec.prior is not None and takes_prior(choice.name):
+        from aoe_optuna.study.prior_of import PriorError, build_prior
+
+        try:
+            prior = build_prior(spec)
+        except PriorError as exc:
+            raise SessionError(str(exc)) from None
+    extra = {} if prior is None else {"prior": prior}
     try:
         return make_sampler(choice.name, spec=spec, space=space, seed=seed, **choice.kwargs,
                             **extra)
@@ -479,11 +486,3 @@ def _stored_choice(storage: optuna.storages.BaseStorage, study_name: str,
     stored = _stored_sampler(study)
     return None if stored is None else choose_sampler(request, stored)
 
-
-def storage_file(url: str) -> Path | None:
-    """The file of a SQLite URL or a Journal path (None for servers and memory)."""
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        return Path(url[len("sqlite:///"):])
-    if url.endswith(".log") and "://" not in url:
-        return Path(url)
-    return None

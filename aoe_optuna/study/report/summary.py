@@ -17,6 +17,7 @@ from aoe_optuna.spec.stored import ROOFLINE_ATTR
 from aoe_optuna.study.create import baseline_trial, best_trial
 from aoe_optuna.study.report import dashboard_writers
 from aoe_optuna.study.report.dashboard_plot import save_convergence_plot
+from aoe_optuna.study.report.prior_trust import latest_trust, trust_text
 from aoe_optuna.study.report.text_fit import rate_text, wrap_command, wrap_items
 from aoe_optuna.study.run.loop import RunResult
 from aoe_optuna.study.run.time_split import TimeSplit
@@ -45,6 +46,7 @@ class Summary:
     # a simulated run's tokens/s error band (aoe_optuna.calibration), None for measurements
     band: str | None = None
     time_split: list[str] = field(default_factory=list)  # where the wall-clock went
+    prior: str | None = None  # the sampler's prior and how much its model trusts it now
 
     @property
     def speedup(self) -> float | None:
@@ -67,6 +69,7 @@ def summarise(
     base = baseline_trial(study, spec)
     best = best_trial(study)
     p = result.progress
+    trust = latest_trust(study.get_trials(deepcopy=False))
     return Summary(
         study_name=study.study_name,
         storage_url=absolute_storage_url(storage_url),
@@ -87,6 +90,7 @@ def summarise(
         band=simulated_band(spec, None if best is None else best.value),
         time_split=TimeSplit.of(study.get_trials(deepcopy=False),
                                 modelled=spec.backend.get("name") == "simulator").items(),
+        prior=None if trust is None else trust_text(trust),
     )
 
 
@@ -172,6 +176,8 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
                     f"wall {s.wall_s:,.1f} s"], width))
     if s.time_split:
         say(wrap_items(s.time_split, width, first="time: "))
+    if s.prior:
+        say(wrap_items(s.prior.split(", "), width, first="prior: "))
     if s.best_params:
         say(wrap_items([f"{k}={v}" for k, v in s.best_params.items()], width,
                        first="best config: "))
@@ -208,6 +214,7 @@ def summary_markdown(s: Summary) -> str:
             f"measurement time {s.virtual_s:,.0f} s.",
             "",
             *([f"Time: {', '.join(s.time_split)}.", ""] if s.time_split else []),
+            *([f"Prior: {s.prior}.", ""] if s.prior else []),
             "Next: `" + next_steps(s)[0] + "`",
         ]
     )
