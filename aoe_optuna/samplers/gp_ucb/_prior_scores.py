@@ -20,6 +20,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from aoe_optuna.samplers.priors.base import ConfigPrior, ObservingPrior
+from aoe_optuna.samplers.priors.id_values import IdValues
 from aoe_optuna.space.search_space import SearchSpace
 
 REFERENCE_SIZE = 4096
@@ -34,8 +35,7 @@ class PriorScores:
         self.space = space
         self.sign = 1.0 if maximize else -1.0
         self.reference_rows = reference_rows
-        self._ids = np.zeros(0, dtype=np.int64)  # sorted flat ids with a known prediction
-        self._raw = np.zeros(0)
+        self._raw = IdValues()  # the prior's predictions by flat id
         self._reference: np.ndarray | None = None
 
     @classmethod
@@ -51,7 +51,8 @@ class PriorScores:
         """Hand the completed measurements to a prior that calibrates on them."""
         if (isinstance(self.prior, ObservingPrior) and rows.shape[0]
                 and self.prior.observe(self.space, rows, values)):
-            self._ids, self._raw, self._reference = np.zeros(0, dtype=np.int64), np.zeros(0), None
+            self._raw.clear()
+            self._reference = None
 
     def raw(self, rows: np.ndarray) -> np.ndarray:
         """The prior's predictions for ``rows``, larger is better (-inf: predicted to fail,
@@ -59,23 +60,13 @@ class PriorScores:
         rows = np.atleast_2d(rows)
         if rows.shape[0] == 0:
             return np.zeros(0)
-        ids = self.space.flat_id(rows)
-        pos = np.clip(np.searchsorted(self._ids, ids), 0, max(self._ids.shape[0] - 1, 0))
-        known = (self._ids[pos] == ids) if self._ids.shape[0] else np.zeros(ids.shape, bool)
-        out = np.empty(ids.shape[0])
-        out[known] = self._raw[pos[known]]
-        new = np.flatnonzero(~known)
-        if new.shape[0]:
-            new_ids, first = np.unique(ids[new], return_index=True)
-            predicted = self.sign * np.asarray(
-                self.prior.predict(self.space, rows[new[first]]), dtype=float)
-            predicted = np.where(np.isinf(predicted), -np.inf, predicted)  # fails: the worst
-            merged = np.concatenate([self._ids, new_ids])
-            order = np.argsort(merged, kind="stable")
-            self._ids = merged[order]
-            self._raw = np.concatenate([self._raw, predicted])[order]
-            out[new] = predicted[np.searchsorted(new_ids, ids[new])]
-        return out
+
+        def predict(at: np.ndarray) -> np.ndarray:
+            predicted = self.sign * np.asarray(self.prior.predict(self.space, rows[at]),
+                                               dtype=float)
+            return np.where(np.isinf(predicted), -np.inf, predicted)  # fails: the worst
+
+        return self._raw.get(self.space.flat_id(rows), predict)
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """(n,) normal scores of ``rows``' predictions among the reference set's."""

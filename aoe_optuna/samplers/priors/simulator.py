@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aoe_optuna.calibration.chip_fit import MIN_ROWS, fit, fits_launch
+from aoe_optuna.samplers.priors.id_values import IdValues
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.gemm import Workload
 
@@ -59,14 +60,25 @@ class SimulatorPrior:
         self.families: dict[int, tuple[float, float]] = {}  # family -> (scale, launch s)
         self.overall: tuple[float, float] = (1.0, 0.0)
         self._fitted_on = -1
+        self._steps = IdValues()  # uncalibrated step times by flat id
+        self._space_id: int | None = None
 
     def model_step_s(self, space: SearchSpace, rows: np.ndarray) -> np.ndarray:
-        """The uncalibrated step time (s) of each row; NaN where the simulator refuses it."""
-        cols = space.columns(np.atleast_2d(rows))
-        step = np.full(np.atleast_2d(rows).shape[0], self.workload.fixed_s)
-        for g in self.workload.gemms:
-            step = step + g.count * np.asarray(self.simulator.latency(cols, g), dtype=float)
-        return step
+        """The uncalibrated step time (s) of each row; NaN where the simulator refuses it.
+        Kept by flat id: a recalibration re-scales them, it does not re-simulate."""
+        rows = np.atleast_2d(rows)
+        if self._space_id != id(space):
+            self._space_id = id(space)
+            self._steps.clear()
+
+        def simulate(at: np.ndarray) -> np.ndarray:
+            cols = space.columns(rows[at])
+            step = np.full(at.shape[0], self.workload.fixed_s)
+            for g in self.workload.gemms:
+                step = step + g.count * np.asarray(self.simulator.latency(cols, g), dtype=float)
+            return step
+
+        return self._steps.get(space.flat_id(rows), simulate)
 
     def predict(self, space: SearchSpace, rows: np.ndarray) -> np.ndarray:
         step = self.model_step_s(space, rows)
