@@ -8,6 +8,7 @@ import pytest
 from kt_fixture import write_cache
 
 from aoe_optuna.bench.command import main
+from aoe_optuna.bench.compare import main as compare_main
 
 OPTIMUM_S = 4.0e-3  # kt_fixture's (2, 2, 1)
 
@@ -18,7 +19,7 @@ def _args(tmp_path, *extra: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_prior_leads_the_first_measurement_and_off_and_shuffled_are_rows(tmp_path):
+def test_the_prior_leads_the_first_measurement_and_off_and_shuffled_are_rows(tmp_path, capsys):
     space, source = write_cache(tmp_path, name="tiny"), write_cache(tmp_path, name="other")
     rc = main(["--space", str(space), "--prior-space", str(source), "--sampler", "gp-ucb",
                "--sampler", 'gp-ucb:{"_prior": "off"}',
@@ -33,6 +34,13 @@ def test_the_prior_leads_the_first_measurement_and_off_and_shuffled_are_rows(tmp
     assert by["gp-ucb"]["costs"][0] == OPTIMUM_S  # the prior's best, measured first
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["cases"]["tiny.prior_other"]["prior"].endswith("other.json")
+    capsys.readouterr()
+    assert compare_main(["--space", str(space), "--prior-space", str(source), "--runs",
+                         str(tmp_path / "out"), "--a", "gp-ucb", "--b", "gp-ucb [prior off]",
+                         "--budget", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "1 seeds (0-0), best/opt at 3" in out
+    assert "measurements to within 2% of the optimum (median): a 1," in out
 
 
 def _refused(tmp_path, capsys, *argv: str) -> str:
