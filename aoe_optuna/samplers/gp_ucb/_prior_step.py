@@ -1,20 +1,21 @@
-"""One suggestion's model with a prior: the start-up design it leads, the GP it enters.
+"""One suggestion with a prior: its first proposal, and the GP it enters where it earns it.
 
-The sampler calls these in place of the space-filling design and the plain
-GP when it has a prior (``GPUCBSampler(prior=...)``): ``prior_start`` picks a
-start-up config, ``prior_model`` gives the posterior over the candidates,
-and ``trust`` says how much the model follows the prior now (the run
-summary shows it).
+The sampler calls these when it has a prior (``GPUCBSampler(prior=...)``):
+``prior_first`` proposes the prior's best config first; ``prior_in_mean``
+fits the GP with the prior in its mean and says whether it is used;
+``prior_as_input`` is the other mechanism measured (the prior as one more
+GP input); ``trust`` is what the run summary says of the prior.
 
-With the prior in the mean, the plain GP is fitted too (by the same loss,
-the weight held at 0 and the scale at 1), and the prior's model is used
-only where it explains the measurements better by more than its two extra
-parameters can by chance: its maximised log posterior must exceed the
-plain GP's by ``log(n)`` (the Bayesian information criterion's price of two
-parameters). A prior that knows nothing (a recording's values shuffled over
-its configs) then leaves the search to the plain GP, which is what "a
-misleading prior loses its weight" asks; one that knows the landscape
-passes from the first few measurements.
+Where the prior is not used, the search is exactly the plain sampler's: its
+space-filling start, its GP, its stored hyperparameters. The prior-mean GP
+is used only where it explains the measurements better than the plain GP
+(fitted as always) by more than its two extra parameters can by chance: its
+maximised log posterior, by the same loss, must exceed the plain GP's by
+``log(n)`` (the Bayesian information criterion's price of two parameters).
+From ``PRIOR_EVIDENCE_FROM`` measurements on, this is asked at every
+suggestion, the start-up design included: a prior that knows the landscape
+ends the design after a few configs, one that knows nothing (a recording's
+values shuffled over its configs) leaves the run to the plain sampler.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ import numpy as np
 from scipy.special import ndtr
 from scipy.stats import spearmanr
 
-from aoe_optuna.samplers.gp_ucb._candidates import Candidates
-from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._model import FittedGP, Posterior, fit_gp
 from aoe_optuna.samplers.gp_ucb._prior_model import (
     PriorHyper,
@@ -38,77 +37,79 @@ from aoe_optuna.samplers.gp_ucb._prior_model import (
 )
 from aoe_optuna.samplers.gp_ucb._pruned_ranking import CandidateModel
 
+PRIOR_EVIDENCE_FROM = 3  # measurements before the prior's model can be chosen
 
-def prior_start(cands: Candidates, f_cands: np.ndarray, used_x: np.ndarray,
-                f_used: np.ndarray, top_share: float, rng: np.random.Generator) -> int:
-    """The prior's best candidate while none of the configs used is among the
-    ``top_share`` it ranks best; then the farthest-point design over that share."""
-    threshold = float(np.quantile(f_cands, 1.0 - top_share)) if f_cands.size else 0.0
-    if not (f_used >= threshold).any():
-        return int(np.argmax(f_cands))
-    top = np.flatnonzero(f_cands >= threshold)
-    pick = farthest_point(Candidates(cands.rows[top], cands.x[top]), used_x, rng)
-    return int(top[pick])
+
+def prior_first(f_cands: np.ndarray, f_used: np.ndarray, top_share: float) -> int | None:
+    """The candidate the prior ranks best, while none of the configs used is among the
+    ``top_share`` of candidates it ranks best (else None)."""
+    if f_cands.size == 0:
+        return None
+    threshold = float(np.quantile(f_cands, 1.0 - top_share))
+    if (f_used >= threshold).any():
+        return None
+    return int(np.argmax(f_cands))
 
 
 @dataclass
 class PriorModel:
-    """The posterior over the candidates, the hyperparameters to store, the trust."""
+    """The prior's model of one suggestion: its posterior over the candidates, whether
+    it is used, and what the run summary says of it."""
 
     candidates: CandidateModel
-    stored: Any  # the trial's GP_HYPER_ATTR: the feature model's (the mean's: unchanged)
-    weight: float | None  # the prior's weight in the mean (0: the plain GP was kept)
+    stored: Any  # the trial's GP_HYPER_ATTR when it is used (the feature model's)
+    in_use: bool
+    weight: float | None  # the prior's weight in the mean (None: the prior is an input)
     scale: float | None = None
-    prior_hyper: dict[str, Any] | None = None  # {"plain": ..., "prior": ...}, as stored
+    prior_hyper: dict[str, Any] | None = None  # the prior-mean GP's, as stored
     gain: float | None = None  # its log posterior over the plain GP's, less log(n)
 
 
-def plain_candidates(fit: FittedGP, x_pending: np.ndarray, x_cands: np.ndarray
-                     ) -> CandidateModel:
-    """The plain GP's posterior over the candidates (pending configs believed)."""
-    post = Posterior(fit).condition_on_pending(fit, x_pending)
-    return CandidateModel(lambda: post.predict(x_cands), lambda: post.mean_and_bound(x_cands),
-                          lambda idx: post.std(x_cands[idx]))
-
-
-def prior_model(mechanism: str, x: np.ndarray, f: np.ndarray, y: np.ndarray,
-                x_pending: np.ndarray, f_pending: np.ndarray, x_cands: np.ndarray,
-                f_cands: np.ndarray, previous: Any, previous_prior: Any, warm_iter: int,
-                cold_iter: int) -> PriorModel:
-    """Fit the GP with the prior (``mechanism``: "mean" or "feature") and give the
-    posterior over the candidates. ``previous``: the last stored plain hyperparameters;
-    ``previous_prior``: the last prior-mean GP's."""
-    if mechanism == "feature":
-        def with_f(a: np.ndarray, fa: np.ndarray) -> np.ndarray:
-            return np.concatenate([a, ndtr(fa)[:, None]], axis=1)
-
-        fit = fit_gp(with_f(x, f), y, previous, warm_iter, cold_iter)
-        return PriorModel(plain_candidates(fit, with_f(x_pending, f_pending),
-                                           with_f(x_cands, f_cands)), fit.hyper, None)
-    if mechanism != "mean":
-        raise ValueError(f"mechanism: expected 'mean' or 'feature', got {mechanism!r}")
-    stored = previous_prior if isinstance(previous_prior, dict) else {}
-    start_plain = PriorHyper.from_stored(stored.get("plain"), x.shape[1])
-    start = PriorHyper.from_stored(stored.get("prior"), x.shape[1])
-    plain = fit_prior_gp(x, f, y, start_plain, cold_iter if start_plain is None else warm_iter,
-                         plain=True)
+def prior_in_mean(plain: FittedGP, x: np.ndarray, f: np.ndarray, y: np.ndarray,
+                  x_pending: np.ndarray, x_cands: np.ndarray, f_cands: np.ndarray,
+                  previous_prior: Any, warm_iter: int, cold_iter: int) -> PriorModel:
+    """Fit the GP with the prior in its mean (warm-started from ``previous_prior``) and
+    weigh it against the ``plain`` GP fitted for the same suggestion."""
+    start = PriorHyper.from_stored(previous_prior, x.shape[1])
     hyper = fit_prior_gp(x, f, y, start, cold_iter if start is None else warm_iter)
     gain = evidence_gain(x, f, y, plain, hyper)
-    both = {"plain": plain.stored(), "prior": hyper.stored()}
-    chosen = hyper if gain > 0 else plain
-    post = PriorPosterior(chosen, x, f, y).condition_on_pending(x_pending)
+    post = PriorPosterior(hyper, x, f, y).condition_on_pending(x_pending)
     model = CandidateModel(lambda: post.predict(x_cands, f_cands),
                            lambda: post.mean_and_bound(x_cands, f_cands),
                            lambda idx: post.std(x_cands[idx]))
-    return PriorModel(model, previous, chosen.weight, chosen.outputscale, both, gain)
+    in_use = gain > 0
+    return PriorModel(model, plain.hyper, in_use, hyper.weight if in_use else 0.0,
+                      hyper.outputscale, hyper.stored(), gain)
 
 
-def evidence_gain(x: np.ndarray, f: np.ndarray, y: np.ndarray, plain: PriorHyper,
+def evidence_gain(x: np.ndarray, f: np.ndarray, y: np.ndarray, plain: FittedGP,
                   hyper: PriorHyper) -> float:
-    """The prior-mean GP's log posterior over the plain GP's (the same objective, the
-    plain one at weight 0 and unit scale), less log(n) for its two extra parameters."""
+    """The prior-mean GP's log posterior over the plain GP's (the same loss: the plain GP
+    is the prior-mean one at weight 0 and unit scale), less log(n) for its two extra
+    parameters."""
     n = y.shape[0]
-    return float(n * (loss_at(plain, x, f, y) - loss_at(hyper, x, f, y)) - math.log(max(n, 2)))
+    p = plain.hyper
+    as_prior = PriorHyper(np.asarray(p["covar_module.raw_lengthscale"], dtype=float),
+                          max(float(p["likelihood.noise_covar.raw_noise"][0]), 1e-6), 1.0,
+                          float(p["mean_module.raw_constant"][0]), 0.0)
+    return float(n * (loss_at(as_prior, x, f, y) - loss_at(hyper, x, f, y))
+                 - math.log(max(n, 2)))
+
+
+def prior_as_input(x: np.ndarray, f: np.ndarray, y: np.ndarray, x_pending: np.ndarray,
+                   f_pending: np.ndarray, x_cands: np.ndarray, f_cands: np.ndarray,
+                   previous: Any, warm_iter: int, cold_iter: int) -> PriorModel:
+    """The other mechanism: the prior's quantile as one more GP input, its length scale
+    fitted with the others (``PriorSettings(mechanism="feature")``)."""
+    def with_f(a: np.ndarray, fa: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, ndtr(fa)[:, None]], axis=1)
+
+    fit = fit_gp(with_f(x, f), y, previous, warm_iter, cold_iter)
+    post = Posterior(fit).condition_on_pending(fit, with_f(x_pending, f_pending))
+    xf = with_f(x_cands, f_cands)
+    model = CandidateModel(lambda: post.predict(xf), lambda: post.mean_and_bound(xf),
+                           lambda idx: post.std(xf[idx]))
+    return PriorModel(model, fit.hyper, True, None)
 
 
 def trust(name: str, f: np.ndarray, y: np.ndarray, model: PriorModel) -> dict[str, Any]:

@@ -43,7 +43,13 @@ from aoe_optuna.samplers.gp_ucb._local import (
 )
 from aoe_optuna.samplers.gp_ucb._model import FitError, Hyper, Posterior, fit_gp
 from aoe_optuna.samplers.gp_ucb._prior_scores import PriorScores
-from aoe_optuna.samplers.gp_ucb._prior_step import prior_model, prior_start, trust
+from aoe_optuna.samplers.gp_ucb._prior_step import (
+    PRIOR_EVIDENCE_FROM,
+    prior_as_input,
+    prior_first,
+    prior_in_mean,
+    trust,
+)
 from aoe_optuna.samplers.gp_ucb._pruned_ranking import CandidateModel, best_first
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
 from aoe_optuna.samplers.gp_ucb.settings import (
@@ -308,37 +314,44 @@ class GPUCBSampler(ConstrainedSampler):
         used_x = encode(used_rows)
         self._trust = None
         n_startup = self.n_startup_trials
+        n = history.completed.shape[0]
+        design = history.n_used < n_startup or n < 2
         if scores is not None:
-            n_startup = self.prior_settings.n_startup_trials
             scores.observe(history.completed, history.values)
             f_cands = scores(cands.rows)
-        if history.n_used < n_startup or history.completed.shape[0] < 2:
-            if scores is not None:
-                pick = prior_start(cands, f_cands, used_x, scores(used_rows),
-                                   self.prior_settings.top_share, rng)
-                return _then_random(pick, cands, rng), None, False
+            first = prior_first(f_cands, scores(used_rows), self.prior_settings.top_share)
+            if first is not None:  # the prior's best, before anything else
+                return _then_random(first, cands, rng), None, False
+        if design and (scores is None or n < PRIOR_EVIDENCE_FROM
+                       or self.prior_settings.mechanism == "feature"):
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
         x = encode(history.completed)
         try:
-            n = history.completed.shape[0]
             warm_iter = WARM_MAX_ITER if n % self._refit_period(n) == 0 else 0
             y = history.targets(self.model.floor_quantile, self.model.target_transform)
-            if scores is not None:
-                f = scores(history.completed)
-                fitted = prior_model(self.prior_settings.mechanism, x, f, y,
-                                     encode(history.pending), scores(history.pending), cands.x,
-                                     f_cands, previous, previous_prior, warm_iter,
-                                     COLD_MAX_ITER)
-                model, hyper = fitted.candidates, fitted.stored
-                assert self.prior is not None
-                self._trust = trust(self.prior.name, f, y, fitted)
+            if scores is not None and self.prior_settings.mechanism == "feature":
+                fitted = prior_as_input(x, scores(history.completed), y,
+                                        encode(history.pending), scores(history.pending),
+                                        cands.x, f_cands, previous, warm_iter, COLD_MAX_ITER)
             else:
                 fit = fit_gp(x, y, previous, warm_iter, COLD_MAX_ITER)
-                hyper = fit.hyper
+                fitted = None
+                if scores is not None:
+                    fitted = prior_in_mean(fit, x, scores(history.completed), y,
+                                           encode(history.pending), cands.x, f_cands,
+                                           previous_prior, warm_iter, COLD_MAX_ITER)
         except FitError as exc:
             _log.warning("%s; this suggestion is space-filling", exc)
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
-        if scores is None:
+        if fitted is not None:
+            assert self.prior is not None and scores is not None
+            self._trust = trust(self.prior.name, scores(history.completed), y, fitted)
+            if design and not fitted.in_use:  # the design goes on until the prior earns trust
+                return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
+        if fitted is not None and fitted.in_use:
+            model, hyper = fitted.candidates, fitted.stored
+        else:
+            hyper = fit.hyper
             post = Posterior(fit).condition_on_pending(fit, encode(history.pending))
             model = CandidateModel(lambda: post.predict(cands.x),
                                    lambda: post.mean_and_bound(cands.x),

@@ -173,25 +173,21 @@ class PriorSettings:
     """How a prior (``GPUCBSampler(prior=...)``) enters the search.
 
     ``mechanism``: "mean" (default): the GP's mean is const + weight * the prior's
-    normal score, weight and an output scale fitted with the kernel
-    (``_prior_model``); "feature": the prior's quantile is one more GP input, whose
-    length scale the fit learns (docs/decisions/0030-gp-ucb-prior-in-the-mean.md
-    measures both). ``n_startup_trials``: configs placed before the GP takes over,
-    with a prior: the prior's best, then the farthest-point design over the
-    ``top_share`` of the unseen configs the prior ranks best.
+    normal score, weight and an output scale fitted with the kernel, used where its
+    log posterior beats the plain GP's by log(n) (``_prior_step``); "feature": the
+    prior's quantile is one more GP input, whose length scale the fit learns
+    (docs/decisions/0030-gp-ucb-prior-in-the-mean.md measures both). ``top_share``:
+    the first proposal is the prior's best config unless a config among this share of
+    the candidates it ranks best is measured already (the baseline, a resumed run).
     """
 
     mechanism: PriorMechanism = "mean"
-    n_startup_trials: int = 4
-    top_share: float = 0.1
+    top_share: float = 0.01
 
     def __post_init__(self) -> None:
         if self.mechanism not in _MECHANISMS:
             raise ValueError(f"GPUCBSampler: prior_settings.mechanism: expected one of "
                              f"{list(_MECHANISMS)}, got {self.mechanism!r}")
-        if self.n_startup_trials < 1:
-            raise ValueError(f"GPUCBSampler: prior_settings.n_startup_trials: expected >= 1, "
-                             f"got {self.n_startup_trials}")
         if not 0.0 < self.top_share <= 1.0:
             raise ValueError(f"GPUCBSampler: prior_settings.top_share: expected in (0, 1], "
                              f"got {self.top_share}")
