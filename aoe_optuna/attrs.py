@@ -15,6 +15,9 @@ ATTR_CONSTRAINTS = "constraints"
 ATTR_BASELINE = "baseline"
 ATTR_SURPLUS = "surplus"  # proposed after the budget was taken by earlier trials
 ATTR_BUILD_S = "build_s"  # the build's part of a measurement's cost (0: the cache had it)
+# every kernel of the measurement came from the build cache (a failed build it remembered
+# too); absent where the evaluator does not say
+ATTR_BUILD_CACHED = "build_cached"
 ATTR_SAMPLER_S = "sampler_s"  # from the trial's creation to its config checked
 ATTR_CUT_SHORT = "cut_short"  # timing stopped early, clearly slower: never reported as best
 ATTR_REPEAT_OF = "repeat_of"  # a config measured before: its result is served, not re-measured

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from aoe_optuna.backends.simulator.decode_attention import (
+from aoe_optuna.aicore.attention.decode_attention import (
     attention_charge,
     best_tiling,
     default_cost,

@@ -38,7 +38,7 @@ from typing import Any
 
 import optuna
 
-from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
+from aoe_optuna.aicore.layer_models import LAYER_MODELS
 from aoe_optuna.bench.exhaustive import best_per_gemm
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.operators.scheduler import make_scheduler

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from aoe_optuna.backends.simulator.mla_attention import (
+from aoe_optuna.aicore.attention.mla_attention import (
     best_tiling,
     default_cost,
     mla_attention_charge,

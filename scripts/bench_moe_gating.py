@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from aoe_optuna.backends.simulator.moe_gating import (
+from aoe_optuna.aicore.vector.moe_gating import (
     best_gating_config,
     default_gating_cost,
     floor_s,

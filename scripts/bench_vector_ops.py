@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 from functools import cache
 
-from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
-from aoe_optuna.backends.simulator.vector_ops import best_vector_config
+from aoe_optuna.aicore.cann.library_vector import library_vector_seconds
+from aoe_optuna.aicore.vector.vector_ops import best_vector_config
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.workload.forward import forward_workload
 from aoe_optuna.workload.models import MODELS, builtin_architecture

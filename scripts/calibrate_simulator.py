@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from aoe_optuna.backends.simulator import cube, transfer
-from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.aicore.gemm.model import GemmModel
+from aoe_optuna.aicore.pipes import cube, transfer
 from aoe_optuna.calibration import leave_one_source_out, residuals
 from aoe_optuna.calibration.published_gemm import BEYOND_THE_MODEL, PUBLISHED
 from aoe_optuna.hardware.capacity import hardware_rules
@@ -139,7 +139,7 @@ def calibrate() -> None:
 def recommended_rank(profile: SocProfile) -> None:
     space = seed_space(profile)
     feasible = space.all_feasible()
-    sim = AscendSimulator(profile)
+    sim = GemmModel(profile)
     gemm = Gemm(4096, 4096, 4096)
     lat = sim.latency(space.columns(feasible), gemm)
     print("## Huawei's recommended block (128, 256, 64), double buffered, 4096^3")
@@ -156,7 +156,7 @@ def recommended_rank(profile: SocProfile) -> None:
 def timing(profile: SocProfile, repeats: int) -> None:
     space = seed_space(profile)
     rows = all_rows(space)
-    sim = AscendSimulator(profile)
+    sim = GemmModel(profile)
     gemm = Gemm(4096, 4096, 4096)
     times = []
     for _ in range(repeats):
@@ -174,7 +174,7 @@ def decode_landscape(profile: SocProfile) -> None:
     space = seed_space(profile)
     feasible = space.all_feasible()
     cols = space.columns(feasible)
-    sim = AscendSimulator(profile)
+    sim = GemmModel(profile)
     wl = model_workload(profile, "qwen2.5-7b", "decode", batch=1)
     step = np.full(len(feasible), wl.fixed_s)
     for g in wl.gemms:

@@ -26,7 +26,8 @@ Part 5 (pool; only with ``--only pool``): one ``aoe-tune --builders B`` (B from
 timings on a pinned core) is SIGKILLed with its process group (its builds
 and its timing in flight) 1.5-5 s after each start, ``--kills`` times; then
 the same command runs to ``--budget``. Every result completed before a kill
-must still be there.
+must still be there, and once the last run ends no device-lease file may be
+left in the runs' lease folder (a killed run's is removed by the next holder).
 
 ``--builders B`` passes ``--builders B`` to every ``aoe-tune`` the parts
 start, so parts 1-4 run with a build pool too (on the simulator the pool's
@@ -65,6 +66,7 @@ from optuna.trial import FrozenTrial, TrialState
 from aoe_optuna.attrs import SPEC_ATTR, WORKER_ATTR
 from aoe_optuna.export.kb_entry import KEY_FIELDS
 from aoe_optuna.spec.loader import load_spec
+from aoe_optuna.study.run.device_lease import LEASE_DIR_ENV
 from aoe_optuna.study.run.objective import is_measured
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: tests.support
@@ -398,13 +400,15 @@ def pool(target: Target, tmp: Path, args: argparse.Namespace, rng: random.Random
             "--sampler", "random", "--no-progress"]
     logs = tmp / f"pool-{target.label}"
     logs.mkdir()
+    leases = tmp / f"pool-leases-{target.label}"  # the runs' own: nothing else leases there
+    env = {**os.environ, LEASE_DIR_ENV: str(leases)}
     started = time.monotonic()
     kept: dict[int, float | None] = {}
     lost = 0
     for k in range(args.kills):
         with open(logs / f"run{k}.log", "wb") as log:
             proc = subprocess.Popen([*argv, "--seed", str(k)], stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, env=env)
         time.sleep(rng.uniform(1.5, 5.0))  # start-up takes about 1.5 s
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -415,13 +419,14 @@ def pool(target: Target, tmp: Path, args: argparse.Namespace, rng: random.Random
     before = _count_measured(fresh, study)
     with open(logs / "final.log", "wb") as log:
         final = subprocess.run([*argv, "--seed", "999"], stdout=log, stderr=subprocess.STDOUT,
-                               timeout=FINISH_LIMIT_S)
+                               timeout=FINISH_LIMIT_S, env=env)
+    left = len(list(leases.iterdir())) if leases.is_dir() else 0
     done = _completed(fresh, study)
     lost += sum(1 for n, v in kept.items() if done.get(n) != v)
     audit = _audit(fresh, study, tmp, export=False)
     return (f"| {target.label} | {max(1, args.builders)} | {args.kills} | {args.budget} "
             f"| {before} | {audit['measured']} | {audit['duplicates']} | {audit['running']} "
-            f"| {lost} | {final.returncode} | {_tracebacks(logs)} "
+            f"| {lost} | {final.returncode} | {_tracebacks(logs)} | {left} "
             f"| {time.monotonic() - started:.0f} |")
 
 
@@ -599,8 +604,8 @@ def main() -> int:
             if args.only == "pool":
                 print("| storage | builders | kills | budget | measured by the killed runs | "
                       "measured | duplicate configs | left RUNNING | results lost | "
-                      "final exit | outputs with a traceback | wall s |")
-                print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                      "final exit | outputs with a traceback | lease files left | wall s |")
+                print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
                 for t in targets:
                     print(pool(t, tmp, args, rng), flush=True)
     return 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from aoe_optuna.backends.simulator.prefill_attention import (
+from aoe_optuna.aicore.attention.prefill_attention import (
     best_tiling,
     default_cost,
     prefill_attention_cost,

@@ -3,12 +3,16 @@
 A backend instance measures (:class:`Backend`); its class is built from a
 spec's ``backend`` section and may say more about the study than how to time
 a kernel (:class:`BackendBase`: its own search space, its own workload, the
-rules of the device it runs on). The spec calls these hooks; nothing finds
-them by name.
+rules of the device it runs on, whether its figures are modelled or timed,
+whether its runs build ahead by default, the device a timing leases, how it
+measures an operator run's attention and vector kernels). The spec, the study
+and the operator run ask these of the backend; nothing outside ``backends/``
+asks a backend its name or its type.
 """
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +28,10 @@ if TYPE_CHECKING:
     from aoe_optuna.space.search_space import SearchSpace
     from aoe_optuna.workload.gemm import Workload
 
+# How a backend measures an operator run's attention and vector kernels
+# (:attr:`BackendBase.layer_kernels`): by its own models of them, or each candidate's
+# program built and timed on its device.
+LayerKernels = Literal["model", "device"]
 FailureKind = Literal["infeasible", "build", "runtime", "timeout", "accuracy", "unsupported"]
 # ``Measurement.extra`` key of a failure's full log (a compiler's whole output, a crashed
 # run's stderr): the study keeps it as an artifact of the failed trial.
@@ -32,7 +40,7 @@ FAILURE_LOG = "log"
 
 @dataclass(frozen=True)
 class Measurement:
-    """The outcome of building and timing one config on one GEMM.
+    """The outcome of measuring one config of one problem (a GEMM, a layer kernel).
 
     ``cost_s`` is what the measurement cost (or, on the simulator, would cost
     on hardware: build + warm-up + timed runs), so time budgets mean the same
@@ -68,7 +76,8 @@ class BuildAhead:
 
 
 class Backend(Protocol):
-    """Builds and times one config of a GEMM kernel."""
+    """Measures one config of one problem: a GEMM here; the npu backend also times a
+    layer kernel's program (``NpuBackend.measure_program``)."""
 
     name: str
 
@@ -100,6 +109,23 @@ class BackendBase(ABC):
     # Whether a latency is the model's own answer for the config, the same every time
     # (the simulator): an exhaustive search of it is the true optimum, not an estimate.
     exact_model: ClassVar[bool] = False
+    # Whether a run builds ahead on a pool of builders when ``--builders`` is not given:
+    # only where no measured value can change (study/run/pool_default.py says why).
+    pooled_by_default: ClassVar[bool] = False
+    # Whether each device's host program keeps a host core of its own, away from the
+    # builders (a card's launcher: study/run/build_pool.py ``PoolPlan.for_host``).
+    host_core_per_device: ClassVar[bool] = False
+    # Whether the kernels are built with the CANN toolkit: what ``aoe-tune doctor``
+    # checks and dry-runs.
+    cann_toolchain: ClassVar[bool] = False
+    # How an operator run's attention and vector kernels are measured: "model" (the
+    # backend's models of them), "device" (each candidate's program built and timed on
+    # the backend's device: :meth:`target`, :meth:`measure_program`,
+    # :meth:`build_program_ahead`), None (it times GEMMs only; such a run is refused).
+    layer_kernels: ClassVar[LayerKernels | None] = None
+    # How far above the best config's time one GEMM's timing may read before it is cut
+    # short (relative; study/run/objective.py ``Evaluator``); None: never cut short.
+    early_stop_margin: float | None = None
 
     @classmethod
     def has_roofline(cls) -> bool:
@@ -114,6 +140,21 @@ class BackendBase(ABC):
         from aoe_optuna.backends.timing import TimingPolicy
 
         return TimingPolicy().rel_precision
+
+    @classmethod
+    def times_soc(cls) -> bool:
+        """Whether a latency is a timing of the spec's SoC itself, not a model's figure
+        nor another device's: what a chip profile can be fitted to (``aoe-tune calibrate
+        --from-study``)."""
+        return cls.runs_on_soc and not cls.exact_model
+
+    @classmethod
+    def leased_device(cls) -> str | None:
+        """The device a worker's timings lease while a build pool builds ahead
+        (study/run/device_lease.py). By default this process alone: a backend that times
+        nothing real shares no device. None: a host core of its own
+        (study/run/build_pool.py ``PoolPlan.for_host``)."""
+        return f"{cls.name}-{os.getpid()}"
 
     @classmethod
     @abstractmethod
@@ -137,6 +178,21 @@ class BackendBase(ABC):
         (a build pool compiles on other cores while a device times). None: this backend
         has no separate build (a model, a replayed space); ``measure`` does everything."""
         return None
+
+    def target(self) -> Any:
+        """What an operator kind renders its kernel's program for on this backend's device
+        (where :attr:`layer_kernels` is ``"device"``)."""
+        raise NotImplementedError(f"the {self.name} backend times no kernel programs")
+
+    def measure_program(self, program: Any) -> Measurement:
+        """Build and time a kind's kernel with its host program (rendered for
+        :meth:`target`) as a GEMM's is timed: same policy, failure kinds and device."""
+        raise NotImplementedError(f"the {self.name} backend times no kernel programs")
+
+    def build_program_ahead(self, program: Any) -> BuildAhead:
+        """Build a kind's program now, so that :meth:`measure_program` only times it (a
+        build pool's step, as :meth:`build_ahead` for a GEMM)."""
+        raise NotImplementedError(f"the {self.name} backend times no kernel programs")
 
     @classmethod
     def resolve_options(cls, options: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """How a kernel is timed: warm-up, then repeats until the median is known well enough.
 
 Policy (used by the cpu driver; the npu host programs follow the same rules in C++,
-``backends/npu/templates/main.cpp`` and ``catlass_bench.cpp``):
+``backends/npu/templates/aoe_bench_common.h``, which every host program includes):
 
 1. ``warmup`` untimed calls (caches, page faults, frequency ramp-up). The npu
    host programs then go on warming up in batches until two consecutive

@@ -21,7 +21,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +136,8 @@ def cache_key(identity: Any) -> str:
 
 
 def simulator_fingerprint() -> str:
-    """A digest of the simulator's code and the shipped SoC profiles.
+    """A digest of the simulator's code (the AI Core's models and the backend that
+    measures with them) and the shipped SoC profiles.
 
     Part of a simulator study's cache key: a recalibrated model gives other
     costs for the same spec, and a stale cached optimum would be silently wrong.
@@ -142,13 +145,22 @@ def simulator_fingerprint() -> str:
     from importlib import resources
 
     digest = hashlib.sha256()
-    folders = (resources.files("aoe_optuna.backends.simulator"),
+    folders = (resources.files("aoe_optuna.aicore"),
+               resources.files("aoe_optuna.backends.simulator"),
                resources.files("aoe_optuna.hardware") / "profiles")
     for folder in folders:
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith((".py", ".json")):
-                digest.update(entry.name.encode() + entry.read_bytes())
+        for name, entry in _model_files(folder):
+            digest.update(name.encode() + entry.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _model_files(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
+    """The .py and .json files under ``folder``, subfolders included, by relative path."""
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_dir():
+            yield from _model_files(entry, f"{prefix}{entry.name}/")
+        elif entry.name.endswith((".py", ".json")):
+            yield f"{prefix}{entry.name}", entry
 
 
 def file_digest(path: str | Path) -> str:

@@ -9,7 +9,7 @@ and MLA attention, each vector kernel, the MoE router's gating).
 
 from __future__ import annotations
 
-from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
+from aoe_optuna.aicore.layer_models import LAYER_MODELS
 
 GEMM_LIBRARY = "gemm_library"
 GEMM_TILED = "gemm_tiled"

@@ -26,15 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 
-from aoe_optuna.backends.simulator import (
-    cann_mla_decode,
-    cann_rms_norm,
-    cann_swiglu,
-    decode_attention,
-    mla_attention,
-    prefill_attention,
-)
-from aoe_optuna.backends.simulator.vector_ops import default_vector_cost
+from aoe_optuna.aicore.attention import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.aicore.cann import mla_decode as cann_mla_decode
+from aoe_optuna.aicore.cann import rms_norm as cann_rms_norm
+from aoe_optuna.aicore.cann import swiglu as cann_swiglu
+from aoe_optuna.aicore.vector.vector_ops import default_vector_cost
 from aoe_optuna.calibration.published_layer_ops import FIGURES, KINDS, SEEN, LayerOpFigure
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.decode_attention import DecodeAttention

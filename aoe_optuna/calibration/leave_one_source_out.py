@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import spearmanr
 
-from aoe_optuna.backends.simulator import backend, transfer, vector_passes
+from aoe_optuna.aicore.pipes import launch, transfer
 from aoe_optuna.calibration import residuals as calibration
 from aoe_optuna.calibration.published_gemm import (
     CATLASS_GUIDE,
@@ -40,8 +40,8 @@ FITTED: tuple[tuple[ModuleType, str, float, str], ...] = (
     (transfer, "STREAM_RUN_L2_S", 1e9, "ns"), (transfer, "STREAM_RUN_HBM_S", 1e9, "ns"),
     (transfer, "STREAM_LINE_L2_S", 1e9, "ns"), (transfer, "STREAM_LINE_HBM_S", 1e9, "ns"),
     (transfer, "STREAM_PARTIAL_S", 1e9, "ns"), (transfer, "STREAM_MISALIGNED_S", 1e9, "ns"),
-    (backend, "KERNEL_LAUNCH_S", 1e6, "us"), (vector_passes, "MIX_HEAD_S", 1e6, "us"),
-    (vector_passes, "HANDOVER_S", 1e6, "us"),
+    (launch, "KERNEL_LAUNCH_S", 1e6, "us"), (launch, "MIX_HEAD_S", 1e6, "us"),
+    (launch, "HANDOVER_S", 1e6, "us"),
 )
 
 # A short name per source for the tables; the full citation stays in published_gemm.py.

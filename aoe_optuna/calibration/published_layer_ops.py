@@ -15,10 +15,10 @@ constant of the attention or vector models was fitted to any row here.
 cann-bench's baselines time CANN's own RmsNorm, SwiGlu and fused-attention
 kernels one by one on the cores (no host floor), each case with its full shape.
 Its RmsNorm and SwiGlu rows are ``seen``: the vector models of CANN's kernels
-(``backends/simulator/cann_rms_norm.py``, ``cann_swiglu.py``) were written after
+(``aicore/cann/rms_norm.py``, ``swiglu.py``) were written after
 their misses were analysed, though no constant was set from them. So are the five
-MLA decode rows it first gave: CANN's MLA kernel (``backends/simulator/
-cann_mla_decode.py``) was modelled after their 1.8x miss against the catlass
+MLA decode rows it first gave: CANN's MLA kernel (``aicore/cann/mla_decode.py``)
+was modelled after their 1.8x miss against the catlass
 template was read; four MLA cases added after that model was written (a decode
 case and three of two query tokens) check it. Cases whose baseline
 launches more than the one kernel (a Slice before a SwiGlu, the Concat/Broadcast

@@ -16,7 +16,7 @@ from functools import cache
 
 import numpy as np
 
-from aoe_optuna.backends.simulator.backend import AscendSimulator
+from aoe_optuna.aicore.gemm.model import GemmModel
 from aoe_optuna.calibration.published_gemm import PUBLISHED, RANKING_PAIRS, Published
 from aoe_optuna.hardware.capacity import hardware_rules
 from aoe_optuna.hardware.profile import load_profile
@@ -50,7 +50,7 @@ def library_space(soc: str, dtype: str) -> SearchSpace:
 
 def simulate(figure: Published) -> Row:
     """The simulator's time for one published figure."""
-    sim = AscendSimulator(load_profile(figure.soc), warm_l2=figure.config is None)
+    sim = GemmModel(load_profile(figure.soc), warm_l2=figure.config is None)
     gemm = Gemm(figure.m, figure.k, figure.n, dtype=figure.dtype)
     if figure.config is None:
         space = library_space(figure.soc, figure.dtype)

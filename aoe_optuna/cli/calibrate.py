@@ -1,13 +1,16 @@
 """``aoe-tune calibrate``: a chip profile fitted to the chip's own measured kernels.
 
-Reads measured GEMM timings (plain CSV/JSON rows, an msprof op_summary, or an
-npu study's own measurements), simulates each with the base profile, fits a
-GEMM efficiency scale and a launch overhead (aoe_optuna.calibration.chip_fit),
+Checks ``--out`` and ``--soc`` first, then reads measured GEMM timings (plain
+CSV/JSON rows, an msprof op_summary, or an npu study's own measurements) a row
+at a time into distinct kernels (aoe_optuna.calibration.kernels: a kernel timed
+more than once is one figure, and the row and shape caps stop the read where
+they are passed), simulates each kernel with the base profile, fits a GEMM
+efficiency scale and a launch overhead (aoe_optuna.calibration.chip_fit),
 prints the in-sample, leave-one-out and shipped-profile errors, and writes the
 base profile with the fitted ``calibration`` section: a file a spec's
 ``hardware.soc`` names by its path. A fit whose leave-one-out error is worse
 than the shipped profile's is refused. Every refusal and bad input is one line
-on stderr, exit 2, nothing written.
+on stderr, exit 2, nothing written (a missing study storage is not created).
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import shlex
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, NoReturn
 
 from aoe_optuna.cli.common import UsageError
@@ -37,6 +39,11 @@ as it stands, since the shipped constants were fitted to those very kernels). Th
 written file is a profile: put its path in a spec's hardware.soc. An npu study's
 own measurements: --from-study STORAGE_URL STUDY_NAME (the SoC is the study's); an
 msprof profile of a model run: --msprof op_summary_*.csv.
+
+A kernel timed more than once (the same op, shape, dtype and tiling, in one input
+or several) is one kernel at the median of its timings; the leave-one-out leaves
+out a whole kernel. At most {rows:,} rows from all inputs together and {shapes:,}
+distinct GEMM shapes; a long read or simulation says how far it got on stderr.
 """
 OUT_DEFAULT = "calibrated_profile.json"
 
@@ -46,13 +53,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
+def _examples() -> str:
+    from aoe_optuna.calibration.input_caps import MAX_ROWS, MAX_SHAPES
+
+    return EXAMPLES.format(rows=MAX_ROWS, shapes=MAX_SHAPES)
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="aoe-tune calibrate",
                 description="Fit a chip profile (a GEMM efficiency scale and a launch overhead "
                 "on the simulator's model) to measured kernel timings; print its in-sample "
                 "and leave-one-out error; refuse one that predicts held-out kernels worse "
                 "than the shipped profile.",
-                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                epilog=_examples(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--soc", default=None, help="the base profile: a shipped SoC such as "
                    "Ascend910B2, or a profile file (default with --from-study: the study's)")
     p.add_argument("--timings", action="append", default=[], metavar="FILE",
@@ -81,54 +94,78 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
-    from aoe_optuna.atomic_write import write_atomic
     from aoe_optuna.calibration.calibrated_profile import calibrated_text
-    from aoe_optuna.calibration.chip_fit import fit_chip, model_us, refusal
+    from aoe_optuna.calibration.chip_fit import MIN_KERNELS, fit_chip, refusal
+    from aoe_optuna.calibration.kernels import KernelTable
+    from aoe_optuna.calibration.model_times import model_us
     from aoe_optuna.calibration.timings import read_msprof_timings, read_timings
-    from aoe_optuna.hardware.profile import load_profile
+    from aoe_optuna.export.destinations import check_output_file
 
     if not (args.timings or args.msprof or args.from_study):
         raise UsageError("expected --timings, --msprof or --from-study (see aoe-tune "
                          "calibrate --help)")
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise UsageError(f"--out: {out}: expected a file in an existing folder")
-    rows: list[Any] = []
-    soc = args.soc
+    check_output_file(args.out, "--out")  # before anything is read or fitted
+    profile = _base_profile(args.soc) if args.soc is not None else None
+    table = KernelTable()
     if args.from_study:
-        study_soc, found = _study_rows(*args.from_study)
-        soc = soc or study_soc
-        rows += found
-    if soc is None:
+        study_soc = _study_soc_and_rows(*args.from_study, table)
+        profile = profile or _base_profile(study_soc, "--from-study")
+    if profile is None:
         raise UsageError("--soc: expected the base profile (a SoC such as Ascend910B2, or a "
                          "profile file)")
-    profile = load_profile(soc)
-    if profile.calibration is not None:
-        raise UsageError(f"--soc: {soc} is a calibrated profile already; calibrate from its "
-                         f"base, {profile.calibration.base}")
     for path in args.timings:
-        rows += read_timings(path)
+        table.add_all(read_timings(path, table.__len__))
     for path in args.msprof:
-        rows += read_msprof_timings(path)
+        table.add_all(read_msprof_timings(path))
+    kernels = table.kernels
+    if len(kernels) < MIN_KERNELS:
+        raise UsageError(f"timings: expected at least {MIN_KERNELS} distinct kernels "
+                         f"(leave-one-out needs them), got {len(kernels)} from {table.rows} "
+                         "rows (a kernel timed more than once counts once)")
     import numpy as np
 
-    model = model_us(rows, profile)
-    measured = np.array([r.time_us for r in rows])
+    model = model_us(kernels, profile)
+    measured = np.array([k.figure_us for k in kernels])
     chip = fit_chip(model, measured)
-    print(f"{len(rows)} measured GEMMs on {profile.soc}; fitted GEMM scale {chip.scale:.4f}, "
-          f"launch overhead {chip.launch_us:+.2f} us")
+    print(f"{table.rows:,} rows, {len(kernels):,} distinct kernels (GEMMs) on {profile.soc}; "
+          f"fitted GEMM scale {chip.scale:.4f}, launch overhead {chip.launch_us:+.2f} us")
     print(f"  in sample       {chip.in_sample.text()}")
     print(f"  leave-one-out   {chip.leave_one_out.text()}")
     print(f"  shipped profile {chip.shipped.text()}")
     why = refusal(chip)
     if why is not None:
         raise UsageError(why)
-    report = {"rows": len(rows), "inputs": _inputs(args),
+    report = {"rows": table.rows, "kernels": len(kernels), "inputs": _inputs(args),
               "date": datetime.now(UTC).isoformat(timespec="seconds"),
               "command": "aoe-tune calibrate " + shlex.join(_redacted(argv))}
-    write_atomic(out, calibrated_text(profile, chip.calibration(profile.soc, report)))
-    print(f"wrote {out}: name it as the spec's hardware.soc")
+    _write(args.out, calibrated_text(profile, chip.calibration(profile.soc, report)))
+    print(f"wrote {args.out}: name it as the spec's hardware.soc")
     return 0
+
+
+def _base_profile(soc: str, option: str = "--soc") -> Any:
+    """The base profile (not calibrated already); its errors name ``option``."""
+    from aoe_optuna.hardware.profile import ProfileError, load_profile
+
+    try:
+        profile = load_profile(soc)
+    except ProfileError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+    if profile.calibration is not None:
+        raise UsageError(f"{option}: {soc} is a calibrated profile already; calibrate from its "
+                         f"base, {profile.calibration.base}")
+    return profile
+
+
+def _write(out: str, text: str) -> None:
+    """The profile, written atomically; a write that fails although ``--out`` was
+    checked (the folder removed meanwhile, a full disk) is one line."""
+    from aoe_optuna.atomic_write import write_atomic, write_error_text
+
+    try:
+        write_atomic(out, text)
+    except OSError as exc:
+        raise UsageError(f"--out: {write_error_text(exc)}; nothing written") from None
 
 
 def _redacted(argv: list[str]) -> list[str]:
@@ -147,17 +184,21 @@ def _inputs(args: argparse.Namespace) -> list[str]:
     return found
 
 
-def _study_rows(url: str, name: str) -> tuple[str, list[Any]]:
-    """(the study's SoC, one row per measured config and GEMM) of an npu study."""
+def _study_soc_and_rows(url: str, name: str, table: Any) -> str:
+    """The npu study's SoC; its measured configs' per-GEMM times go into ``table``. The
+    storage is only read: a SQLite or Journal file that is not there is refused, not
+    created."""
     import optuna
 
     from aoe_optuna.attrs import ATTR_LATENCY_US
     from aoe_optuna.calibration.timings import TimedKernel
+    from aoe_optuna.cli.common import check_storage_exists
     from aoe_optuna.spec.stored import stored_spec
     from aoe_optuna.study.run.objective import is_measured
     from aoe_optuna.study.storage.opening import open_storage
     from aoe_optuna.study.storage.redact import redact_url
 
+    check_storage_exists(url, "--from-study")
     storage = open_storage(url)
     if name not in optuna.get_all_study_names(storage):
         raise UsageError(f"--from-study: no study {name!r} in {redact_url(url)}")
@@ -166,20 +207,19 @@ def _study_rows(url: str, name: str) -> tuple[str, list[Any]]:
     spec = stored_spec(study)
     if spec is None:
         raise UsageError(f"--from-study: study {name!r} was not made by aoe-tune (no spec)")
-    backend = spec.backend.get("name")
-    if backend != "npu":
-        raise UsageError(f"--from-study: study {name!r} ran on the {backend} backend: expected "
-                         "an npu study (measured on the chip, not modelled)")
+    if not spec.backend_kind.times_soc():
+        raise UsageError(f"--from-study: study {name!r} ran on the {spec.backend['name']} "
+                         "backend: expected an npu study (measured on the chip, not modelled)")
     gemms = {g.name: g for g in spec.workload.gemms}
-    rows = []
+    before = table.rows
     for trial in study.get_trials(deepcopy=False):
         if not is_measured(trial):
             continue
         tiling = spec.space.full_config(trial.params)
         for gemm_name, us in (trial.user_attrs.get(ATTR_LATENCY_US) or {}).items():
-            if gemm_name in gemms and isinstance(us, (int, float)) and us > 0:
-                rows.append(TimedKernel(f"study {name}: trial {trial.number} {gemm_name}",
-                                        gemms[gemm_name], dict(tiling), float(us)))
-    if not rows:
+            if gemm_name in gemms and isinstance(us, (int, float)) and 0 < us < float("inf"):
+                table.add(TimedKernel(f"study {name}: trial {trial.number} {gemm_name}",
+                                      gemms[gemm_name], dict(tiling), float(us)))
+    if table.rows == before:
         raise UsageError(f"--from-study: study {name!r} holds no measured GEMM time")
-    return str(spec.hardware_doc.get("soc") if spec.hardware_doc else spec.profile.soc), rows
+    return str(spec.hardware_doc.get("soc") if spec.hardware_doc else spec.profile.soc)

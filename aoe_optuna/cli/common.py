@@ -73,6 +73,36 @@ def max_workers() -> int:
     return WORKERS_PER_CPU * usable_cpus()
 
 
+def check_builders(builders: int | None, n_workers: int) -> None:
+    """``--builders``: 0 (no build pool) or at most :func:`max_builders` per worker."""
+    if builders is None:
+        return
+    if builders < 0:
+        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
+                         "builder cores")
+    cap = max_builders(n_workers)
+    if builders > cap:
+        workers = f"{n_workers} worker{'s' if n_workers != 1 else ''}"
+        raise UsageError(f"--builders: expected at most {cap} per worker on this host (each "
+                         f"worker has its builders + 1 trials in flight; {workers}, at most "
+                         f"{WORKERS_PER_CPU} trials in flight per CPU, {usable_cpus()} "
+                         f"CPUs), got {builders}")
+
+
+def max_builders(n_workers: int) -> int:
+    """The most builders each of ``n_workers`` workers may have: their trials in flight,
+    ``n_workers x (builders + 1)``, within :func:`max_workers`.
+
+    Each trial in flight is a thread of its worker that proposes on the CPU, and on the
+    cpu and npu backends a compiler process; a modelled build (the simulator) costs no
+    core, but its trial is as real. Past a few per CPU they only queue for the CPU, the
+    sampler and the storage: ``aoe-tune operators --builders 10000`` made 197 trials and
+    measured nothing in 120 s. The same share as worker processes, so that one host's
+    cap holds however its trials are split into workers and builders.
+    """
+    return max(max_workers() // max(n_workers, 1) - 1, 0)
+
+
 def check_positive(value: float | None, option: str, what: str) -> None:
     """``option`` must be a positive ``what`` when given."""
     if value is not None and not value > 0:
@@ -101,6 +131,17 @@ def user_errors() -> tuple[type[BaseException], ...]:
             SessionError, UsageError, FinalWriteError)
 
 
+def check_storage_exists(url: str, option: str) -> None:
+    """A storage a command only reads (``export``, ``calibrate --from-study``) must be
+    there: opening a SQLite or Journal file that is not creates it (an empty 112 KB
+    database, an empty Journal file), so a missing one is refused in one line first."""
+    from aoe_optuna.study.storage.file_kind import is_missing, storage_file
+    from aoe_optuna.study.storage.redact import redact_url
+
+    if (local := storage_file(url)) is not None and is_missing(local):
+        raise UsageError(f"{option}: {redact_url(url)} does not exist")
+
+
 def load_spec_for(path: str, num_devices: int | None) -> Any:
     """The spec of ``path``, with the workload's ``tp`` set to ``num_devices`` if given."""
     from aoe_optuna.spec.format import read_document
@@ -121,3 +162,26 @@ def load_spec_for(path: str, num_devices: int | None) -> Any:
             "--num-devices splits a model (model or hf_config) over devices")
     doc["workload"] = {**workload, "tp": num_devices}
     return spec_from_dict(doc, source=str(path))
+
+
+def add_kb_replace(parser: Any) -> None:
+    """``--kb-replace``, the same on every command that merges into a knowledge base."""
+    parser.add_argument(
+        "--kb-replace", action="store_true",
+        help="replace a knowledge base entry whose value is another figure (a step's "
+        "tokens/s and a GEMM shape's own TFLOPS, or steps of two workloads) instead of "
+        "refusing the merge; entries of one figure keep the higher value either way")
+
+
+def check_kb_planned(kb: str | None, replace: bool, planned: Any) -> None:
+    """Before the first measurement: the knowledge base holds no entry of another figure
+    under a key the run will write (``planned``: a callable giving those entries, called
+    only when there is something to check). ``--kb-replace`` needs ``--kb``."""
+    if replace and not kb:
+        raise UsageError("--kb-replace: give --kb too (the knowledge base whose entries "
+                         "it replaces)")
+    if not kb or replace:
+        return
+    from aoe_optuna.export.destinations import check_knowledge_base
+
+    check_knowledge_base(kb, planned=planned())

@@ -119,8 +119,9 @@ def _bands(spec: StudySpec, best: float) -> Iterator[str]:
     chip = spec.profile.calibration
     if chip is not None:
         loo = chip.report.get("leave_one_out") or {}
-        held = (f"; its leave-one-out median error {loo['median']:.1%} on {loo['rows']} "
-                "kernels" if "median" in loo and "rows" in loo else "")
+        kernels = loo.get("kernels", loo.get("rows"))  # "rows" in profiles written before
+        held = (f"; its leave-one-out median error {loo['median']:.1%} on {kernels} "
+                "kernels" if "median" in loo and kernels is not None else "")
         yield (f"  calibrated chip  {spec.profile.path}: GEMM scale {chip.scale('gemm'):.4f}, "
                f"launch overhead {chip.launch_us:+.2f} us (from {chip.base}){held}")
 

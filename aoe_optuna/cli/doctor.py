@@ -142,7 +142,7 @@ def _dry_run(args: argparse.Namespace) -> int:
     except (SpecError, ProfileError, ParamError, OSError, ValueError) as exc:
         raise _UsageError(str(exc)) from None
     backend = dict(spec.backend)
-    if backend.get("name") != "npu":
+    if not spec.backend_kind.cann_toolchain:
         raise _UsageError(f"{args.config}: backend.name: expected 'npu' for a dry run, "
                           f"got {backend.get('name')!r}")
     options = {k: v for k, v in backend.items() if k != "name"}

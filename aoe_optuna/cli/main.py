@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from aoe_optuna.attrs import ROOFLINE_ATTR
-from aoe_optuna.cli.common import UsageError
+from aoe_optuna.cli.common import WORKERS_PER_CPU, UsageError, add_kb_replace
 from aoe_optuna.cli.common import user_errors as _user_errors
 
 EXAMPLES = """\
@@ -43,11 +43,20 @@ export, describe, doctor, calibrate (a chip profile fitted to your own kernel ti
 bench (sampler benchmark; its analyses of the
 runs: bench compare, bench noise-floor, bench missed-optimum, bench diagnose),
 pretrain-policy (REINFORCE transfer); `aoe-tune COMMAND --help` for each.
+
+exit status:
+  0    done (a line on stderr if every measurement of this run failed)
+  2    bad input: one line on stderr, nothing written
+  4    nothing could be measured: every measurement failed (the last line on stderr
+       says how), so there is nothing to export
+  130  interrupted; the measurements are stored, the same command resumes
 """
 
 SUBCOMMANDS = ("tune", "export", "describe", "bench", "pretrain-policy", "operators",
                "doctor", "calibrate")
 DEFAULT_STALE_AFTER_S = 3600.0
+NOTHING_MEASURED = 4  # exit status: every measurement failed, the study holds no result
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,6 +110,7 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", default=None,
                    help="knowledge base file to merge the best config into (checked before "
                    "the first measurement)")
+    add_kb_replace(p)
     p.add_argument("--num-devices", type=int, default=None,
                    help="tensor-parallel degree the model is served with (AOE's --num-devices):"
                    " per-card shapes and the all-reduce in the step time; sets workload.tp")
@@ -115,7 +125,8 @@ def _tune_parser() -> argparse.ArgumentParser:
                    "proposed next while each worker's device times one at a time (the cpu "
                    "backend's device is a core of its own); 0: build, then time, one config "
                    "at a time (default on the npu backend: the host's cores minus one per "
-                   "device, shared out over the devices; elsewhere 0)")
+                   "device, shared out over the devices; elsewhere 0). Each worker has B + 1 "
+                   f"trials in flight, at most {WORKERS_PER_CPU} per usable CPU on the host")
     p.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER_S, metavar="SECONDS",
                    help="fail a RUNNING trial that no heartbeat watches and no live process of "
                    "this host owns (optuna ask without tell, a host on a journal file) once it "
@@ -125,8 +136,23 @@ def _tune_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # a reader that stopped early (`aoe-tune describe ... | head`) is not an error of
+        # ours: quiet, and what is left unflushed goes nowhere instead of a traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _dispatch(argv: list[str]) -> int:
     _quiet_library_warnings()
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        # the tuning command takes options only: a first word that is none is a typo
+        return _fail(f"unknown command {argv[0]!r}: expected one of "
+                     f"{', '.join(SUBCOMMANDS)}, or the tuning command's options "
+                     "(see aoe-tune --help)")
     command = argv[0] if argv and argv[0] in SUBCOMMANDS else "tune"
     if argv and argv[0] == command:
         argv = argv[1:]
@@ -226,6 +252,8 @@ def _tune(args: argparse.Namespace) -> int:
     import optuna
 
     from aoe_optuna.cli.common import (
+        check_builders,
+        check_kb_planned,
         check_positive,
         load_spec_for,
         parse_sampler_kwargs,
@@ -249,10 +277,8 @@ def _tune(args: argparse.Namespace) -> int:
     check_positive(args.timeout, "--timeout", "number of seconds")
     check_positive(args.stale_after, "--stale-after", "number of seconds")
     check_positive(args.target, "--target", "number of tokens/s")
-    if args.builders is not None and args.builders < 0:
-        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
-                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
+    check_builders(args.builders, n_workers)
     if args.op_source is not None and args.output is None:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
     if args.op_source is not None and not Path(args.op_source).is_file():
@@ -264,6 +290,13 @@ def _tune(args: argparse.Namespace) -> int:
         spec = _with_prior(spec, args.prior)
     if spec is not None and args.output is not None:
         _check_kernel_export(args, spec)
+    from aoe_optuna.export.from_study import planned_entries
+
+    def planned() -> list[dict[str, Any]]:
+        return planned_entries(spec, args.study_name or spec.default_study_name())
+
+    if spec is not None or args.kb_replace:
+        check_kb_planned(args.kb, args.kb_replace, planned)
     from aoe_optuna.study.run.pool_default import builders_for
 
     # Optuna logs every failed trial with a traceback; the progress view says it in one line.
@@ -273,7 +306,9 @@ def _tune(args: argparse.Namespace) -> int:
     study, spec = session.study, session.spec
     if args.config is None and args.output is not None:
         _check_kernel_export(args, spec)
-    builders = builders_for(spec.backend["name"], args.builders, n_workers)
+    if args.config is None:
+        check_kb_planned(args.kb, args.kb_replace, planned)
+    builders = builders_for(spec.backend_kind, args.builders, n_workers)
     shown_storage = redact_url(args.storage)
     roofline = study.user_attrs.get(ROOFLINE_ATTR)
     budget = Budget(
@@ -291,11 +326,13 @@ def _tune(args: argparse.Namespace) -> int:
     folder, storage_url = Path.cwd(), absolute_storage_url(args.storage)
     shown_absolute = absolute_storage_url(shown_storage)
     again = again_command(
-        ["aoe-tune", "export", "--storage", shown_absolute, "--study-name", study.study_name],
+        ["aoe-tune", "export", "--storage", shown_absolute, "--study-name", study.study_name,
+         *(["--kb-replace"] if args.kb_replace else [])],
         {"--kb": args.kb if args.kb is not None else "", "--output": args.output,
          "--op-source": args.op_source})
+    before = study.get_trials(deepcopy=False)
     view = ProgressView(budget, baseline_value, roofline, enabled=not args.no_progress,
-                        start=StudyProgress.of(study.get_trials(deepcopy=False)))
+                        start=StudyProgress.of(before))
     choice = session.sampler_choice
     width = view.console.width
     header = [f"study {study.study_name}", f"in {shown_storage}:",
@@ -325,14 +362,18 @@ def _tune(args: argparse.Namespace) -> int:
     summary = summarise(study, spec, result, shown_absolute, folder)
     print_summary(summary)
     save_dashboard_note(study, summary)
+    from aoe_optuna.study.report.failed_run import all_failed
     from aoe_optuna.study.storage.artifacts import artifact_dir, upload_files, upload_spec
 
+    failed = all_failed(study.get_trials(deepcopy=False), before, spec.baseline)
+    nothing = failed is not None and not failed.study_has_result  # nothing to export
     with measurements_kept(study.study_name, shown_absolute, again):
         upload_spec(study, storage_url, spec.canonical())
-        if args.output is not None or args.kb is not None:
+        if (args.output is not None or args.kb is not None) and not nothing:
             source = Path(args.op_source) if args.op_source is not None else None
             output = Path(args.output) if args.output is not None else None
-            _export_study(study, spec, args.storage, source, output, args.kb)
+            _export_study(study, spec, args.storage, source, output, args.kb,
+                          replace=args.kb_replace)
             kept = [*([output] if output else []), *([Path(args.kb)] if args.kb else [])]
             upload_files(study, storage_url, kept)
     if (where := artifact_dir(storage_url)) is not None:
@@ -340,6 +381,12 @@ def _tune(args: argparse.Namespace) -> int:
         print(f"artifacts: {where}, shown by")
         dashboard = f"optuna-dashboard {shown_absolute} --artifact-dir {where}"
         print("\n".join(wrap_command(dashboard, width)))
+    if failed is not None:  # last, where a script's log ends
+        if nothing:
+            print(f"aoe-tune: error: nothing could be measured: {failed.line()}; nothing "
+                  "to export", file=sys.stderr)
+            return NOTHING_MEASURED
+        print(f"aoe-tune: warning: {failed.line()}", file=sys.stderr)
     return 0
 
 
@@ -403,6 +450,7 @@ def _export_parser() -> argparse.ArgumentParser:
                    "declarations --output gets rewritten with the best config")
     p.add_argument("--kb", default="aoe_kb.json",
                    help="knowledge base JSON to merge into (default aoe_kb.json)")
+    add_kb_replace(p)
     p.add_argument("--header", default=None, help="also write the knowledge base as a C header")
     p.add_argument("--catlass-header", default=None,
                    help="also write the best config as a catlass instantiation header")
@@ -413,18 +461,19 @@ def _export_command(argv: list[str]) -> int:
     args = _export_parser().parse_args(argv)
     if args.op_source is not None and args.output is None:
         raise UsageError("--op-source: give --output too (the rewritten source to write)")
+    if args.kb_replace and not args.kb:
+        raise UsageError("--kb-replace: give --kb too (the knowledge base whose entries it "
+                         "replaces)")
     errors = _user_errors()
     try:
+        from aoe_optuna.cli.common import check_storage_exists
         from aoe_optuna.cli.final_writes import again_command, measurements_kept
         from aoe_optuna.study.create import load_or_create
         from aoe_optuna.study.report.summary import absolute_storage_url
-        from aoe_optuna.study.session import storage_file
-        from aoe_optuna.study.storage.file_kind import is_missing
         from aoe_optuna.study.storage.opening import open_storage
         from aoe_optuna.study.storage.redact import redact_url
 
-        if (local := storage_file(args.storage)) is not None and is_missing(local):
-            raise UsageError(f"--storage: {redact_url(args.storage)} does not exist")
+        check_storage_exists(args.storage, "--storage")
         from aoe_optuna.export.destinations import check_knowledge_base, check_output_file
 
         for option, path in (("--output", args.output), ("--header", args.header),
@@ -435,7 +484,8 @@ def _export_command(argv: list[str]) -> int:
             check_knowledge_base(args.kb)
         shown = absolute_storage_url(redact_url(args.storage))
         again = again_command(
-            ["aoe-tune", "export", "--storage", shown, "--study-name", args.study_name],
+            ["aoe-tune", "export", "--storage", shown, "--study-name", args.study_name,
+             *(["--kb-replace"] if args.kb_replace else [])],
             {"--kb": args.kb, "--output": args.output, "--op-source": args.op_source,
              "--header": args.header, "--catlass-header": args.catlass_header})
         storage = open_storage(args.storage)
@@ -447,7 +497,8 @@ def _export_command(argv: list[str]) -> int:
             src = Path(args.op_source) if args.op_source else None
             out = Path(args.output) if args.output else None
             catlass = Path(args.catlass_header) if args.catlass_header else None
-            _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass)
+            _export_study(study, spec, args.storage, src, out, args.kb, args.header, catlass,
+                          replace=args.kb_replace)
     except errors as exc:
         return _fail(" ".join(str(exc).split()), "aoe-tune export")
     except Exception as exc:
@@ -490,7 +541,8 @@ def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
             raise UsageError(f"--{option.replace('_', '-')}: study {args.study_name!r} tunes "
                              f"{study.user_attrs[LAYER_OP_ATTR]['kind']}, whose kernel "
                              "--output writes (the npu backend's own rendering)")
-    for line in export_layer_study(study, args.storage, args.kb, args.header, args.output):
+    for line in export_layer_study(study, args.storage, args.kb, args.header, args.output,
+                                   replace=args.kb_replace):
         print(line)
     return True
 
@@ -498,11 +550,12 @@ def _export_layer_op(args: argparse.Namespace, storage: Any) -> bool:
 def _export_study(
     study: Any, spec: Any, storage_url: str, source: Path | None, output: Path | None,
     kb_path: str | None, header: str | None = None, catlass_header: Path | None = None,
+    replace: bool = False,
 ) -> None:
     from aoe_optuna.export.from_study import export_best
 
     for line in export_best(study, spec, storage_url, source, output, kb_path, header,
-                            catlass_header):
+                            catlass_header, replace):
         print(line)
 
 

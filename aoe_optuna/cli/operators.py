@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aoe_optuna.attrs import SCHEDULER_ATTR
-from aoe_optuna.cli.common import UsageError
+from aoe_optuna.cli.common import WORKERS_PER_CPU, UsageError, add_kb_replace
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
+
+if TYPE_CHECKING:
+    from aoe_optuna.backends.base import BackendBase
 
 EXAMPLES = """\
 examples:
@@ -34,11 +37,14 @@ exit status:
   3    tuned and stored, but --export-dir could not write some kernel: one line each
        says why, and the last line on stderr names them all (their tunings are in their
        studies and, with --kb, the knowledge base)
+  4    nothing could be measured: every measurement of every operator failed (the
+       last line on stderr says how)
   130  interrupted; the measurements are stored, the same command resumes
 """
 
 DEFAULT_BUDGET = 200
 NOT_EXPORTED = 3  # exit status: tuned and stored, some kernel not written (EXAMPLES)
+NOTHING_MEASURED = 4  # exit status: every measurement of every operator failed (EXAMPLES)
 
 
 def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
@@ -72,6 +78,7 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    "resume keeps the run's setting)")
     p.add_argument("--kb", default=None,
                    help="knowledge base JSON: read for warm starts, each shape's winner merged in")
+    add_kb_replace(p)
     p.add_argument("--export-dir", default=None,
                    help="write each shape's kernel here (catlass header; kernel source with "
                    "--op-source)")
@@ -92,7 +99,8 @@ def parser(prog: str = "aoe-tune operators") -> argparse.ArgumentParser:
                    "and a chunk holds at least as many measurements as are in flight; 0: "
                    "build, then time (default on the npu backend: the host's cores minus "
                    "one per device, shared out over the devices; elsewhere 0). On the "
-                   "simulator the virtual clock counts the builds")
+                   "simulator the virtual clock counts the builds. Each worker has B + 1 "
+                   f"trials in flight, at most {WORKERS_PER_CPU} per usable CPU on the host")
     p.add_argument("--follow", action="store_true",
                    help="join a running operator study from another host: measure the shapes "
                    "its tuner allocates until it is done")
@@ -131,17 +139,20 @@ def main(argv: list[str]) -> int:
 
 
 def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
-             backend_name: str | None = None) -> Any:
-    """The tuner's options; ``backend_name``: the run's backend, for the default builders."""
-    from aoe_optuna.cli.common import check_positive, parse_sampler_kwargs, parse_workers
+             backend: type[BackendBase] | None = None) -> Any:
+    """The tuner's options; ``backend``: the run's backend class (its default builders)."""
+    from aoe_optuna.cli.common import (
+        check_builders,
+        check_positive,
+        parse_sampler_kwargs,
+        parse_workers,
+    )
     from aoe_optuna.operators.scheduler import make_scheduler
     from aoe_optuna.operators.tuner import TunerOptions
     from aoe_optuna.study.run.pool_default import builders_for
 
-    if args.builders is not None and args.builders < 0:
-        raise UsageError("--builders: expected 0 (no build pool) or a positive number of "
-                         "builder cores")
     devices, n_workers = parse_workers(args.devices, args.n_workers)
+    check_builders(args.builders, n_workers)
     budget = args.n_trials if args.n_trials is not None else parent_attrs.get(
         "budget", DEFAULT_BUDGET)
     check_positive(budget, "--n-trials", "number of measurements")
@@ -155,22 +166,23 @@ def _options(args: argparse.Namespace, parent_attrs: dict[str, Any],
                         seed=args.seed,
                         warm_start=bool(warm), n_workers=n_workers, devices=devices,
                         stale_after_s=args.stale_after,
-                        builders=builders_for(backend_name, args.builders, n_workers)
-                        if backend_name is not None else None)
+                        builders=builders_for(backend, args.builders, n_workers)
+                        if backend is not None else None)
 
 
 def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     import optuna
 
-    from aoe_optuna.cli.common import load_spec_for
+    from aoe_optuna.cli.common import check_kb_planned, load_spec_for
     from aoe_optuna.cli.final_writes import again_command, measurements_kept
     from aoe_optuna.export.destinations import check_knowledge_base, check_output_folder
     from aoe_optuna.export.kb import KnowledgeBase
     from aoe_optuna.operators import outcome
-    from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
+    from aoe_optuna.operators.layer_ops import check_backend
     from aoe_optuna.operators.parent_study import open_operator_run
     from aoe_optuna.operators.warm_start import kb_donors
     from aoe_optuna.spec.backend import make_backend
+    from aoe_optuna.study.report.failed_run import all_failed
     from aoe_optuna.study.report.summary import absolute_storage_url
     from aoe_optuna.study.storage.redact import redact_url
 
@@ -189,7 +201,7 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
     _options(args, {})  # the options' own checks, before the storage is touched
     if spec is not None:
-        check_backend(spec.backend.get("name", MODELLED_BY), spec.workload)
+        check_backend(spec.backend_kind, spec.workload)
     if args.dry_run:
         from aoe_optuna.operators.dry_plan import dry_plan
 
@@ -199,6 +211,13 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
                              f"{spec.default_study_name()}-operators"):
             print(line)
         return 0
+
+    def planned() -> list[dict]:  # the run's keys: none of them of another figure
+        name = args.study_name or f"{spec.default_study_name()}-operators"
+        return outcome.planned_kb_entries(spec, name)
+
+    if spec is not None or args.kb_replace:
+        check_kb_planned(args.kb, args.kb_replace, planned)
     if spec is not None and args.sampler is not None:
         _check_sampler(args, spec)
     # made before the storage is opened: a backend that cannot start (no toolkit, no
@@ -207,8 +226,10 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     run = open_operator_run(args.storage, spec, args.study_name)
     spec, parent_name = run.spec, run.name
+    if args.config is None:  # a resumed run: its spec is the stored one
+        check_kb_planned(args.kb, args.kb_replace, planned)
     shown_storage = redact_url(args.storage)
-    options = _options(args, run.stored, spec.backend.get("name", MODELLED_BY))
+    options = _options(args, run.stored, spec.backend_kind)
     say = (lambda line: None) if args.no_progress else _say
     if args.follow:
         if not run.started:
@@ -220,7 +241,8 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
     # made before the run: the working folder may be deleted while it measures
     shown_absolute = absolute_storage_url(shown_storage)
     again = again_command(
-        ["aoe-tune", "operators", "--storage", shown_absolute, "--study-name", parent_name],
+        ["aoe-tune", "operators", "--storage", shown_absolute, "--study-name", parent_name,
+         *(["--kb-replace"] if args.kb_replace else [])],
         {"--kb": args.kb, "--export-dir": args.export_dir, "--op-source": args.op_source})
     donors = []
     if kb is not None and options.warm_start:
@@ -246,9 +268,15 @@ def _run(args: argparse.Namespace, state: dict[str, bool]) -> int:
         return 130
     outcome.print_result(result)
     outcome.save_note(tuner.parent, result)
+    failed = all_failed([t for s in tuner.studies for t in s.get_trials(deepcopy=False)])
+    if failed is not None:  # no operator has a result: nothing to merge or export
+        print(f"aoe-tune operators: error: nothing could be measured: {failed.line()}",
+              file=sys.stderr)
+        return NOTHING_MEASURED
     with measurements_kept(parent_name, shown_absolute, again):
         if args.kb:
-            for line in outcome.merge_into_kb(result, spec, args.storage, args.kb):
+            for line in outcome.merge_into_kb(result, spec, args.storage, args.kb,
+                                              args.kb_replace):
                 print(line)
         exports = None
         if args.export_dir:

@@ -1,8 +1,9 @@
 """Export a tuned config as a catlass instantiation header for a user's op to include.
 
-The header is the npu backend's own rendering (:mod:`aoe_optuna.backends.npu.catlass_render`),
-so what a user builds is what the backend measured with ``kernel: catlass``; the
-leading comment records where the config came from.
+The header is the npu backend's own rendering
+(:mod:`aoe_optuna.backends.npu.catlass.render`), so what a user builds is what the
+backend measured with ``kernel: catlass``; the leading comment records where the config
+came from.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from aoe_optuna.atomic_write import write_atomic
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError, CatlassArgs, catlass_args
-from aoe_optuna.backends.npu.catlass_render import render_header
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError, CatlassArgs, catlass_args
+from aoe_optuna.backends.npu.catlass.render import render_header
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.study.storage.redact import redact_url

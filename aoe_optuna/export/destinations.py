@@ -14,7 +14,9 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from aoe_optuna.atomic_write import (
     in_kernel_file_system,
@@ -75,13 +77,29 @@ def check_output_folder(path: str | os.PathLike[str], option: str) -> None:
         raise DestinationError(f"{option}: {_folder_refusal(existing, exc)}") from None
 
 
-def check_knowledge_base(path: str | os.PathLike[str], option: str = "--kb") -> None:
-    """A knowledge base to merge into: writable, and a knowledge base if it exists."""
+def check_knowledge_base(path: str | os.PathLike[str], option: str = "--kb",
+                         planned: Iterable[Mapping[str, Any]] = ()) -> None:
+    """A knowledge base to merge into: writable, a knowledge base if it exists, and
+    holding no entry of another figure under a key of the ``planned`` entries."""
     check_output_file(path, option)
+    check_figures(path, planned, option)
+
+
+def check_figures(path: str | os.PathLike[str], planned: Iterable[Mapping[str, Any]],
+                  option: str = "--kb") -> None:
+    """The knowledge base (if it exists) reads, and holds no entry of another figure
+    under a key of the ``planned`` entries (their key, objective and workload: what a
+    run will merge, unless it replaces), so that a refusal comes before anything is
+    measured or written."""
     try:
-        KnowledgeBase.load(path)
+        kb = KnowledgeBase.load(path)  # its errors name the file
     except KBError as exc:
         raise DestinationError(f"{option}: {exc}") from None
+    try:
+        for entry in planned:
+            kb.check_comparable(entry)
+    except KBError as exc:
+        raise DestinationError(f"{option}: {path}: {exc}") from None
 
 
 def _folder_refusal(folder: Path, exc: OSError) -> str:

@@ -5,24 +5,34 @@ The kernel is the npu backend's own, rendered by its writer (or, with
 study's is a catlass instantiation header.
 
 A model workload tunes one config for all of its GEMMs, so its knowledge base
-gets one entry per distinct GEMM shape of the workload, all with that config.
+gets one entry per distinct GEMM shape of the workload, all with that config and
+the step's tokens/s. A study of one GEMM (an operator run's shape, a spec with one
+GEMM) writes that shape's own figure, TFLOPS, as the operator run does: the two
+figures are never compared (:mod:`aoe_optuna.export.kb_figure`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import optuna
+from optuna.trial import FrozenTrial
 
+from aoe_optuna.attrs import ATTR_LATENCY_US
 from aoe_optuna.export.catlass_header import write_catlass_header
-from aoe_optuna.export.kb_entry import make_entry
+from aoe_optuna.export.destinations import check_figures
+from aoe_optuna.export.kb_entry import gemm_kb_op, make_entry
+from aoe_optuna.export.kb_figure import SHAPE_UNIT, STEP_UNIT
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.export.npu_kernel import write_npu_kernel
 from aoe_optuna.space.params import default_config
+from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.loader import StudySpec
 from aoe_optuna.study.create import baseline_trial, best_trial
+from aoe_optuna.workload.gemm import Gemm, Workload
 
 
 def export_best(
@@ -34,8 +44,11 @@ def export_best(
     kb_path: str | None,
     header: str | None = None,
     catlass_header: Path | None = None,
+    replace: bool = False,
 ) -> Iterator[str]:
-    """Write the outputs; yield one line per thing written."""
+    """Write the outputs; yield one line per thing written. An entry of another figure
+    held for a key is refused before anything is written, unless ``replace``, which
+    replaces it."""
     best = best_trial(study)
     if best is None or best.value is None:
         raise ExportError(f"study {study.study_name!r} has no completed measurement to export")
@@ -44,6 +57,10 @@ def export_best(
     info = ExportInfo(study=study.study_name, storage=storage_url, trial=best.number,
                       value=best.value, baseline=baseline)
     config = dict(best.params)
+    entries = (kb_entries(spec, best, info.gain, study.study_name, storage_url)
+               if kb_path and not spec.backend_space else [])
+    if entries and not replace:
+        check_figures(kb_path, planned=entries)  # type: ignore[arg-type]
     if source is not None and output is not None:
         result = export_kernel(source, output, config, info=info)
         changed = sum(1 for c in result.changes if c.changed)
@@ -61,28 +78,104 @@ def export_best(
         args = write_catlass_header(catlass_header, full, spec.profile, dtype, info)
         yield (f"wrote {catlass_header}: catlass {args.variant} kernel, L1 "
                f"{'x'.join(map(str, args.l1))}, L0 {'x'.join(map(str, args.l0))}")
-    if kb_path and not spec.backend_space:
-        full = spec.space.full_config(config)
-        layout = str(full.get("layout", "row_major"))
-        shapes: dict[tuple[int, int, int], str] = {}  # each shape once, its first dtype
-        for gemm in spec.workload.gemms:
-            shapes.setdefault((gemm.M, gemm.K, gemm.N), gemm.dtype)
-        band = _simulated_band(spec, float(best.value))
-        entries = [make_entry(spec.profile.soc, spec.op_name, dtype, m, k, n, layout, config,
-                              float(best.value), info.gain, study.study_name, storage_url,
-                              band=band)
-                   for (m, k, n), dtype in shapes.items()]
+    if entries:
         merged = update_knowledge_base(
-            kb_path, lambda kb: [kb.merge(entry).describe() for entry in entries], header)
+            kb_path, lambda kb: [kb.merge(e, replace=replace).describe() for e in entries],
+            header)
         for line in merged:
             yield f"kb {kb_path}: {line}"
         if header:
             yield f"wrote {header}"
 
 
+def kb_entries(spec: StudySpec, best: FrozenTrial, gain: float | None, study_name: str,
+               storage_url: str) -> list[dict[str, Any]]:
+    """The study's entries: one per distinct shape with the step's tokens/s, or the one
+    GEMM's own TFLOPS and latency."""
+    config = dict(best.params)
+    layout = str(spec.space.full_config(config).get("layout", "row_major"))
+    soc, value = spec.profile.soc, float(best.value or 0.0)
+    gemm = one_gemm(spec.workload)
+    if gemm is not None:
+        latency_s = _gemm_latency_s(spec.workload, gemm, best)
+        band = _simulated_gemm_band(spec)
+        return [make_entry(soc, gemm_kb_op(spec.op_name, gemm.batch), gemm.dtype, gemm.M,
+                           gemm.K, gemm.N, layout, config, round(gemm.flops / latency_s / 1e12, 4),
+                           gain, study_name, storage_url, objective=SHAPE_UNIT,
+                           latency_us=round(latency_s * 1e6, 4), band=band)]
+    band = _simulated_band(spec, value)
+    return [make_entry(soc, op, dtype, m, k, n, layout, config, value, gain, study_name,
+                       storage_url, band=band, workload=spec.workload.name)
+            for op, dtype, m, k, n in _step_shapes(spec)]
+
+
+def planned_entries(spec: StudySpec, study_name: str) -> list[dict[str, Any]]:
+    """What :func:`kb_entries` will write, before the study measures: each key (for every
+    layout the space may pick) with its figure, for
+    :meth:`~aoe_optuna.export.kb.KnowledgeBase.check_comparable`."""
+    if spec.backend_space:
+        return []
+    layouts = possible_layouts(spec.space)
+    gemm = one_gemm(spec.workload)
+    if gemm is not None:
+        shapes = [(gemm_kb_op(spec.op_name, gemm.batch), gemm.dtype, gemm.M, gemm.K, gemm.N)]
+        figure: dict[str, Any] = {"objective": SHAPE_UNIT}
+    else:
+        shapes = _step_shapes(spec)
+        figure = {"objective": STEP_UNIT, "workload": spec.workload.name}
+    return [{"soc": spec.profile.soc, "op": op, "dtype": dtype, "M": m, "K": k, "N": n,
+             "layout": layout, "study": study_name, **figure}
+            for layout in layouts for op, dtype, m, k, n in shapes]
+
+
+def possible_layouts(space: SearchSpace) -> list[str]:
+    """The entry layouts a config of ``space`` may have: its ``layout``'s choices when
+    tuned, else the one it fixes."""
+    if "layout" in space.names:
+        return [str(v) for v in space.params[space.names.index("layout")].choices]
+    return [str(space.fixed.get("layout", "row_major"))]
+
+
+def one_gemm(workload: Workload) -> Gemm | None:
+    """The GEMM of a workload that is one GEMM and nothing else (its value is that GEMM's
+    own rows per second, not a step's tokens/s); None for any other workload."""
+    if len(workload.gemms) != 1 or workload.layer_ops or workload.fixed_s:
+        return None
+    return workload.gemms[0]
+
+
+def _step_shapes(spec: StudySpec) -> list[tuple[str, str, int, int, int]]:
+    """(op, dtype, M, K, N) of each distinct GEMM of the workload, its first dtype; a
+    batched launch filed as another op."""
+    shapes: dict[tuple[str, int, int, int], str] = {}
+    for g in spec.workload.gemms:
+        shapes.setdefault((gemm_kb_op(spec.op_name, g.batch), g.M, g.K, g.N), g.dtype)
+    return [(op, dtype, m, k, n) for (op, m, k, n), dtype in shapes.items()]
+
+
+def _gemm_latency_s(workload: Workload, gemm: Gemm, trial: FrozenTrial) -> float:
+    """One call's latency of the best trial: as measured, or from its rows per second."""
+    measured = (trial.user_attrs.get(ATTR_LATENCY_US) or {}).get(gemm.name)
+    if measured:
+        return float(measured) * 1e-6
+    return workload.tokens_per_step / float(trial.value or 0.0) / gemm.count
+
+
+def _simulated_gemm_band(spec: StudySpec) -> dict | None:
+    """The GEMM model's band of a simulated shape (None for measurements), as an
+    operator run's shape entry carries."""
+    if not spec.exact_model:
+        return None
+    from aoe_optuna.calibration.band_kinds import GEMM_TILED
+    from aoe_optuna.calibration.bands import shipped_band
+    from aoe_optuna.export.kb_band import band_field
+
+    return band_field(shipped_band(GEMM_TILED))
+
+
 def _simulated_band(spec: StudySpec, tokens_per_s: float) -> dict | None:
     """The tokens/s band of a simulator study's value (None for measurements)."""
-    if spec.backend.get("name") != "simulator" or tokens_per_s <= 0:
+    if not spec.exact_model or tokens_per_s <= 0:
         return None
     from aoe_optuna.calibration.workload_band import tokens_band
     from aoe_optuna.export.kb_band import step_band_field

@@ -2,7 +2,9 @@
 (SoC, op, dtype, problem) for the kernels an operator run tunes beside the GEMMs.
 
 One JSON file collects what every study found. Re-exporting a study merges its
-entries and keeps, per key, the entry with the higher objective value. The
+entries and keeps, per key, the entry with the higher objective value; values of
+different figures (a step's tokens/s, a shape's TFLOPS: :mod:`.kb_figure`) are
+never compared, so one key holds one figure. The
 entries' schema and keys are :mod:`aoe_optuna.export.kb_entry`'s; runtime code
 asks :mod:`aoe_optuna.export.kb_lookup` (or the C function that
 :mod:`aoe_optuna.export.kb_c_header` writes) for the config of a shape.
@@ -19,6 +21,7 @@ from typing import Any, Literal
 
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.export.kb_entry import KBError, Key, describe_key, entry_key, validate_entry
+from aoe_optuna.export.kb_figure import REPLACE_OPTION, figure, not_comparable
 from aoe_optuna.space.params import LAYOUTS
 
 FORMAT = "aoe-kb"
@@ -32,6 +35,7 @@ class MergeResult:
     outcome: Literal["added", "replaced", "kept"]
     entry: dict[str, Any]  # the entry the knowledge base holds now
     other: dict[str, Any] | None  # the entry that lost (None when added)
+    forced: bool = False  # replaced an entry of another figure, as asked
 
     @property
     def new_won(self) -> bool:
@@ -47,8 +51,10 @@ class MergeResult:
         assert self.other is not None
         won, lost = self.entry, self.other
         verb = "replaced" if self.outcome == "replaced" else "kept"
+        forced = f" (another figure: {REPLACE_OPTION})" if self.forced else ""
         return (f"{verb} {key}: {won['value']:.6g} {unit} (study {won['study']}) over "
-                f"{lost['value']:.6g} {lost['objective']} (study {lost['study']}){shipped}")
+                f"{lost['value']:.6g} {lost['objective']} (study {lost['study']}){forced}"
+                f"{shipped}")
 
 
 class KnowledgeBase:
@@ -102,8 +108,10 @@ class KnowledgeBase:
         """Add ``entry`` or, for a key already held, keep the one with the higher value.
 
         A tie keeps the entry already held (re-exporting a study changes nothing).
-        Values of different objectives cannot be compared: that is an error unless
-        ``replace`` is set, which makes the new entry win whatever its value.
+        Values of different figures (:func:`~aoe_optuna.export.kb_figure.not_comparable`:
+        another unit, or another workload's step) are never compared: such an entry is
+        refused with a :class:`KBError` naming both, unless ``replace`` is set, which puts
+        the new entry in the held one's place whatever the values.
         """
         new = validate_entry(entry)
         key = entry_key(new)
@@ -111,15 +119,30 @@ class KnowledgeBase:
         if old is None:
             self._entries[key] = new
             return MergeResult("added", new, None)
-        if not replace and old["objective"] != new["objective"]:
-            raise KBError(
-                f"{describe_key(key)}: the held entry measures {old['objective']!r} and the new "
-                f"one {new['objective']!r}; values cannot be compared (replace it explicitly)"
-            )
-        if replace or new["value"] > old["value"]:
+        if not_comparable(old, new) is not None:
+            if not replace:
+                self.check_comparable(new)
+            self._entries[key] = new
+            return MergeResult("replaced", new, old, forced=True)
+        if new["value"] > old["value"]:
             self._entries[key] = new
             return MergeResult("replaced", new, old)
         return MergeResult("kept", old, new)
+
+    def check_comparable(self, new: Mapping[str, Any]) -> None:
+        """Refuse ``new`` as :meth:`merge` would when the entry held for its key is of
+        another figure. Only ``new``'s key fields, ``objective``, ``workload`` and
+        ``study`` are read, so a run checks the entries it will write before it measures."""
+        key = entry_key(new)
+        old = self._entries.get(key)
+        why = None if old is None else not_comparable(old, new)
+        if old is None or why is None:
+            return
+        raise KBError(
+            f"{describe_key(key)}: the held entry's value is {figure(old)} (study "
+            f"{old['study']}), the new one's {figure(new)} (study {new.get('study', '?')}): "
+            f"{why}, not comparable; write it to another knowledge base file (--kb), or give "
+            f"{REPLACE_OPTION} to replace the held entry")
 
     def entries(self) -> list[dict[str, Any]]:
         return [self._entries[k] for k in sorted(self._entries, key=_sort_key)]

@@ -7,9 +7,13 @@ before these kinds load unchanged) keys its problem instead of M, K, N and a
 layout: the fields its problem type lists for its op (``KB_FIELDS``; e.g. decode
 attention's, op ``decode_attention``: batch, heads, head_dim, context, page size
 and KV layout; a vector kernel's rows and width), for every problem the
-simulator models (:data:`~aoe_optuna.backends.simulator.layer_models.LAYER_MODELS`).
+simulator models (:data:`~aoe_optuna.aicore.layer_models.LAYER_MODELS`).
 Every entry read from a file or merged passes :func:`validate_entry`, so the
-store, the lookup and the C header trust what they hold.
+store, the lookup and the C header trust what they hold: among the rest, its config
+is a config of the op's space (a GEMM's tunables, each within the values a spec may
+give it; an attention or vector kernel's tiling parameters, all of them, each one of
+its choices), so no entry names a parameter nothing measured, or leaves a tiling to
+defaults it was never measured with.
 """
 
 from __future__ import annotations
@@ -20,16 +24,18 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from aoe_optuna.backends.simulator.layer_models import LAYER_MODELS
+from aoe_optuna.aicore.layer_models import LAYER_MODELS
 from aoe_optuna.export.kb_band import checked_band
+from aoe_optuna.export.kb_figure import CALL_UNIT, STEP_UNIT
 from aoe_optuna.hardware.profile import DTYPE_BYTES
-from aoe_optuna.space.layer_problem import ProblemFields
+from aoe_optuna.space.layer_problem import Domain, ProblemFields
 from aoe_optuna.space.params import (
     KNOWN_PARAMS,
     LAYOUTS,
     ParamError,
     canonical_value,
 )
+from aoe_optuna.spec.space import INT_BOUNDS
 from aoe_optuna.study.storage.redact import redact_url
 from aoe_optuna.workload.gemm import MAX_DIM
 
@@ -43,12 +49,18 @@ PROBLEM_FIELDS: dict[str, ProblemFields] = {
 LAYER_KINDS = tuple(sorted({f.part for f in PROBLEM_FIELDS.values()}))
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")  # soc, op, dtype: safe in file names and C strings
-_IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _FREE_TEXT_MAX = 500
 
 
 class KBError(ValueError):
     """A knowledge base file or entry that cannot be used; one line naming file and key."""
+
+
+def gemm_kb_op(op_name: str, batch: int) -> str:
+    """The KB's op of a GEMM: a batched launch is another kernel (catlass's
+    BatchedMatmul), so its entries live under ``<op>-batch<n>`` and never answer a
+    single GEMM's lookup."""
+    return op_name if batch == 1 else f"{op_name}-batch{batch}"
 
 
 def make_entry(
@@ -65,17 +77,19 @@ def make_entry(
     study: str,
     storage: str | None,
     *,
-    objective: str = "tokens/s",
+    objective: str = STEP_UNIT,
     date: str | None = None,
     latency_us: float | None = None,
     latency_interval_us: tuple[float, float] | None = None,
     band: Mapping[str, Any] | None = None,
+    workload: str | None = None,
 ) -> dict[str, Any]:
     """A validated entry. ``gain`` is relative (0.25: 25 % over the baseline) or None.
 
-    An entry of an operator study (one study per shape) carries the shape's own
-    figures: ``objective`` "TFLOPS", its latency and the latency's 95% interval
-    from the re-timing of the winner.
+    ``value`` is one of the figures of :mod:`aoe_optuna.export.kb_figure`: a
+    workload's step (``objective`` "tokens/s", ``workload`` its name), or a shape's
+    own (``objective`` "TFLOPS", its latency, and from an operator run the
+    latency's 95% interval from the re-timing of the winner).
 
     ``layout`` is the GM layout of A and B the config is for; when the study tuned
     ``layout``, the config's value must be the same. The storage URL is kept
@@ -93,6 +107,8 @@ def make_entry(
         entry["latency_interval_us"] = list(latency_interval_us)
     if band is not None:
         entry["band"] = band
+    if workload is not None:
+        entry["workload"] = workload
     return validate_entry(entry)
 
 
@@ -108,7 +124,7 @@ def make_layer_entry(
     study: str,
     storage: str | None,
     *,
-    objective: str = "calls/s",
+    objective: str = CALL_UNIT,
     latency_us: float | None = None,
     date: str | None = None,
     band: Mapping[str, Any] | None = None,
@@ -150,7 +166,8 @@ def validate_entry(entry: Mapping[str, Any], where: str = "entry") -> dict[str, 
         out[dim] = _checked(where, dim, entry[dim], _is_dim, f"an integer from 1 to {MAX_DIM}")
     out["layout"] = _checked(where, "layout", entry["layout"], LAYOUTS.__contains__,
                              f"one of {list(LAYOUTS)}")
-    out["config"] = _checked_config(where, entry["config"])
+    where = f"{where} ({describe_key(entry_key(out))})"
+    out["config"] = _checked_gemm_config(where, entry["config"])
     if out["config"].get("layout", out["layout"]) != out["layout"]:
         raise KBError(f"{where}: config.layout={out['config']['layout']!r} differs from the "
                       f"entry's layout {out['layout']!r}")
@@ -174,7 +191,8 @@ def _validate_layer_entry(entry: Mapping[str, Any], where: str) -> dict[str, Any
     out["dtype"] = _checked(where, "dtype", entry["dtype"], DTYPE_BYTES.__contains__,
                             f"one of {list(DTYPE_BYTES)}")
     out["problem"] = _checked_problem(where, PROBLEM_FIELDS[out["op"]], entry["problem"])
-    out["config"] = _checked_config(where, entry["config"])
+    where = f"{where} ({describe_key(entry_key(out))})"
+    out["config"] = _checked_tiling(where, PROBLEM_FIELDS[out["op"]].tiling, entry["config"])
     out = _checked_result(entry, where, out)
     if entry.get("library_kept_us") is not None:  # the library's kernel ships, not config
         out["library_kept_us"] = float(_checked(
@@ -213,8 +231,11 @@ def _checked_problem(where: str, spec: ProblemFields, problem: Any) -> dict[str,
 def _checked_result(entry: Mapping[str, Any], where: str, out: dict[str, Any]) -> dict[str, Any]:
     """The fields every entry has past its key and config: value, study, date..."""
     out["value"] = float(_checked(where, "value", entry["value"], _is_finite, "a finite number"))
-    out["objective"] = _checked(where, "objective", entry.get("objective", "tokens/s"),
+    out["objective"] = _checked(where, "objective", entry.get("objective", STEP_UNIT),
                                 _is_text, "a short text")
+    if entry.get("workload") is not None:  # a step's figure; entries before it have none
+        out["workload"] = _checked(where, "workload", entry["workload"], _is_text,
+                                   "the name of the workload whose step the value is")
     gain = entry.get("gain")
     out["gain"] = None if gain is None else float(
         _checked(where, "gain", gain, _is_finite, "a finite number or null"))
@@ -272,23 +293,45 @@ def _checked(where: str, name: str, value: Any, ok: Any, expected: str) -> Any:
     return value
 
 
-def _checked_config(where: str, config: Any) -> dict[str, Any]:
+def _checked_gemm_config(where: str, config: Any) -> dict[str, Any]:
+    """A config of the GEMM tunables, each value spelled as params.py does and within
+    the values a spec's search_space may give it."""
     if not isinstance(config, Mapping) or not config:
         raise KBError(f"{where}: config: expected a non-empty object of parameter values")
     out: dict[str, Any] = {}
     for name, value in config.items():
-        if not isinstance(name, str) or not _IDENT.match(name):
-            raise KBError(f"{where}: config: parameter name {name!r} is not an identifier")
-        if name in KNOWN_PARAMS:
-            try:
-                out[name] = canonical_value(name, value)
-            except ParamError as exc:
-                raise KBError(f"{where}: config.{name}: {exc}") from None
-        elif isinstance(value, bool) or _is_finite(value) or _is_name(value):
-            out[name] = value
+        if name not in KNOWN_PARAMS:
+            raise KBError(f"{where}: config: expected the GEMM's parameters "
+                          f"({', '.join(KNOWN_PARAMS)}), got an unknown parameter {name!r}")
+        try:
+            out[name] = canonical_value(name, value)
+        except ParamError as exc:
+            raise KBError(f"{where}: config.{name}: {exc}") from None
+        if name in INT_BOUNDS:
+            lo, hi = INT_BOUNDS[name]
+            _checked(where, f"config.{name}", out[name], lambda v, lo=lo, hi=hi: lo <= v <= hi,
+                     f"an integer from {lo} to {hi}")
+    return out
+
+
+def _checked_tiling(where: str, tiling: Mapping[str, Domain], config: Any) -> dict[str, Any]:
+    """A config of exactly the kernel's tiling parameters, each one of its choices (an
+    integer from 1 up where the choices depend on the problem and chip)."""
+    if not isinstance(config, Mapping) or set(config) != set(tiling):
+        got = sorted(map(str, config)) if isinstance(config, Mapping) else config
+        raise KBError(f"{where}: config: expected the op's tiling parameters "
+                      f"{', '.join(tiling)}, got {got!r}")
+    out: dict[str, Any] = {}
+    for name, choices in tiling.items():
+        value = config[name]
+        if choices is None:
+            out[name] = _checked(where, f"config.{name}", value, _is_dim,
+                                 f"an integer from 1 to {MAX_DIM}")
         else:
-            raise KBError(f"{where}: config.{name}: expected a number, a bool or a name, "
-                          f"got {value!r}")
+            out[name] = _checked(where, f"config.{name}", value,
+                                 lambda v, c=choices: isinstance(v, (int, str))
+                                 and not isinstance(v, bool) and v in c,
+                                 f"one of {list(choices)}")
     return out
 
 

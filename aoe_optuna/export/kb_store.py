@@ -28,6 +28,7 @@ from typing import TypeVar
 from aoe_optuna.atomic_write import host_name, write_target
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_c_header import write_c_header
+from aoe_optuna.export.kb_entry import KBError
 
 T = TypeVar("T")
 LOCK_TIMEOUT_S = 60.0  # an update takes milliseconds; a lock held this long is stuck
@@ -40,11 +41,15 @@ def update_knowledge_base(kb_path: str | os.PathLike[str], change: Callable[[Kno
     """Under the knowledge base's lock: load it (empty when missing), apply ``change``,
     write it, and write ``header`` from the same entries; ``change``'s result.
 
-    An error of ``change`` (entries that cannot be compared) writes nothing.
+    An error of ``change`` (entries that cannot be compared) writes nothing and names
+    the file.
     """
     with knowledge_base_lock(kb_path, timeout_s):
         kb = KnowledgeBase.load(kb_path)
-        result = change(kb)
+        try:
+            result = change(kb)
+        except KBError as exc:
+            raise KBError(f"{kb_path}: {exc}") from None
         kb.save(kb_path)
         if header is not None:
             write_c_header(kb, header)

@@ -14,8 +14,9 @@ records the study, the config and the gain. Values are validated by
 whose spelling is derived from the one already there (``LAYOUT_ROW_MAJOR`` ->
 ``LAYOUT_Z_MAJOR``). ``opt_level`` and ``schedule`` are compile options, not
 source constants: they go into the header comment and a build-flags line, the
-flags the npu backend builds its kernel with (:mod:`aoe_optuna.backends.npu.gemm_kernel`
-holds that table and the names the shipped kernel declares its tunables under).
+flags the npu backend builds its kernel with (:mod:`aoe_optuna.backends.npu.compile_flags`
+holds that table, :mod:`aoe_optuna.backends.npu.simple_gemm.kernel` the names the shipped
+kernel declares its tunables under).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.atomic_write import write_atomic
-from aoe_optuna.backends.npu.gemm_kernel import BUILD_OPTIONS, KERNEL_CONSTANTS
-from aoe_optuna.backends.npu.gemm_kernel import build_flags as _build_flags
+from aoe_optuna.backends.npu.compile_flags import BUILD_OPTIONS
+from aoe_optuna.backends.npu.compile_flags import build_flags as _build_flags
+from aoe_optuna.backends.npu.simple_gemm.kernel import KERNEL_CONSTANTS
 from aoe_optuna.space.params import KNOWN_PARAMS, ParamError, canonical_value, to_code
 from aoe_optuna.study.storage.redact import redact_url
 

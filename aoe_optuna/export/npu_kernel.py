@@ -1,9 +1,10 @@
 """Export a tuned config as the npu backend's own kernel, with its build flags.
 
-The kernel is rendered by the backend's writer (:func:`aoe_optuna.backends.npu.render.tuned_kernel`)
-from the one source it builds candidates from, so what a user builds is what the
-backend measured; the leading comment records where the config came from and the
-compiler flags its ``opt_level`` and ``schedule`` stand for.
+The kernel is rendered by the backend's writer
+(:func:`aoe_optuna.backends.npu.simple_gemm.render.tuned_kernel`) from the one source it
+builds candidates from, so what a user builds is what the backend measured; the leading
+comment records where the config came from and the compiler flags its ``opt_level`` and
+``schedule`` stand for.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aoe_optuna.atomic_write import write_atomic
-from aoe_optuna.backends.npu.gemm_kernel import BUILD_OPTIONS, RenderError, build_flags
-from aoe_optuna.backends.npu.render import tuned_kernel
+from aoe_optuna.backends.npu.compile_flags import BUILD_OPTIONS, build_flags
+from aoe_optuna.backends.npu.simple_gemm.render import tuned_kernel
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, config_text, export_header
 from aoe_optuna.hardware.profile import SocProfile
 

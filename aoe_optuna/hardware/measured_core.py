@@ -49,9 +49,6 @@ L0C_TO_GM_910B1: tuple[tuple[int, float], ...] = (
 # Burst size of the FixPipe table is not stated; we assume one 16x16 fp16 fractal.
 L0C_TO_GM_BURST_BYTES = 512
 
-# The clock the single-core tables were taken at (910B1, msKPP arch_info).
-MEASURED_CLOCK_HZ = 1.8e9
-
 # Vector instructions on one 910B1 core (msKPP ``V*_1_core_910b1`` tables, the row at
 # the largest repeat count each table gives): op: (elements, repeats, total cycles).
 # Elements are the table's ``num_sum``; arithmetic is fp32 unless the cast names it.

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,6 +26,7 @@ from aoe_optuna.hardware.chip_calibration import (
 )
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
+MAX_PROFILE_BYTES = 1 << 20  # a profile is a few kB; a larger file is some other file
 
 # Figures a profile must give, and the type each must have.
 _FIGURES: dict[str, type] = {
@@ -123,7 +126,7 @@ def load_profile(soc_or_path: str) -> SocProfile:
     candidate = Path(soc_or_path)
     if candidate.suffix == ".json" and candidate.exists():
         path = candidate
-        text = candidate.read_text()
+        text = _profile_text(candidate)
     elif soc_or_path in available_socs():
         res = resources.files("aoe_optuna.hardware") / "profiles" / f"{soc_or_path}.json"
         path = Path(str(res))
@@ -140,6 +143,31 @@ def load_profile(soc_or_path: str) -> SocProfile:
     except RecursionError:
         raise ProfileError(f"{path}: not a profile (objects nested too deeply)") from None
     return profile_from_dict(data, str(path))
+
+
+def _profile_text(path: Path) -> str:
+    """The text of a profile file, checked before it is read: a FIFO would block the read
+    until a writer comes, a folder or a binary file would end in a traceback that does
+    not name the file."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read the profile ({exc.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ProfileError(f"{path}: expected a profile .json file, got a folder")
+    if not stat.S_ISREG(info.st_mode):
+        raise ProfileError(f"{path}: expected a profile .json file, got something that is "
+                           "not a regular file (a FIFO, a device or a socket)")
+    if info.st_size > MAX_PROFILE_BYTES:
+        raise ProfileError(f"{path}: expected a profile .json file under "
+                           f"{MAX_PROFILE_BYTES >> 20} MiB, got {info.st_size:,} bytes")
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: expected a profile as UTF-8 JSON text, got a byte that "
+                           f"is not ({exc.reason})") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read the profile ({exc.strerror})") from None
 
 
 def profile_from_dict(data: dict[str, Any], where: str = "<profile>") -> SocProfile:

@@ -16,8 +16,8 @@ from aoe_optuna.backends.npu.commands import ARTIFACT, TimingArgs
 from aoe_optuna.backends.npu.dry_run import dry_target
 from aoe_optuna.backends.npu.kernel_program import ProgramUnavailable
 from aoe_optuna.backends.registry import backend_options
-from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend, layer_operators
-from aoe_optuna.operators.npu_layer import NPU, program_of
+from aoe_optuna.operators.layer_ops import check_backend, layer_operators
+from aoe_optuna.operators.npu_layer import program_of
 from aoe_optuna.operators.shapes import operator_shapes
 from aoe_optuna.spec.loader import StudySpec
 
@@ -25,15 +25,15 @@ from aoe_optuna.spec.loader import StudySpec
 def dry_plan(spec: StudySpec, parent: str) -> list[str]:
     """The lines ``--dry-run`` prints for ``spec`` under the parent study ``parent``;
     a ValueError (one line) where the run would be refused."""
-    name = spec.backend.get("name", MODELLED_BY)
-    check_backend(name, spec.workload)
+    name = spec.backend["name"]
+    check_backend(spec.backend_kind, spec.workload)
     shapes = operator_shapes(spec.workload)
     ops = layer_operators(spec.workload)
     lines = [f"# operator run {parent}: backend {name}, {len(shapes)} GEMM shapes, "
              f"{len(ops)} attention/vector/gating kernels; nothing is written"]
     lines += [f"study {s.study_name(parent)}: gemm, measured by the {name} backend"
               for s in shapes]
-    if name != NPU:
+    if spec.backend_kind.layer_kernels != "device":
         lines += [f"study {op.study_name(parent)}: {op.op_name}, measured by the simulator's "
                   "model" for op in ops]
         return lines

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.operators.kinds.protocol import LayerKind, Problem
 from aoe_optuna.operators.kinds.registry import kind_of, kind_of_plan
@@ -25,7 +26,6 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.gemm import Workload
 
 MODELLED_BY = "simulator"  # the one backend whose models time these kernels
-TIMED_BY = (MODELLED_BY, "npu")  # the backends that time them
 
 
 @dataclass(frozen=True)
@@ -138,11 +138,12 @@ def layer_operators(workload: Workload) -> list[LayerOperator]:
     return sorted(ops, key=lambda o: o.operator_kind.part != "attention")
 
 
-def check_backend(backend_name: str, workload: Workload) -> None:
-    """Refuse a run whose backend cannot time attention or the vector kernels."""
-    if workload.layer_ops and backend_name not in TIMED_BY:
+def check_backend(backend: type[BackendBase], workload: Workload) -> None:
+    """Refuse a run whose backend cannot time attention or the vector kernels (its
+    ``layer_kernels``: neither by a model nor on its device)."""
+    if workload.layer_ops and backend.layer_kernels is None:
         parts = sorted({call.part for call in workload.layer_ops})
         raise ValueError(
             f"workload: {' and '.join(parts)} 'tuned' needs the {MODELLED_BY} backend (its "
             f"models time these kernels) or the npu backend (the chip); backend "
-            f"{backend_name!r} times GEMMs only")
+            f"{backend.name!r} times GEMMs only")

@@ -4,7 +4,7 @@ On the simulator an attention or vector kernel's study is measured by the model
 (:class:`aoe_optuna.operators.units.ModelEvaluator`). On the npu backend each
 candidate is its kind's program (:meth:`LayerKind.npu_program`: the kernel, its host
 program with a host reference, the build tree), which the backend builds through its
-build cache and times with the GEMM's timing policy (:meth:`NpuBackend.measure_program`):
+build cache and times with the GEMM's timing policy (:meth:`BackendBase.measure_program`):
 a compiler error, an ACL error, a crash, a hang or a wrong result (``accuracy``) is a
 failed trial of its kind, as for a GEMM. A kind the backend cannot time for a problem
 (:class:`ProgramUnavailable`: its kernel lacks the problem, no catlass checkout, the
@@ -18,15 +18,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aoe_optuna.backends.base import FAILURE_LOG, BuildAhead
-from aoe_optuna.backends.npu.backend import NpuBackend
+from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, BuildAhead
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget, ProgramUnavailable
-from aoe_optuna.backends.npu.render import RenderError
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.study.run.objective import Evaluation
-
-NPU = "npu"  # the backend that times layer kernels on the chip
 
 
 def program_of(op: LayerOperator, config: Mapping[str, Any], profile: SocProfile,
@@ -52,7 +49,7 @@ class ProgramEvaluator:
     """The evaluator of an attention or vector study on the npu backend: one call of the
     kernel as its host program times it. Its value is calls per second, as the model's."""
 
-    def __init__(self, op: LayerOperator, profile: SocProfile, backend: NpuBackend) -> None:
+    def __init__(self, op: LayerOperator, profile: SocProfile, backend: BackendBase) -> None:
         self.op = op
         self.profile = profile
         self.backend = backend

@@ -19,15 +19,19 @@ from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.backends.npu.backend import BATCHED_REFUSAL
 from aoe_optuna.calibration.bands import label
 from aoe_optuna.export.catlass_header import write_catlass_header
+from aoe_optuna.export.destinations import check_figures
+from aoe_optuna.export.from_study import possible_layouts
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_band import band_field
-from aoe_optuna.export.kb_entry import entry_key, make_entry, make_layer_entry
+from aoe_optuna.export.kb_entry import make_entry, make_layer_entry
+from aoe_optuna.export.kb_figure import CALL_UNIT, SHAPE_UNIT
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.hardware.profile import SocProfile, load_profile
 from aoe_optuna.operators.kinds.registry import GEMM
-from aoe_optuna.operators.layer_ops import LayerOperator
+from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
 from aoe_optuna.operators.shape_bands import result_band, shape_band
+from aoe_optuna.operators.shapes import operator_shapes
 from aoe_optuna.operators.state import best_measured, trial_latency
 from aoe_optuna.operators.tuner import OperatorResult
 from aoe_optuna.operators.units import LAYER_OP_ATTR
@@ -37,7 +41,7 @@ from aoe_optuna.study.report import dashboard_writers
 from aoe_optuna.study.report.text_fit import wrap_items
 from aoe_optuna.workload.step_split import describe_fractions
 
-OBJECTIVE = "TFLOPS"  # a shape's own figure in the knowledge base (higher is better)
+OBJECTIVE = SHAPE_UNIT  # a shape's own figure in the knowledge base (higher is better)
 
 
 def _us(x: float | None) -> str:
@@ -212,7 +216,7 @@ def kb_entries(result: OperatorResult, spec: StudySpec, storage_url: str) -> lis
     """One entry per tuned operator: a GEMM shape's with its own latency, interval and
     TFLOPS; an attention or vector kernel's with its problem and calls per second."""
     out = []
-    simulated = spec.backend.get("name") == "simulator"
+    simulated = spec.exact_model
     for r in result.shapes:
         if r.params is None:
             continue
@@ -251,10 +255,11 @@ def layer_entry(soc: str, op: LayerOperator, params: dict, latency_s: float,
 
 
 def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | None,
-                       header: str | None, output: str | None = None) -> Iterator[str]:
+                       header: str | None, output: str | None = None,
+                       replace: bool = False) -> Iterator[str]:
     """``aoe-tune export`` of an attention or vector kernel's study: its best tiling into
-    the knowledge base and, with ``output``, the kernel source the npu backend renders
-    for it (its kind's ``render``)."""
+    the knowledge base (``replace``: over an entry of another figure) and, with
+    ``output``, the kernel source the npu backend renders for it (its kind's ``render``)."""
     plan = study.user_attrs[LAYER_OP_ATTR]
     op = LayerOperator.from_plan(plan)
     trials = study.get_trials(deepcopy=False)
@@ -265,38 +270,53 @@ def export_layer_study(study: optuna.Study, storage_url: str, kb_path: str | Non
                  TrialState.COMPLETE), None)
     latency = trial_latency(best)
     gain = None if base is None else trial_latency(base) / latency - 1.0
+    entry = layer_entry(str(plan["soc"]), op, dict(best.params), latency, gain,
+                        study.study_name, storage_url)
+    if kb_path and not replace:  # refused before anything is written
+        check_figures(kb_path, planned=[entry])
     if output is not None:
         info = ExportInfo(study=study.study_name, storage=storage_url, trial=best.number,
-                          value=1.0 / latency, objective="calls/s",
+                          value=1.0 / latency, objective=CALL_UNIT,
                           baseline=None if base is None else 1.0 / trial_latency(base))
         what = write_layer_kernel(output, op, dict(best.params),
                                   load_profile(str(plan["soc"])), info)
         yield f"wrote {output}: {what}"
     if kb_path:
-        entry = layer_entry(str(plan["soc"]), op, dict(best.params), latency, gain,
-                            study.study_name, storage_url)
-        merged = update_knowledge_base(kb_path, lambda kb: kb.merge(entry).describe(), header)
+        merged = update_knowledge_base(
+            kb_path, lambda kb: kb.merge(entry, replace=replace).describe(), header)
         yield f"kb {kb_path}: {merged}"
         if header:
             yield f"wrote {header} (GEMM entries only)"
 
 
 def merge_into_kb(result: OperatorResult, spec: StudySpec, storage_url: str,
-                  kb_path: str | Path) -> Iterator[str]:
-    """Merge each shape's entry. A shape's own tuned config replaces an entry of a
-    one-config model study (tokens/s of the model, not comparable) for that shape."""
+                  kb_path: str | Path, replace: bool = False) -> Iterator[str]:
+    """Merge each shape's entry. An entry of another figure held for a shape's key (a
+    one-config study's tokens/s of the model) is refused, unless ``replace``: the run
+    checks that before it measures (:func:`planned_kb_entries`)."""
     entries = kb_entries(result, spec, storage_url)
 
     def merge(kb: KnowledgeBase) -> list[str]:
-        lines = []
-        for entry in entries:
-            held = kb.get(entry_key(entry))
-            replace = held is not None and held["objective"] != entry["objective"]
-            lines.append(kb.merge(entry, replace=replace).describe())
-        return lines
+        return [kb.merge(entry, replace=replace).describe() for entry in entries]
 
     for line in update_knowledge_base(kb_path, merge):
         yield f"kb {kb_path}: {line}"
+
+
+def planned_kb_entries(spec: StudySpec, parent: str) -> list[dict]:
+    """The keys :func:`kb_entries` may write for an operator run of ``spec``, each with its
+    figure, for :meth:`~aoe_optuna.export.kb.KnowledgeBase.check_comparable` before the
+    run measures."""
+    soc = spec.profile.soc
+    out: list[dict] = [
+        {"soc": soc, "op": GEMM.kb_op(spec.op_name, s.batch), "dtype": s.dtype, "M": s.M,
+         "K": s.K, "N": s.N, "layout": layout, "objective": SHAPE_UNIT,
+         "study": s.study_name(parent)}
+        for s in operator_shapes(spec.workload) for layout in possible_layouts(spec.space)]
+    out += [{"kind": op.operator_kind.part, "soc": soc, "op": op.op_name, "dtype": op.dtype,
+             "problem": op.problem_doc(), "objective": CALL_UNIT, "study": op.study_name(parent)}
+            for op in layer_operators(spec.workload)]
+    return out
 
 
 @dataclass
@@ -340,7 +360,7 @@ def export_kernels(result: OperatorResult, spec: StudySpec, storage_url: str, ou
         if r.shape.operator_kind is not GEMM:  # a kind the simulator's model times
             path = out_dir / f"{r.shape.kind}_{r.shape.dims}{r.shape.operator_kind.kernel_suffix}"
             info = ExportInfo(study=r.study_name, storage=storage_url, trial=r.trial,
-                              value=1.0 / r.latency_s, objective="calls/s")
+                              value=1.0 / r.latency_s, objective=CALL_UNIT)
             try:
                 what = write_layer_kernel(path, r.shape, r.params, spec.profile, info)
                 out.lines.append(f"wrote {path}: {what}")

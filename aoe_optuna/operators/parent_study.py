@@ -13,8 +13,8 @@ from typing import Any
 
 import optuna
 
-from aoe_optuna.backends.base import Backend
-from aoe_optuna.operators.layer_ops import MODELLED_BY, check_backend
+from aoe_optuna.backends.base import BackendBase
+from aoe_optuna.operators.layer_ops import check_backend
 from aoe_optuna.operators.tuner import MAX_IDLE, OperatorTuner, TunerOptions
 from aoe_optuna.operators.warm_start import Donor
 from aoe_optuna.operators.workers import follow_run
@@ -39,7 +39,7 @@ class OperatorRun:
         return bool(self.stored)
 
     def tuner(self, options: TunerOptions, kb_donors: list[Donor],
-              on_event: Callable[[str], None], backend: Backend | None = None) -> OperatorTuner:
+              on_event: Callable[[str], None], backend: BackendBase | None = None) -> OperatorTuner:
         """The run's tuner; ``backend`` is the spec's, made before the storage was opened
         (None: made from the stored spec)."""
         return OperatorTuner(self.storage, self.storage_url, self.name, self.spec, options,
@@ -61,5 +61,5 @@ def open_operator_run(storage_url: str, spec: StudySpec | None,
             raise ValueError("pass --config SPEC (new run) or --study-name NAME (resume)")
         study_name = spec.default_study_name() + PARENT_SUFFIX
     found = find_study(storage_url, study_name, spec)
-    check_backend(found.spec.backend.get("name", MODELLED_BY), found.spec.workload)
+    check_backend(found.spec.backend_kind, found.spec.workload)
     return OperatorRun(found.storage, storage_url, found.name, found.spec, found.attrs)

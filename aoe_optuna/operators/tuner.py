@@ -35,8 +35,7 @@ from aoe_optuna.attrs import (
     SCHEDULER_ATTR,
     WARM_ATTR,
 )
-from aoe_optuna.backends.base import Backend
-from aoe_optuna.backends.npu.backend import NpuBackend
+from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.operators.layer_ops import LayerOperator, layer_operators
 from aoe_optuna.operators.npu_layer import untimed
 from aoe_optuna.operators.retime import (
@@ -158,7 +157,7 @@ class OperatorTuner:
         options: TunerOptions,
         kb_donors: list[Donor] | None = None,
         on_event: Callable[[str], None] = lambda line: None,
-        backend: Backend | None = None,
+        backend: BackendBase | None = None,
         on_chunk: Callable[[OperatorTuner, Snapshot], None] = lambda tuner, snap: None,
     ) -> None:
         self.storage = storage
@@ -172,11 +171,11 @@ class OperatorTuner:
         self.backend = backend if backend is not None else make_backend(spec)
         self.gemm_shapes = operator_shapes(spec.workload)
         self.layer_ops: list[LayerOperator] = layer_operators(spec.workload)
-        # on the npu backend, a kind it cannot time is left out with one line
+        # on a backend that times them on its device, a kind it cannot time is left out
+        # with one line
         self.untimed: list[str] = []
-        on_chip = isinstance(self.backend, NpuBackend)
+        on_chip = self.backend.layer_kernels == "device"
         if on_chip and self.layer_ops:
-            assert isinstance(self.backend, NpuBackend)
             skipped = untimed(self.layer_ops, spec.profile, self.backend.target())
             self.untimed = list(skipped.values())
             self.layer_ops = [op for i, op in enumerate(self.layer_ops) if i not in skipped]
@@ -428,7 +427,7 @@ class OperatorTuner:
         default kernel as the simulator models it, the one a tuned kernel replaces. Only
         a simulated run compares the two (on the chip the tuned time is measured and the
         charge is a model's)."""
-        if self.spec.backend.get("name") != "simulator":
+        if not self.spec.exact_model:
             return {}
         charged = {call.name: call.charged_s for call in self.spec.workload.layer_ops}
         return {op.key: max(charged[n] for n in op.names) for op in self.layer_ops
@@ -448,7 +447,7 @@ class OperatorTuner:
         if all(r.baseline_s is not None and math.isfinite(r.baseline_s) for r in shapes):
             base = wl.tokens_per_s(step_latencies(
                 wl, self.shapes, {r.shape.key: r.baseline_s for r in shapes}))
-        simulated = self.spec.backend.get("name") == "simulator"
+        simulated = self.spec.exact_model
         spent = run_time_split([s.get_trials(deepcopy=False) for s in self.studies], simulated)
         return OperatorResult(self.parent_name, shapes, self.used(), tps, base,
                               self.roofline_tokens_per_s(), split, simulated=simulated,

@@ -22,12 +22,11 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.attrs import LAYER_OP_ATTR
-from aoe_optuna.backends.base import Backend, BuildAhead
+from aoe_optuna.backends.base import BackendBase, BuildAhead
 from aoe_optuna.backends.build_time import part_build_time
-from aoe_optuna.backends.npu.backend import NpuBackend
 from aoe_optuna.backends.registry import backend_class, backend_options
 from aoe_optuna.hardware.profile import SocProfile, load_profile
-from aoe_optuna.operators.layer_ops import LayerOperator
+from aoe_optuna.operators.layer_ops import MODELLED_BY, LayerOperator
 from aoe_optuna.operators.npu_layer import ProgramEvaluator
 from aoe_optuna.operators.shapes import OperatorShape
 from aoe_optuna.space.search_space import SearchSpace
@@ -172,7 +171,7 @@ class LayerUnit:
     @classmethod
     def create(cls, storage: optuna.storages.BaseStorage, storage_url: str, parent: str,
                op: LayerOperator, profile: SocProfile, sampler: SamplerRequest,
-               backend: Backend | None = None, backend_doc: Mapping[str, Any] | None = None,
+               backend: BackendBase | None = None, backend_doc: Mapping[str, Any] | None = None,
                noise: float | None = None) -> LayerUnit:
         """The tuner's unit: the study created (or loaded when it holds the same problem)
         with its plan and the sampler it runs with. ``backend`` (with the spec's section
@@ -184,7 +183,7 @@ class LayerUnit:
         charge = ModelCharge.of(op, backend_doc or {})
         evaluator = _evaluator(op, profile, backend, charge)
         unit = cls(_open(storage, storage_url, op.study_name(parent), op, profile, sampler,
-                         evaluator, plan=plan), op, profile, evaluator, noise)
+                         evaluator, backend, plan=plan), op, profile, evaluator, noise)
         if isinstance(evaluator, ModelEvaluator):  # for its workers and followers
             unit.study.set_user_attr(CHARGE_KEY, asdict(charge))
         return unit
@@ -206,7 +205,7 @@ class LayerUnit:
         evaluator = _evaluator(op, profile, backend, ModelCharge(**charge)
                                if isinstance(charge, dict) else None)
         return cls(_open(storage, storage_url, study_name, op, profile, sampler, evaluator,
-                         worker_index=worker_index), op, profile, evaluator)
+                         backend, worker_index=worker_index), op, profile, evaluator)
 
     def enqueue_baseline(self) -> None:
         self.session.enqueue_baseline()
@@ -231,14 +230,13 @@ class LayerUnit:
         return self.op.model(self.profile)(self.space.full_config(params))
 
 
-def _evaluator(op: LayerOperator, profile: SocProfile, backend: Backend | None,
+def _evaluator(op: LayerOperator, profile: SocProfile, backend: BackendBase | None,
                charge: ModelCharge | None = None) -> ModelEvaluator | ProgramEvaluator:
-    """What measures a kernel's config: the simulator's model (at ``charge``), or off the
-    simulator the npu backend's program of its kind (the only other backend that times
-    layer kernels)."""
+    """What measures a kernel's config: the simulator's model (at ``charge``), or a
+    backend that times layer kernels on its device, by its kind's program."""
     if backend is None:
         return ModelEvaluator(op, profile, charge)
-    if not isinstance(backend, NpuBackend):
+    if backend.layer_kernels != "device":
         raise StudyError(f"backend {backend.name!r} times GEMMs only; attention and vector "
                          "kernels need the simulator or npu backend")
     return ProgramEvaluator(op, profile, backend)
@@ -246,14 +244,17 @@ def _evaluator(op: LayerOperator, profile: SocProfile, backend: Backend | None,
 
 def _open(storage: optuna.storages.BaseStorage, storage_url: str, study_name: str,
           op: LayerOperator, profile: SocProfile, sampler: SamplerRequest,
-          evaluator: ModelEvaluator | ProgramEvaluator, **how: Any) -> SpaceSession:
+          evaluator: ModelEvaluator | ProgramEvaluator, backend: BackendBase | None,
+          **how: Any) -> SpaceSession:
     """A kernel's study as the session opens every study with no spec: its space, CANN's
-    default as the baseline, ``evaluator`` as the measurement, its own worker module."""
-    device_kind = "simulator" if isinstance(evaluator, ModelEvaluator) else "npu"
+    default as the baseline, ``evaluator`` as the measurement, its own worker module.
+    ``backend``: the one that times it (None: the model, whose backend's device a
+    timing then leases)."""
+    device = type(backend) if backend is not None else backend_class(MODELLED_BY)
     return SpaceSession.open(storage_url, study_name, op.space(profile), evaluator, sampler,
                              storage=storage, metric=LAYER_METRIC,
                              baseline=op.default_config(profile), worker_module=LAYER_WORKER,
-                             device_kind=device_kind, **how)
+                             device=device, **how)
 
 
 def join_study(storage: optuna.storages.BaseStorage, storage_url: str, study_name: str,

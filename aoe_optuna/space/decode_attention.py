@@ -61,7 +61,9 @@ class DecodeAttention:
     KB_OP: ClassVar[str] = "decode_attention"
     KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {KB_OP: ProblemFields(
         "attention", ("batch", "q_heads", "kv_heads", "head_dim", "context", "page_tokens",
-                      "kv_layout"), optional=("q_tokens",), names={"kv_layout": KV_LAYOUTS})}
+                      "kv_layout"), optional=("q_tokens",), names={"kv_layout": KV_LAYOUTS},
+        tiling={"kv_split": None, "block_tile": BLOCK_TILES, "l1_tile": L1_TILES,
+                "l0_tile": L0_TILES, "pipeline": PIPELINES})}
 
     batch: int
     q_heads: int

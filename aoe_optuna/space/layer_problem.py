@@ -9,7 +9,8 @@ the MoE router's gating) carries, as class attributes:
   kernel's kind, which a :class:`~aoe_optuna.workload.vector_ops.VectorOp` holds
   per instance);
 * ``KB_FIELDS``: per knowledge base op it is filed under, the problem fields an
-  entry keys (:class:`ProblemFields`), which :mod:`aoe_optuna.export.kb` checks.
+  entry keys and the tiling parameters its config holds (:class:`ProblemFields`),
+  which :mod:`aoe_optuna.export.kb_entry` checks.
 
 It lives in the lowest layer that holds a problem (the attention problems are
 :mod:`aoe_optuna.space`'s).
@@ -25,10 +26,17 @@ from typing import Any, ClassVar, Protocol
 FieldRule = Callable[[Mapping[str, Any]], tuple[str, str] | None]
 
 
+# A tiling parameter's values: the choices its space draws from, or None where they
+# depend on the problem and the chip (then any integer from 1 up).
+Domain = tuple[Any, ...] | None
+
+
 @dataclass(frozen=True)
 class ProblemFields:
     """The problem fields of one knowledge base op: each an integer from 1 up, except
-    those in ``names`` (one of the given names) and ``flags`` (true or false)."""
+    those in ``names`` (one of the given names) and ``flags`` (true or false); and the
+    parameters of its tiling space, every one of which an entry's config holds
+    (``tests/operators/test_kinds.py`` checks them against each kind's space)."""
 
     part: str  # the entry's ``kind``: the step part of its problem
     fields: tuple[str, ...]  # present in every entry, in this order
@@ -36,6 +44,7 @@ class ProblemFields:
     names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     flags: tuple[str, ...] = ()
     rule: FieldRule | None = None
+    tiling: Mapping[str, Domain] = field(default_factory=dict)
 
 
 class LayerProblem(Hashable, Protocol):

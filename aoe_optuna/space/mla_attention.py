@@ -54,7 +54,9 @@ class MlaDecodeAttention:
     KB_OP: ClassVar[str] = "mla_decode_attention"
     KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {KB_OP: ProblemFields(
         "attention", ("batch", "q_heads", "kv_lora_rank", "qk_rope_head_dim", "context",
-                      "page_tokens"))}
+                      "page_tokens"),
+        tiling={"head_tile": None, "kv_split": None, "block_pages": BLOCK_PAGES,
+                "resident": RESIDENT, "pipeline": PIPELINES})}
 
     batch: int
     q_heads: int

@@ -91,6 +91,15 @@ KNOWN_PARAMS: dict[str, ParamInfo] = {
 class ParamError(ValueError):
     """A value that does not fit a parameter; the message says what was expected."""
 
+    @property
+    def expected(self) -> str:
+        """What the parameter takes, without its name or the value given: the message
+        says 'pipeline takes 0/1/2 or ..., got 'x''; a reader that names the key and
+        the value itself keeps this part."""
+        text = str(self)
+        _, sep, rest = text.partition(" takes ")
+        return rest.rsplit(", got ", 1)[0] if sep else text
+
 
 @dataclass(frozen=True)
 class Param:

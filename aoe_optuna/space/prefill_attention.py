@@ -74,7 +74,9 @@ class PrefillAttention:
         "attention", ("batch", "q_heads", "kv_heads", "head_dim", "seq_len", "kv_len",
                       "causal"),
         optional=("v_head_dim", "window"), flags=("causal",),
-        rule=_causal_keys)}
+        rule=_causal_keys,
+        tiling={"q_tile": Q_TILES, "kv_tile": KV_TILES, "l1_tile": L1_TILES,
+                "pipeline": PIPELINES, "dealing": DEALINGS})}
 
     batch: int
     q_heads: int

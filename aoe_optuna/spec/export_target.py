@@ -7,10 +7,11 @@ written (a CPU-tuned config, a workload of several dtypes, a SoC or dtype the ke
 lacks); ``none``: the space is the backend's own (a recorded Kernel Tuner space).
 
 A study of the ``kernel`` or ``catlass`` kind gets the kernel's rules
-(:mod:`aoe_optuna.backends.npu.simple_rules`, :mod:`aoe_optuna.backends.npu.catlass_rules`)
-beside the chip's, so what the study measures is what its export can write. A rule
-no value of the space can break is left out (:func:`~aoe_optuna.space.kernel_rule.breakable`),
-so a space the kernel fully covers keeps its feasible set and its free parameters.
+(:mod:`aoe_optuna.backends.npu.simple_gemm.rules`,
+:mod:`aoe_optuna.backends.npu.catlass.rules`) beside the chip's, so what the study
+measures is what its export can write. A rule no value of the space can break is left
+out (:func:`~aoe_optuna.space.kernel_rule.breakable`), so a space the kernel fully covers
+keeps its feasible set and its free parameters.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aoe_optuna.backends.npu import catlass_rules, simple_rules
+from aoe_optuna.backends.npu.catlass import rules as catlass_rules
+from aoe_optuna.backends.npu.simple_gemm import rules as simple_rules
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.constraints import Rule
 from aoe_optuna.space.kernel_rule import breakable

@@ -70,7 +70,9 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if len(raw) > MAX_SPEC_BYTES:
         raise SpecError(source, None, f"a spec under {MAX_SPEC_BYTES} bytes", f"{len(raw)} bytes")
     try:
-        text = raw.decode("utf-8")
+        # a byte-order mark (Windows editors write one) is no part of either format's
+        # text; TOML's parser refused it, json5 skipped it, workload CSV/JSON skip it too
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(source, None, "UTF-8 text", f"a byte that is not ({exc.reason})") from None
     suffix = path.suffix.lower()

@@ -93,6 +93,7 @@ TOP_KEYS = (
 )
 OBJECTIVES = ("throughput",)
 DEFAULT_SOC = "Ascend910B2"
+DEFAULT_BACKEND = "simulator"  # the one whose studies' names do not name it
 DEFAULT_MAX_RELATIVE_ERROR = 0.01
 COMPILE_OPTIONS = ("opt_level", "schedule", "unroll_factor", "layout")
 _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
@@ -114,44 +115,43 @@ class StudySpec:
     baseline: dict | None
     backend: dict
     accuracy: dict
+    # the backend's class, looked up once when the spec is read: what a holder of the
+    # spec asks of its backend (modelled or timed, its roofline, its noise...)
+    backend_kind: type[BackendBase]
     workload_doc: dict | None = None  # canonical workload section
     hardware_doc: dict | None = None  # canonical hardware section
     backend_space: bool = False  # the space came from the backend, not search_space
-    # the backend's class, looked up once when the spec is read (None: it does not import)
-    backend_kind: type[BackendBase] | None = None
     prior: PriorSource | None = None  # where GP-UCB's prior comes from (spec/prior.py)
     prior_doc: Any = None  # the ``prior`` section as given (None: the backend's default)
 
     @property
     def kernel_runs_on_soc(self) -> bool:
         """Whether the backend runs the kernel on the profile's SoC (its cube cores)."""
-        return self.backend_kind is not None and self.backend_kind.runs_on_soc
+        return self.backend_kind.runs_on_soc
 
     @property
     def export(self) -> ExportTarget:
         """How the best config leaves the study: which kernel, or why none."""
-        runs_on_soc = self.backend_kind is not None and self.backend_kind.runs_on_soc
         return export_target(self.space.names, [g.dtype for g in self.workload.gemms],
-                             self.profile, self.backend_space, runs_on_soc)
+                             self.profile, self.backend_space, self.backend_kind.runs_on_soc)
 
     @property
     def timing_noise(self) -> float | None:
         """Relative noise of one of this study's timings (None: nothing to re-time)."""
-        if self.backend_kind is None:
-            return None
         return self.backend_kind.timing_noise(backend_options(self.backend))
 
     @property
     def exact_model(self) -> bool:
-        """Whether an exhaustive search of the backend is the true optimum (the simulator)."""
-        return self.backend_kind is not None and self.backend_kind.exact_model
+        """Whether an exhaustive search of the backend is the true optimum (the simulator):
+        its figures are a model's, not timings."""
+        return self.backend_kind.exact_model
 
     def default_study_name(self) -> str:
         """``<op>-<soc>-<workload>`` plus what makes this study differ from its siblings.
 
         E.g. ``GemmKernel-Ascend910B2-qwen2.5-7b-decode-b1``; ``-compile`` when
         compile options are tuned, ``-quant`` with quantization, ``-<backend>``
-        off the simulator (measurements of different backends must not mix).
+        off the default backend (measurements of different backends must not mix).
         """
         what, dtype = study_name_part(self.workload_doc or {}, self.workload)
         parts = [self.op_name]
@@ -163,7 +163,7 @@ class StudySpec:
                 parts.append("compile")
             if "quantization" in self.space.names:
                 parts.append("quant")
-        if self.backend["name"] != "simulator":
+        if self.backend["name"] != DEFAULT_BACKEND:
             parts.append(self.backend["name"])
         return "-".join(parts)
 
@@ -173,7 +173,7 @@ class StudySpec:
         A CPU kernel or a replayed GPU kernel is not bound by the SoC profile's
         roofline, so no fraction of it is reported for those.
         """
-        if self.backend_space or self.backend_kind is None or not self.backend_kind.has_roofline():
+        if self.backend_space or not self.backend_kind.has_roofline():
             return None
         return self.workload.roofline_tokens_per_s(self.profile)
 
@@ -233,6 +233,7 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     accuracy = {"max_relative_error": accuracy_sec.number(
         "max_relative_error", DEFAULT_MAX_RELATIVE_ERROR, low=0.0, high=1.0)}
     space, backend_space = _space(top, source, profile, workload, backend, kind)
+    kind = kind or backend_class(backend["name"])  # _space reported one that won't import
     known = not backend_space
     baseline = parse_baseline(source, document, space, known)
     prior_doc = document.get("prior")
@@ -325,7 +326,7 @@ def _resolved_backend(backend: dict[str, Any], cls: type[BackendBase] | None,
 
 
 def _backend(section: Section) -> dict[str, Any]:
-    name = section.string("name", "simulator")
+    name = section.string("name", DEFAULT_BACKEND)
     if name not in BACKENDS:
         raise section.error("name", f"one of {sorted(BACKENDS)}", name)
     options = backend_options(dict(section.data))

@@ -83,7 +83,7 @@ def _choices(section: Section, name: str, value: Any) -> tuple[Any, ...]:
                 values.append(canonical_value(name, v))
             except ParamError as exc:
                 raise SpecError(section.source, f"{section.path(name)}[{i}]",
-                                _expected_of(exc), describe(v)) from None
+                                exc.expected, describe(v)) from None
     else:
         raise section.error(name, 'a list of choices or a range {"low", "high", "step"}', value)
     seen: set[Any] = set()
@@ -118,14 +118,6 @@ def _range(section: Section) -> list[int]:
     if count > MAX_CHOICES:
         raise section.error(None, f"at most {MAX_CHOICES} values", raw=f"{count:,} values")
     return list(range(low, high + 1, step))
-
-
-def _expected_of(exc: ParamError) -> str:
-    """ParamError says 'pipeline takes 0/1/2 or ...'; keep the 'what' part."""
-    text = str(exc)
-    _, sep, rest = text.partition(" takes ")
-    what = rest.rsplit(", got ", 1)[0] if sep else text
-    return what
 
 
 def expression_names(space_params: Sequence[Param], constants: Mapping[str, float]) -> dict:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aoe_optuna.backends.simulator.layer_models import layer_charge
+from aoe_optuna.aicore.layer_models import layer_charge
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.layer_problem import LayerProblem
 from aoe_optuna.spec.format import Section, SpecError, describe

@@ -6,7 +6,7 @@ Python code all come here for the same steps, in the same order: the spec
 loaded), the backend and the sampler built once (one rule picks the sampler:
 :func:`choose_sampler`), the baseline enqueued, one evaluator with one roofline
 rule, and the run under the budget guard on this process or on worker processes
-(:func:`run_here_or_on_workers`).
+(:meth:`Session.run`, the one run of every study).
 
 A study whose space is not a spec's (an operator run's attention or vector
 kernel, a bench run on a recorded space) is a :class:`SpaceSession`: the caller
@@ -20,15 +20,16 @@ another run may have opened since).
 from __future__ import annotations
 
 import secrets
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import optuna
 from optuna.trial import FrozenTrial
 
 from aoe_optuna.attrs import SPACE_PARAMS_ATTR
-from aoe_optuna.backends.base import Backend
+from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.samplers.registry import DEFAULT_SAMPLER
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.spec.loader import StudySpec
@@ -50,6 +51,8 @@ from aoe_optuna.study.create import (
 )
 from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress, run_study
 from aoe_optuna.study.run.objective import ConfigEvaluator, Evaluator, TuningObjective
+from aoe_optuna.study.run.sampler_choice import SamplerChoice
+from aoe_optuna.study.run.worker_pool import WORKER_MODULE, WorkerPlan, run_workers
 from aoe_optuna.study.storage.file_kind import is_missing, storage_file
 from aoe_optuna.study.storage.opening import open_storage, use_wal
 from aoe_optuna.study.storage.redact import redact_url
@@ -75,17 +78,6 @@ class SamplerRequest:
     kwargs: Mapping[str, Any] | None = None
     seed: int | None = None
     prior: Any = None  # a ConfigPrior for a sampler that takes one (not stored in the study)
-
-
-@dataclass(frozen=True)
-class SamplerChoice:
-    """The sampler a study runs with, as stored in it (a resume without --sampler gets it)."""
-
-    name: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    seed: int | None = None
-    stored: bool = False  # taken from the study, not from the request
-    prior: Any = field(default=None, compare=False)  # the request's, passed to the sampler
 
 
 def choose_sampler(request: SamplerRequest,
@@ -132,63 +124,76 @@ def build_sampler(choice: SamplerChoice, spec: StudySpec | None = None,
         raise SessionError(f"--sampler-kwargs: {exc}") from None
 
 
-def run_here_or_on_workers(
-    study: optuna.Study,
-    objective: Callable[[], TuningObjective],
-    budget: Budget,
-    on_update: Callable[[StudyProgress], None] = lambda p: None,
-    *,
-    storage_url: str,
-    sampler: SamplerChoice,
-    worker_module: str | None = None,
-    n_workers: int = 1,
-    devices: Sequence[str] = (),
-    stale_after_s: float | None = None,
-    max_idle: int | None = None,
-    builders: int | None = None,
-    device_kind: str | None = None,
-    worker_index: int = 0,
-    host_devices: int = 1,
-) -> RunResult:
-    """The one run of every study: measure until ``budget`` is spent, on this process
-    (``objective()`` under the budget guard) or on ``n_workers`` processes of
-    ``worker_module`` that each open the study by name. ``max_idle``: stop after this
-    many proposals in a row that measure nothing. ``builders``: each process builds
-    ahead on that many builders while its device (of the ``device_kind`` backend)
-    times; a card's host program keeps one of the last ``host_devices`` cores."""
-    if n_workers <= 1:
-        extra = {} if max_idle is None else {"max_idle": max_idle}
-        pool = None
-        if builders is not None:
-            from aoe_optuna.study.run.build_pool import PoolPlan, device_of
+class Session(ABC):
+    """A study ready to measure, and the one run of every study (:meth:`run`): what a
+    :class:`StudySession` and a :class:`SpaceSession` share."""
 
-            if device_kind is None:
-                raise SessionError("--builders: this study has no backend to build for")
-            pool = PoolPlan.for_host(builders, device_of(device_kind), worker_index,
-                                     reserve=host_devices if device_kind == "npu" else 0)
-        return run_study(study, objective(), budget, on_update,
-                         stale_after_s=stale_after_s, pool=pool, **extra)
-    from aoe_optuna.study.run.worker_pool import WORKER_MODULE, WorkerPlan, run_workers
+    study: optuna.Study
+    storage_url: str
+    sampler_choice: SamplerChoice
+    worker_index: int
+    worker_module: str | None  # the ``python -m`` module its workers run (None: none)
+    device: type[BackendBase] | None  # the backend whose device a timing leases (builders)
 
-    if storage_url == IN_MEMORY:
-        raise SessionError("a study held in memory cannot run on worker processes")
-    plan = WorkerPlan(storage_url, study.study_name, sampler, budget, stale_after_s,
-                      max_idle, module=worker_module or WORKER_MODULE, builders=builders,
-                      host_devices=n_workers)
-    return run_workers(study, budget, on_update, plan, n_workers, list(devices))
+    @abstractmethod
+    def objective(self) -> TuningObjective:
+        """What one trial of the study runs."""
+
+    def run(
+        self,
+        budget: Budget,
+        on_update: Callable[[StudyProgress], None] = lambda p: None,
+        *,
+        n_workers: int = 1,
+        devices: Sequence[str] = (),
+        stale_after_s: float | None = None,
+        max_idle: int | None = None,
+        builders: int | None = None,
+        host_devices: int = 1,
+    ) -> RunResult:
+        """Measure until ``budget`` is spent, on this process (:meth:`objective` under the
+        budget guard) or on ``n_workers`` processes of :attr:`worker_module` that each
+        open the study by name. ``max_idle``: stop after this many proposals in a row
+        that measure nothing. ``builders``: each process builds ahead on that many
+        builders while its device (:attr:`device`'s) times
+        (:mod:`aoe_optuna.study.run.build_pool`); where each device's host program keeps
+        a core, it is one of the last ``host_devices`` cores."""
+        if n_workers <= 1:
+            extra = {} if max_idle is None else {"max_idle": max_idle}
+            pool = None
+            if builders is not None:
+                from aoe_optuna.study.run.build_pool import PoolPlan
+
+                if self.device is None:
+                    raise SessionError("--builders: this study has no backend to build for")
+                reserve = host_devices if self.device.host_core_per_device else 0
+                pool = PoolPlan.for_host(builders, self.device.leased_device(),
+                                         self.worker_index, reserve=reserve)
+            return run_study(self.study, self.objective(), budget, on_update,
+                             stale_after_s=stale_after_s, pool=pool, **extra)
+        if self.worker_module is None:
+            raise SessionError(f"study {self.study.study_name!r} has no worker module: "
+                               "it runs on this process only")
+        if self.storage_url == IN_MEMORY:
+            raise SessionError("a study held in memory cannot run on worker processes")
+        plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
+                          budget, stale_after_s, max_idle, module=self.worker_module,
+                          builders=builders, host_devices=n_workers)
+        return run_workers(self.study, budget, on_update, plan, n_workers, list(devices))
 
 
 @dataclass
-class StudySession:
+class StudySession(Session):
     """A study ready to measure: storage, study, spec, backend and sampler."""
 
     storage_url: str
     storage: optuna.storages.BaseStorage
     study: optuna.Study
     spec: StudySpec
-    backend: Backend
+    backend: BackendBase
     sampler_choice: SamplerChoice
     worker_index: int = 0
+    worker_module: ClassVar[str] = WORKER_MODULE  # its workers: aoe_optuna.study.worker
 
     @classmethod
     def open(
@@ -200,7 +205,7 @@ class StudySession:
         *,
         worker_index: int | None = None,
         storage: optuna.storages.BaseStorage | None = None,
-        backend: Backend | None = None,
+        backend: BackendBase | None = None,
         enqueue_baseline_now: bool = True,
     ) -> StudySession:
         """Create or load the study. ``spec`` None: resume the stored one. A worker
@@ -246,10 +251,10 @@ class StudySession:
             if choice.stored:
                 built = build_sampler(choice, spec, worker_index or 0)
             study, spec = load_or_create(storage, name, spec, roofline)
-        use_wal(storage)  # nothing is refused past this point
         if backend is None or built is None:  # resumed from the stored spec
-            backend = make_backend(spec)
+            backend = make_backend(spec)  # may refuse: a compiler or toolkit this host lacks
             built = build_sampler(choice, spec, worker_index or 0)
+        use_wal(storage)  # nothing is refused past this point
         if worker_index is None:
             store_sampler(study, choice.name, choice.kwargs, choice.seed)
             if enqueue_baseline_now:
@@ -261,6 +266,11 @@ class StudySession:
     @property
     def space(self) -> SearchSpace:
         return self.spec.space
+
+    @property
+    def device(self) -> type[BackendBase]:
+        """The spec's backend: its device is what a timing leases."""
+        return self.spec.backend_kind
 
     def evaluator(self) -> Evaluator:
         """The one evaluator: the roofline the study stored at creation, else the spec's."""
@@ -277,29 +287,6 @@ class StudySession:
     def baseline_trial(self) -> FrozenTrial | None:
         return baseline_trial(self.study, self.spec)
 
-    def run(
-        self,
-        budget: Budget,
-        on_update: Callable[[StudyProgress], None] = lambda p: None,
-        *,
-        n_workers: int = 1,
-        devices: Sequence[str] = (),
-        stale_after_s: float | None = None,
-        max_idle: int | None = None,
-        builders: int | None = None,
-        host_devices: int = 1,
-    ) -> RunResult:
-        """Measure until ``budget`` is spent, here or on ``n_workers`` worker processes.
-        ``max_idle``: stop after this many proposals in a row that measure nothing.
-        ``builders``: build ahead on this many builders per worker while the worker's
-        device times (:mod:`aoe_optuna.study.run.build_pool`)."""
-        return run_here_or_on_workers(
-            self.study, self.objective, budget, on_update, storage_url=self.storage_url,
-            sampler=self.sampler_choice, n_workers=n_workers, devices=devices,
-            stale_after_s=stale_after_s, max_idle=max_idle, builders=builders,
-            device_kind=self.spec.backend["name"], worker_index=self.worker_index,
-            host_devices=host_devices)
-
 
 @dataclass(frozen=True)
 class StoredPlan:
@@ -312,7 +299,7 @@ class StoredPlan:
 
 
 @dataclass
-class SpaceSession:
+class SpaceSession(Session):
     """A study on a space and an evaluator its caller builds: no spec, no backend (an
     operator run's attention or vector kernel, the bench's recorded spaces). Sampler
     choice, budget guard and the local-or-workers run are a :class:`StudySession`'s."""
@@ -326,7 +313,7 @@ class SpaceSession:
     baseline: dict[str, Any] | None = None
     worker_module: str | None = None  # the ``python -m`` module its workers run
     worker_index: int = 0
-    device_kind: str | None = None  # the backend its evaluator measures on (a build pool's)
+    device: type[BackendBase] | None = None  # the backend its evaluator measures on
 
     @classmethod
     def open(
@@ -343,13 +330,13 @@ class SpaceSession:
         baseline: dict[str, Any] | None = None,
         worker_index: int | None = None,
         worker_module: str | None = None,
-        device_kind: str | None = None,
+        device: type[BackendBase] | None = None,
     ) -> SpaceSession:
         """Create the study (or load it, when it holds the same ``plan``), store the
         sampler it runs with and its parameter names (what a dead worker's trial had
         chosen is told from them: ``study.recovery``). A worker or a follower
         (``worker_index`` given) loads it and writes nothing. A named sampler is built
-        before the storage is opened: refused, it leaves nothing behind. ``device_kind``:
+        before the storage is opened: refused, it leaves nothing behind. ``device``:
         the backend the evaluator measures on, for a run with builders (None: none)."""
         index = worker_index or 0
         choice = choose_sampler(sampler) if sampler.name is not None else None
@@ -373,7 +360,7 @@ class SpaceSession:
             study.set_user_attr(SPACE_PARAMS_ATTR, list(space.names))
         study.sampler = built
         return cls(storage_url, storage, study, space, evaluator, choice, baseline,
-                   worker_module, index, device_kind)
+                   worker_module, index, device)
 
     def objective(self) -> TuningObjective:
         return TuningObjective(self.space, self.evaluator)
@@ -384,29 +371,6 @@ class SpaceSession:
 
     def baseline_trial(self) -> FrozenTrial | None:
         return config_baseline_trial(self.study, self.baseline)
-
-    def run(
-        self,
-        budget: Budget,
-        on_update: Callable[[StudyProgress], None] = lambda p: None,
-        *,
-        n_workers: int = 1,
-        devices: Sequence[str] = (),
-        stale_after_s: float | None = None,
-        max_idle: int | None = None,
-        builders: int | None = None,
-        host_devices: int = 1,
-    ) -> RunResult:
-        """As :meth:`StudySession.run`; its workers run ``worker_module``."""
-        if n_workers > 1 and self.worker_module is None:
-            raise SessionError(f"study {self.study.study_name!r} has no worker module: "
-                               "it runs on this process only")
-        return run_here_or_on_workers(
-            self.study, self.objective, budget, on_update, storage_url=self.storage_url,
-            sampler=self.sampler_choice, worker_module=self.worker_module,
-            n_workers=n_workers, devices=devices, stale_after_s=stale_after_s,
-            max_idle=max_idle, builders=builders, device_kind=self.device_kind,
-            worker_index=self.worker_index, host_devices=host_devices)
 
 
 def hold_plan(study: optuna.Study, plan: StoredPlan) -> None:

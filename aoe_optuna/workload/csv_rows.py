@@ -20,7 +20,10 @@ Row = dict[str, str]
 class CsvRows:
     """The rows of the CSV file at ``path`` after its header, as ``(line, row)``: the
     line number in the file and the row by column name (header names stripped; a short
-    row lacks the last columns). Iterable again: each pass reads the file anew."""
+    row lacks the last columns). A row with more fields than the header is refused, not
+    cut to the header's width: ``...,21,89`` (a decimal comma) read as 21 was a wrong
+    figure taken silently; empty fields past the header (a trailing comma) are no
+    data and pass. Iterable again: each pass reads the file anew."""
 
     def __init__(self, path: Path, source: str) -> None:
         self.path, self.source = path, source
@@ -37,8 +40,15 @@ class CsvRows:
         records = self._records()
         next(records, None)  # the header
         for line, fields in records:
-            if fields:  # a blank line is no row
-                yield line, dict(zip(self.header, fields, strict=False))
+            if not fields:  # a blank line is no row
+                continue
+            if len(fields) > len(self.header) and any(f.strip() for f in
+                                                      fields[len(self.header):]):
+                raise WorkloadFileError(
+                    self.source, f"line {line}", f"at most {len(self.header)} fields, as "
+                    "the header has (a decimal comma? write 21.89, or quote the field)",
+                    f"{len(fields)} fields")
+            yield line, dict(zip(self.header, fields, strict=False))
 
     def _records(self) -> Iterator[tuple[int, list[str]]]:
         """Every record of the file, the header first, with its line number."""

@@ -37,8 +37,10 @@ def checked_file(path: str | Path, what: str) -> Path:
     """``path``, once it is an existing file under :data:`MAX_FILE_BYTES` (a ``what``:
     "a Hugging Face config.json", ...)."""
     path = Path(path)
-    if not path.is_file():
-        raise WorkloadFileError(str(path), "file", f"{what} (an existing file)", "no such file")
+    if not path.is_file():  # a FIFO is refused here: reading one waits for a writer
+        got = ("a folder" if path.is_dir() else "not a regular file" if path.exists()
+               else "no such file")
+        raise WorkloadFileError(str(path), "file", f"{what} (an existing file)", got)
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise WorkloadFileError(str(path), "file", f"{what} under {MAX_FILE_BYTES >> 20} MiB",

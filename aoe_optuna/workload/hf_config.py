@@ -53,9 +53,8 @@ HF_KEYS = (
     "decoder_sparse_step", "mlp_only_layers", "first_k_dense_replace", "moe_layer_freq",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
 )
-# Derived keys of the canonical form: the window and how many layers use it; the norms
-# a family adds to the Llama layout (present only when true).
-WINDOW_KEYS = ("sliding_window", "sliding_layers")
+# Derived keys of the canonical form: the norms a family adds to the Llama layout
+# (present only when true).
 NORM_KEYS = ("post_norms", "qk_norm")
 _POST_NORMS = frozenset({"gemma2", "gemma3_text"})
 _QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3_text"})

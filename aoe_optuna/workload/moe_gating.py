@@ -63,7 +63,10 @@ class MoeGating:
     kind: ClassVar[str] = "moe_gating"
     KB_OP: ClassVar[str] = "moe_gating"
     KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {
-        KB_OP: ProblemFields("vector", ("rows", "experts", "top_k"))}
+        KB_OP: ProblemFields("vector", ("rows", "experts", "top_k"),
+                             # rows and cores take CANN's own value beside these lists
+                             tiling={"tile_rows": None, "col_tile": COL_TILES, "cores": None,
+                                     "double_buffer": (0, 1)})}
 
     rows: int
     experts: int

@@ -22,8 +22,6 @@ not counted (device busy time, not wall time).
 from __future__ import annotations
 
 import math
-import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +31,7 @@ from aoe_optuna.workload.csv_rows import CsvRows, Row
 from aoe_optuna.workload.dtypes import ACCEPTED, dtype_name, is_known_untuned
 from aoe_optuna.workload.files import WorkloadFileError, checked_file, shown
 from aoe_optuna.workload.gemm import MAX_DIM, Gemm, Workload
+from aoe_optuna.workload.read_progress import ReadProgress
 from aoe_optuna.workload.shape_list import shapes_from_rows
 
 OP_TYPE = "OP Type"
@@ -56,7 +55,8 @@ COMM_TASK_TYPES = frozenset({"COMMUNICATION", "HCCL", "HCCL_AI_CPU"})
 NZ_SLACK = 32  # a FRACTAL_NZ dimension is padded up to its fractal (16, or 32 for int8)
 WHAT = "an msprof op_summary CSV"
 MAX_SHAPES = 4096  # every trial measures every shape: more is hours per trial on an NPU
-PROGRESS_EVERY_S = 5.0
+SHAPES_CAP_WHY = ("each trial measures every shape; raise the workload's max_shapes to take "
+                  "more")
 SHOWN_DEVICES = 64  # device ids kept for the message naming those present
 
 
@@ -81,7 +81,8 @@ class ProfiledStep:
 
 
 def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None,
-                    max_shapes: int = MAX_SHAPES) -> ProfiledStep:
+                    max_shapes: int = MAX_SHAPES,
+                    shapes_cap_why: str = SHAPES_CAP_WHY) -> ProfiledStep:
     """The step that ``steps`` forward steps of one device (the lowest Device_id unless
     ``device`` is given) in the profile at ``path`` average to.
 
@@ -105,9 +106,9 @@ def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None,
     other = comm = untuned = 0.0
     n_rows = n_matmul_rows = 0
     devices: set[int] = set()  # for the message when ``device`` has no rows
-    progress = _Progress(source, rows)
+    progress = ReadProgress(rows, "GEMM shapes", merged.__len__)
     for line, row in rows:
-        progress.tick(line, len(merged))
+        progress.tick(line)
         if chosen is not None:
             found_device = _device_id(row, source, line)
             if len(devices) < SHOWN_DEVICES:
@@ -131,8 +132,7 @@ def read_op_summary(path: str | Path, steps: int = 1, device: int | None = None,
         key, n = found
         if key not in merged and len(merged) == max_shapes:
             raise WorkloadFileError(source, f"line {line}", f"at most {max_shapes:,} distinct "
-                                    "GEMM shapes (each trial measures every one; raise the "
-                                    "workload's max_shapes to take more)",
+                                    f"GEMM shapes ({shapes_cap_why})",
                                     f"shape {len(merged) + 1:,}")
         acc = merged.setdefault(key, [0.0, 0.0])
         acc[0] += n
@@ -201,22 +201,6 @@ def profiled_workload(step: ProfiledStep, name: str, tokens_per_step: int = 1) -
 
 
 # ----------------------------------------------------------------- rows
-class _Progress:
-    """One stderr line every few seconds while a large profile is read."""
-
-    def __init__(self, source: str, rows: CsvRows) -> None:
-        self.source, self.rows = source, rows
-        self.next_at = time.monotonic() + PROGRESS_EVERY_S
-
-    def tick(self, line: int, n_shapes: int) -> None:
-        if line % 1024 or time.monotonic() < self.next_at:
-            return
-        print(f"{self.source}: read {line - 1:,} rows "
-              f"({self.rows.read_bytes / self.rows.size:.0%} of the file), "
-              f"{n_shapes:,} GEMM shapes so far", file=sys.stderr, flush=True)
-        self.next_at = time.monotonic() + PROGRESS_EVERY_S
-
-
 def _lowest_device(rows: CsvRows, source: str) -> int:
     """The lowest Device_id of the profile (a first pass over the file: every id checked)."""
     lowest: int | None = None

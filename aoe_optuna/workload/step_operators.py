@@ -14,9 +14,6 @@ from dataclasses import dataclass
 
 from aoe_optuna.space.layer_problem import LayerProblem
 
-# The parts of a step that can be tuned beside the GEMMs (spec values "tuned").
-TUNABLE_PARTS = ("attention", "vector")
-
 
 @dataclass(frozen=True)
 class LayerOpCall:

@@ -31,6 +31,19 @@ KINDS: dict[str, tuple[int, int, bool, int]] = {
     "rope": (1, 1, False, 5),
     "add": (2, 1, False, 4),
 }
+# The tiling space's choices (aoe_optuna.workload.vector_space): elements of one UB
+# tile, and vector cores the work is dealt to.
+TILE_LENS = (512, 1024, 2048, 4096, 8192, 16384)
+CORES = (1, 2, 4, 8, 16, 24, 32, 40, 48)
+
+
+def vector_tiling(kind: str) -> dict[str, tuple[int, ...]]:
+    """The tiling parameters of a vector kernel of ``kind`` and their choices; add +
+    RMSNorm may also run as one fused kernel."""
+    tiling = {"tile_len": TILE_LENS, "cores": CORES, "double_buffer": (0, 1)}
+    if kind == "add_rmsnorm":
+        tiling["fused"] = (0, 1)
+    return tiling
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,8 @@ class VectorOp:
     part: ClassVar[str] = "vector"
     # each vector kind is a knowledge base op of its own; rope keys its head_dim too
     KB_FIELDS: ClassVar[dict[str, ProblemFields]] = {
-        k: ProblemFields("vector", ("rows", "width") + (("head_dim",) if k == "rope" else ()))
+        k: ProblemFields("vector", ("rows", "width") + (("head_dim",) if k == "rope" else ()),
+                         tiling=vector_tiling(k))
         for k in sorted(KINDS)}
 
     kind: str

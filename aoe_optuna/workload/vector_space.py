@@ -1,6 +1,8 @@
 """The tiling space of a vector-core kernel (norms, SwiGLU, rope) and the rules on it.
 
-Parameters, as an Ascend C vector kernel takes them from its host tiling:
+Parameters, as an Ascend C vector kernel takes them from its host tiling (their
+choices, which the knowledge base checks entries against too:
+:func:`aoe_optuna.workload.vector_ops.vector_tiling`):
 
 * ``tile_len``: elements of one UB tile per tensor (a norm tile holds whole
   rows when the row fits, else it walks a row in pieces and reads it twice:
@@ -30,20 +32,14 @@ from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.constraints import Columns, Rule
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
-from aoe_optuna.workload.vector_ops import VectorOp
+from aoe_optuna.workload.vector_ops import VectorOp, vector_tiling
 
 WORK_BYTES = 4  # fp32 compute tiles
 WORK_TILES = 2
-TILE_LENS = (512, 1024, 2048, 4096, 8192, 16384)
-CORES = (1, 2, 4, 8, 16, 24, 32, 40, 48)
 
 
 def vector_params(op: VectorOp) -> list[Param]:
-    params = [Param.generic("tile_len", TILE_LENS), Param.generic("cores", CORES),
-              Param.generic("double_buffer", (0, 1))]
-    if op.kind == "add_rmsnorm":
-        params.append(Param.generic("fused", (0, 1)))
-    return params
+    return [Param.generic(name, values) for name, values in vector_tiling(op.kind).items()]
 
 
 def work_units(op: VectorOp, tile_len: np.ndarray) -> np.ndarray:

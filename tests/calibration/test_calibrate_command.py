@@ -67,7 +67,7 @@ def test_a_profile_fitted_on_a_source_predicts_its_left_out_rows_within_its_erro
         chip = load_profile(str(out)).calibration
         assert chip is not None and chip.base == "Ascend910B3"
         loo = chip.report["leave_one_out"]
-        assert loo["rows"] == len(fitted) and f"median {loo['median']:.1%}" in text
+        assert loo["kernels"] == len(fitted) and f"median {loo['median']:.1%}" in text
         assert chip.report["in_sample"]["median"] <= loo["median"]
         errors = [abs(_model_us(str(out), f) / f.published_us - 1) for f in left_out]
         shipped = [abs(_model_us("Ascend910B3", f) / f.published_us - 1) for f in left_out]
@@ -98,7 +98,7 @@ def test_a_fit_worse_than_the_shipped_profile_on_its_held_out_rows_is_refused(
     ("op,shape,dtype,tiling,time_us\ngemm,128x256x512,fp16,tile_q=4,10\n",
      "line 2, column 'tiling'", "'tile_q'"),
     ("op,shape,dtype,tiling,time_us\ngemm,128x256x512,fp16,tile_m=512;tile_n=512,10\n"
-     "gemm,128x256x512,fp16,,11\ngemm,128x256x512,fp16,,12\n",
+     "gemm,128x256x1024,fp16,,11\ngemm,128x256x2048,fp16,,12\n",
      "line 2, column 'tiling'", "hardware rules"),
     ("op,shape,dtype,time_us\ngemm,128x256x512,fp16,10\n", "timings", "at least 3"),
 ])
@@ -125,7 +125,7 @@ def test_bad_options_and_files_are_one_line(tmp_path: Path,
                        (["--soc", "Ascend910B2", "--timings", str(tmp_path / "no.csv")],
                         "no such file"),
                        (["--soc", "Ascend910B2", "--timings", str(TIMINGS / "torch_npu_910b2.csv"),
-                         "--out", str(tmp_path / "no" / "x.json")], "existing folder")):
+                         "--out", str(tmp_path / "no" / "x.json")], "does not exist")):
         code, _, err = _calibrate(capsys, *argv, *([] if "--out" in argv else ["--out", str(out)]))
         assert code == 2 and said in err and err.count("\n") == 1, err
     assert not out.exists()
@@ -228,7 +228,7 @@ def test_an_npu_study_feeds_its_own_measurements(tmp_path: Path,
     assert chip is not None and chip.base == "Ascend910B2" and chip.report["rows"] == 8
     assert chip.scale("gemm") == pytest.approx(1.2, rel=1e-3)
     assert chip.report["leave_one_out"]["median"] < 1e-3
-    assert "8 measured GEMMs on Ascend910B2" in text
+    assert "8 rows, 8 distinct kernels (GEMMs) on Ascend910B2" in text
 
 
 def test_a_simulated_study_is_not_a_measurement(tmp_path: Path,
@@ -261,3 +261,27 @@ def test_the_recorded_command_hides_a_storage_password() -> None:
 
     argv = ["--from-study", "postgresql+psycopg://me:secret@db/aoe", "study"]
     assert "secret" not in " ".join(_redacted(argv)) and _redacted(argv)[2] == "study"
+
+
+def test_the_caps_and_the_duplicate_rule_are_in_the_help() -> None:
+    from aoe_optuna.calibration.input_caps import MAX_ROWS, MAX_SHAPES
+    from aoe_optuna.cli.calibrate import parser
+
+    text = " ".join(parser().format_help().split())
+    assert f"At most {MAX_ROWS:,} rows from all inputs together and {MAX_SHAPES:,} distinct " \
+           "GEMM shapes" in text
+    assert "is one kernel at the median of its timings" in text
+
+
+def test_the_simulation_of_many_shapes_says_how_far_it_got(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    from aoe_optuna.workload import read_progress
+
+    monkeypatch.setattr(read_progress, "PROGRESS_EVERY_S", 0.0)
+    code, text, err = _calibrate(capsys, "--soc", "Ascend910B2", "--timings",
+                                 str(TIMINGS / "torch_npu_910b2.csv"), "--out",
+                                 str(tmp_path / "chip.json"))
+    assert code == 0, err
+    assert err.splitlines() == [f"simulated {i} of 5 GEMM shapes (5 distinct kernels)"
+                                for i in range(5)]
+    assert text.startswith("5 rows, 5 distinct kernels (GEMMs) on Ascend910B2; fitted")

@@ -11,7 +11,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from aoe_optuna.cli.main import main
+from aoe_optuna.cli.main import SUBCOMMANDS, main
 from aoe_optuna.spec.stored import SAMPLER_ATTR, SPEC_ATTR
 from aoe_optuna.study.run.objective import count_measured
 
@@ -159,6 +159,7 @@ BAD_COMMAND_LINES = [
     (["--config", QWEN, "--storage", "redis-ish"], "storage"),
     (["--config", QWEN, "--storage", "sqlite:////nonexistent-dir/x.db"], "does not exist"),
     (["--study-name", "nothing-here"], "does not exist"),
+    (["--config", QWEN, "--kb-replace"], "--kb-replace: give --kb too"),
 ]
 
 
@@ -174,6 +175,29 @@ def test_bad_command_lines_fail_in_one_line_and_write_nothing(
     assert err.startswith("aoe-tune: error:") and needle in err
     assert "Traceback" not in err
     assert not (tmp_path / "aoe.db").exists()
+
+
+@pytest.mark.parametrize("argv", [["bogus"], ["bogus", "--help"], ["tunee", "--config", QWEN]])
+def test_an_unknown_command_is_refused_in_one_line(
+        tmp_path: Path, monkeypatch, capsys, argv: list[str]) -> None:
+    """Not the main help and exit 0: the first word names no command, and the tuning
+    command takes options only."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"aoe-tune: error: unknown command {argv[0]!r}: expected one of "
+                          f"{', '.join(SUBCOMMANDS)}")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow  # an aoe-tune process
+def test_an_unknown_command_with_help_exits_2_as_a_process(tmp_path: Path) -> None:
+    run = subprocess.run([str(BIN / "aoe-tune"), "bogus", "--help"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith("aoe-tune: error: unknown command 'bogus'")
+    assert len(run.stderr.splitlines()) == 1
 
 
 def test_bad_spec_writes_nothing(tmp_path: Path, capsys) -> None:

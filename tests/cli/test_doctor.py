@@ -184,7 +184,8 @@ def test_dry_run_of_a_spec_tuning_attention_writes_the_catlass_attention_tree(tm
     assert code == 0, "\n".join(out)
     tree = out_dir / "decode_attention"
     assert sorted(p.name for p in tree.iterdir()) == [
-        "CMakeLists.txt", "aoe_bench_common.h", "aoe_catlass_fai.h", "catlass_fai_bench.cpp"]
+        "CMakeLists.txt", "aoe_bench_common.h", "aoe_catlass_fai.h", "aoe_host_numbers.h",
+        "catlass_fai_bench.cpp"]
     assert any(ln.startswith("# decode_attention b1-q28-kv4-d128-s1024: config block_tile=")
                for ln in out)
     assert "# kv_layout=BNSD: no catlass counterpart (it runs BSND)" in out

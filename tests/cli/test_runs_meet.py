@@ -18,7 +18,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from aoe_optuna.backends.npu.gemm_kernel import kernel_source_path
+from aoe_optuna.backends.npu.simple_gemm.kernel import kernel_source_path
 from aoe_optuna.cli.main import main
 from aoe_optuna.study.run.objective import TuningObjective, is_measured
 from tests.support.pg_server import postgres_server, server_bin

@@ -29,7 +29,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from aoe_optuna.attrs import ATTR_FAILURE, ATTR_FAILURE_KIND, ATTR_INFEASIBLE
-from aoe_optuna.cli.main import main
+from aoe_optuna.cli.main import NOTHING_MEASURED, main
 from tests.dashboard.server import dashboard_server, study_id
 
 CHROMIUM = shutil.which("chromium")
@@ -73,8 +73,8 @@ class Served:
         return optuna.load_study(study_name=name, storage=self.url)
 
 
-def _tune(*args: str) -> None:
-    assert main([*args, "--sampler", "random", "--no-progress"]) == 0
+def _tune(*args: str, code: int = 0) -> None:
+    assert main([*args, "--sampler", "random", "--no-progress"]) == code
 
 
 def _first(study: optuna.Study, match: Callable[[FrozenTrial], bool]) -> FrozenTrial:
@@ -93,7 +93,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     spec["backend"]["compiler"] = "g++"  # a C++ compiler: the C kernel does not build
     (tmp / "cpu_gxx.json").write_text(json.dumps(spec))
     _tune("--config", str(tmp / "cpu_gxx.json"), "--storage", url, "--study-name", "gxx",
-          "--n-trials", "2", "--seed", "0")
+          "--n-trials", "2", "--seed", "0", code=NOTHING_MEASURED)  # no build succeeds
     options = Options()
     options.binary_location = str(CHROMIUM)
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",

@@ -73,7 +73,10 @@ def test_wheel_carries_metadata_licence_and_package_data(tmp_path: Path) -> None
     assert meta["License-Expression"] == "MIT"
     assert any(n.endswith("licenses/LICENSE") for n in names)
     assert "aoe_optuna/hardware/profiles/Ascend910B2.json" in names
-    assert "aoe_optuna/backends/npu/templates/gemm_kernel.cpp" in names
+    templates = {p.relative_to(ROOT).as_posix()
+                 for p in (ROOT / "aoe_optuna" / "backends").glob("**/templates/*")}
+    assert "aoe_optuna/backends/npu/simple_gemm/templates/gemm_kernel.cpp" in templates
+    assert templates <= names  # every backend's and every kernel family's templates
     assert not any(n.startswith("tests/") for n in names)
     for req in map(Requirement, meta.get_all("Requires-Dist")):
         assert not any(s.operator == "==" for s in req.specifier), req

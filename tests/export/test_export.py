@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.npu.gemm_kernel import kernel_source_path
+from aoe_optuna.backends.npu.simple_gemm.kernel import kernel_source_path
 from aoe_optuna.export.kernel_source import (
     HEADER_BEGIN,
     HEADER_END,

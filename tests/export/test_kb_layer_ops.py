@@ -76,7 +76,12 @@ def test_merge_keeps_the_faster_tiling_of_a_problem():
     ({"problem": {**ATTENTION, "context": 0}}, "problem.context: expected an integer"),
     ({"problem": {**ATTENTION, "kv_layout": "NZ"}}, "problem.kv_layout: expected one of"),
     ({"problem": {"rows": 1, "width": 8}}, "problem: expected an object with exactly batch"),
-    ({"config": {}}, "config: expected a non-empty object"),
+    ({"config": {}}, "config: expected the op's tiling parameters kv_split, block_tile, "
+                     "l1_tile, l0_tile, pipeline, got []"),
+    ({"config": {**TILING, "warp": 2}}, "config: expected the op's tiling parameters"),
+    ({"config": {**TILING, "block_tile": 96}},
+     "config.block_tile: expected one of [128, 256, 512, 1024, 2048, 4096, 8192], got 96"),
+    ({"config": {**TILING, "kv_split": 0}}, "config.kv_split: expected an integer from 1"),
     ({"value": float("nan")}, "value: expected a finite number"),
 ])
 def test_a_malformed_entry_is_one_line_naming_the_field(change, message):
@@ -84,7 +89,9 @@ def test_a_malformed_entry_is_one_line_naming_the_field(change, message):
     with pytest.raises(KBError) as info:
         validate_entry(bad, where="kb.json: entries[3]")
     text = str(info.value)
-    assert text.startswith("kb.json: entries[3]: ") and message in text and "\n" not in text
+    assert text.startswith("kb.json: entries[3]") and message in text and "\n" not in text
+    if "config" in change or "value" in change:  # past the key: the key is named
+        assert text.startswith("kb.json: entries[3] (Ascend910B2/decode_attention/fp16 batch=1 ")
 
 
 def test_a_malformed_entry_in_a_file_is_refused_naming_the_file(tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.npu.gemm_kernel import KERNEL_FILE
-from aoe_optuna.backends.npu.render import render_project
+from aoe_optuna.backends.npu.simple_gemm.kernel import KERNEL_FILE
+from aoe_optuna.backends.npu.simple_gemm.render import render_project
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kernel_source import HEADER_END, ExportError, ExportInfo
 from aoe_optuna.export.npu_kernel import npu_kernel

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args
-from aoe_optuna.backends.npu.catlass_build import compile_option_reason, render_catlass_project
-from aoe_optuna.backends.npu.render import render_project, tuned_kernel
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError, catlass_args
+from aoe_optuna.backends.npu.catlass.build import compile_option_reason, render_catlass_project
+from aoe_optuna.backends.npu.simple_gemm.render import render_project, tuned_kernel
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.kb_entry import make_entry

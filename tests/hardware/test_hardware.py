@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from aoe_optuna.hardware.profile import ProfileError, available_socs, load_profile
+from aoe_optuna.hardware.profile import (
+    MAX_PROFILE_BYTES,
+    ProfileError,
+    available_socs,
+    load_profile,
+)
 
 SOCS = ["Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4"]
 
@@ -102,3 +108,18 @@ def test_unknown_soc_and_broken_file(tmp_path: Path) -> None:
     path.write_text('{"soc": "x",\n "figures": }')
     with pytest.raises(ProfileError, match="line 2"):
         load_profile(str(path))
+
+
+@pytest.mark.parametrize(("make", "phrase"), [
+    (lambda p: os.mkfifo(p), "got something that is not a regular file"),  # read: a hang
+    (lambda p: p.mkdir(), "got a folder"),
+    (lambda p: p.write_bytes(b'{"soc": "\xff"}'), "expected a profile as UTF-8 JSON text"),
+    (lambda p: p.write_bytes(b" " * (MAX_PROFILE_BYTES + 1)), "under 1 MiB"),
+])
+def test_a_profile_path_that_is_no_profile_file_names_the_file(tmp_path: Path, make,
+                                                               phrase: str) -> None:
+    path = tmp_path / "chip.json"
+    make(path)
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(path))
+    assert str(info.value).startswith(f"{path}: ") and phrase in str(info.value)

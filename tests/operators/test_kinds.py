@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import aoe_optuna.operators as operators_pkg
-from aoe_optuna.export.kb_entry import make_layer_entry
+from aoe_optuna.export.kb_entry import PROBLEM_FIELDS, KBError, make_layer_entry
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.kinds.registry import (
     GEMM,
@@ -71,8 +71,32 @@ def test_plan_round_trip_and_kb_op(problem) -> None:
     assert kind_of_op(op.op_name) is op.operator_kind
     assert ("op" in plan) == op.operator_kind.names_op_in_plan
     entry = make_layer_entry("Ascend910B2", op.operator_kind.part, op.op_name, dtype,
-                             op.problem_doc(), {"tile": 1}, 1.0, None, "run", None)
+                             op.problem_doc(), op.default_config(PROFILE), 1.0, None, "run",
+                             None)
     assert entry["problem"] == op.problem_doc()  # the knowledge base takes what the kind keys
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: type(p).__name__)
+def test_the_knowledge_base_knows_each_kinds_tiling_space(problem) -> None:
+    """An entry's config is checked against the tiling its op's problem declares
+    (``ProblemFields.tiling``): the kind's space, parameter for parameter, each choice in
+    the declared values (None: an integer from 1 up)."""
+    dtype = "bf16" if getattr(problem, "dtype", "fp16") == "bf16" else "fp16"
+    op = LayerOperator(problem, dtype, ("a",), 1)
+    space = op.space(PROFILE)
+    tiling = PROBLEM_FIELDS[op.op_name].tiling
+    assert list(tiling) == list(space.names)
+    for param in space.params:
+        domain = tiling[param.name]
+        assert all(v in domain if domain is not None else isinstance(v, int) and v >= 1
+                   for v in param.choices), param.name
+    config = op.default_config(PROFILE)
+    entry = make_layer_entry("Ascend910B2", op.operator_kind.part, op.op_name, dtype,
+                             op.problem_doc(), config, 1.0, None, "run", None)
+    assert entry["config"] == config
+    with pytest.raises(KBError, match=r"config: expected the op's tiling parameters"):
+        make_layer_entry("Ascend910B2", op.operator_kind.part, op.op_name, dtype,
+                         op.problem_doc(), {**config, "bogus": 1}, 1.0, None, "run", None)
 
 
 def test_plans_written_before_op_was_stored_keep_their_kind() -> None:

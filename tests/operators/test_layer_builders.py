@@ -50,8 +50,11 @@ def test_a_layer_run_on_builders_builds_ahead_in_every_study_and_clocks_the_buil
     measured = [t for ts in trials for t in ts if is_measured(t)]
     assert 30 <= len(measured) <= 50  # the rest of the budget re-times the winners
     for t in measured:  # each built on the pool: 3 builders, one timed while 3 build
-        assert t.user_attrs["builders"] == 3 and t.user_attrs["in_flight"] == 4
+        assert t.user_attrs["builders"] == 3 and t.user_attrs["in_flight"] <= 4
         assert {"queue_s", "time_s", "timed_at"} <= set(t.user_attrs)
+    # a chunk past the warm-up holds the four in flight; a smaller one (the warm-up's
+    # rest, the budget's last) has no more in flight than it measures
+    assert max(t.user_attrs["in_flight"] for t in measured) == 4
     layer = 0
     for study, ts in zip(studies, trials, strict=True):
         plan = study.user_attrs.get(LAYER_OP_ATTR)

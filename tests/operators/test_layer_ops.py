@@ -14,8 +14,8 @@ from pathlib import Path
 import optuna
 import pytest
 
+from aoe_optuna.aicore.vector.vector_ops import best_vector_config
 from aoe_optuna.attrs import ATTR_BASELINE
-from aoe_optuna.backends.simulator.vector_ops import best_vector_config
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_lookup import lookup_layer_op

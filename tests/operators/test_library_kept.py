@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
+from aoe_optuna.aicore.cann.library_vector import library_vector_seconds
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_entry import KBError, make_layer_entry
 from aoe_optuna.hardware.profile import load_profile
@@ -108,5 +108,6 @@ def test_a_run_keeps_the_library_norm_where_its_best_tuning_is_slower(tmp_path: 
 def test_a_knowledge_base_entry_with_a_bad_library_time_is_refused(bad: object) -> None:
     with pytest.raises(KBError, match="library_kept_us: expected a positive number"):
         make_layer_entry("Ascend910B2", "vector", "rmsnorm", "fp16",
-                         {"rows": 64, "width": 3584}, {"tile_len": 4096}, 1e5, None, "s",
+                         {"rows": 64, "width": 3584},
+                         {"tile_len": 4096, "cores": 40, "double_buffer": 1}, 1e5, None, "s",
                          None, latency_us=10.0, library_kept_us=bad)  # type: ignore[arg-type]

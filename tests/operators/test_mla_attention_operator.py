@@ -11,8 +11,8 @@ from pathlib import Path
 import optuna
 import pytest
 
+from aoe_optuna.aicore.attention.mla_attention import default_cost, floor_s
 from aoe_optuna.attrs import ATTR_BASELINE
-from aoe_optuna.backends.simulator.mla_attention import default_cost, floor_s
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_lookup import lookup_layer_op

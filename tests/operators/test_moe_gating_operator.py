@@ -11,8 +11,8 @@ from pathlib import Path
 import optuna
 import pytest
 
+from aoe_optuna.aicore.vector.moe_gating import default_gating_cost, floor_s
 from aoe_optuna.attrs import ATTR_BASELINE
-from aoe_optuna.backends.simulator.moe_gating import default_gating_cost, floor_s
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_entry import KBError, make_layer_entry

@@ -11,12 +11,12 @@ from pathlib import Path
 import optuna
 import pytest
 
-from aoe_optuna.attrs import ATTR_BASELINE
-from aoe_optuna.backends.simulator.prefill_attention import (
+from aoe_optuna.aicore.attention.prefill_attention import (
     default_cost,
     floor_s,
     prefill_attention_cost,
 )
+from aoe_optuna.attrs import ATTR_BASELINE
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_lookup import lookup_layer_op

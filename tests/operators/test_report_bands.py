@@ -8,8 +8,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aoe_optuna.backends.registry import backend_class
 from aoe_optuna.calibration.band_kinds import GEMM_TILED
 from aoe_optuna.calibration.bands import shipped_bands
+from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.operators.layer_ops import layer_operators
 from aoe_optuna.operators.outcome import (
     end_to_end_lines,
@@ -34,7 +36,8 @@ LAYER = ROOT / "studies" / "qwen25_7b_decode_layer_910b2.json"
 def _result(simulated: bool) -> tuple[OperatorResult, object]:
     spec = load_spec(LAYER)
     shapes = [*operator_shapes(spec.workload), *layer_operators(spec.workload)]
-    out = [ShapeResult(s, f"p/{s.label}", 10, 2, {"tile_m": 16}, 3,
+    out = [ShapeResult(s, f"p/{s.label}", 10, 2, {"tile_m": 16} if s.operator_kind is GEMM
+                       else s.default_config(spec.profile), 3,
                        50e-6, (49e-6, 51e-6), 50e-6, 60e-6, 20e-6)
            for s in shapes]
     latencies = {g.name: 50e-6 for g in spec.workload.gemms}
@@ -89,5 +92,6 @@ def test_the_knowledge_base_entries_of_a_simulated_run_carry_their_band() -> Non
                             "high_is": "80th percentile"}
     layer = next(e for e in entries if e.get("kind") == "vector")
     assert layer["band"]["median"] is None and layer["band"]["kind"] == layer["op"]
-    measured = dataclasses.replace(spec, backend={**spec.backend, "name": "npu"})
+    measured = dataclasses.replace(spec, backend={**spec.backend, "name": "npu"},
+                                   backend_kind=backend_class("npu"))
     assert all("band" not in e for e in kb_entries(result, measured, "sqlite:///aoe.db"))

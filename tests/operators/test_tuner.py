@@ -10,7 +10,7 @@ import optuna
 import pytest
 
 from aoe_optuna.attrs import RETIME_ATTR
-from aoe_optuna.backends.npu.gemm_kernel import kernel_source_path
+from aoe_optuna.backends.npu.simple_gemm.kernel import kernel_source_path
 from aoe_optuna.cli.main import main
 from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.operators.scheduler import make_scheduler

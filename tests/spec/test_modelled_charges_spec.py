@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from aoe_optuna.backends.simulator.library_vector import library_vector_seconds
-from aoe_optuna.backends.simulator.vector_ops import best_vector_config
+from aoe_optuna.aicore.cann.library_vector import library_vector_seconds
+from aoe_optuna.aicore.vector.vector_ops import best_vector_config
 from aoe_optuna.spec.loader import SpecError, load_spec, spec_from_dict
 from aoe_optuna.workload.models import builtin_architecture
 from aoe_optuna.workload.vector_ops import step_vector_ops

@@ -113,6 +113,15 @@ def test_toml_and_json_of_the_same_study_are_the_same_study(tmp_path: Path) -> N
     assert load_spec(path).canonical() == toml_spec.canonical()
 
 
+@pytest.mark.parametrize("name", ["gemm_4096_910b2.toml", "qwen25_7b_decode_910b2.json"])
+def test_a_byte_order_mark_is_read_past(tmp_path: Path, name: str) -> None:
+    """Editors on Windows save UTF-8 with a BOM; JSON read past it, TOML refused it with
+    "Invalid statement (at line 1, column 1)", saying nothing of the mark."""
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + (STUDIES / name).read_bytes())
+    assert load_spec(path).canonical() == load_spec(STUDIES / name).canonical()
+
+
 SHIPPED = ["aoe_config.json", "qwen25_7b_decode_910b2.json",
            "qwen25_7b_decode_910b2_compile.json", "gemm_4096_910b2.toml",
            "qwen25_7b_decode_catlass_910b2.json", "qwen25_7b_prefill_catlass_910b2.json",

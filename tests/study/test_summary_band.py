@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aoe_optuna.backends.registry import backend_class
 from aoe_optuna.calibration.band_kinds import GEMM_TILED
 from aoe_optuna.calibration.bands import shipped_bands
 from aoe_optuna.spec.loader import load_spec
@@ -25,7 +26,8 @@ def test_a_gemm_study_carries_the_gemm_band_and_a_measured_one_none() -> None:
     gemm = shipped_bands()[GEMM_TILED]
     text = simulated_band(spec, 8.0e6)
     assert text is not None and text.startswith(f"±{gemm.median:.1%} median, ±{gemm.high:.1%}")
-    npu = dataclasses.replace(spec, backend={**spec.backend, "name": "npu"})
+    npu = dataclasses.replace(spec, backend={**spec.backend, "name": "npu"},
+                              backend_kind=backend_class("npu"))
     assert simulated_band(npu, 8.0e6) is None
     assert simulated_band(spec, None) is None
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
-from aoe_optuna.backends.simulator.vector_ops import default_vector_cost
+from aoe_optuna.aicore.pipes.launch import KERNEL_LAUNCH_S
+from aoe_optuna.aicore.vector.vector_ops import default_vector_cost
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.workload.forward import forward_workload
 from aoe_optuna.workload.models import builtin_architecture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.workload import msprof
+from aoe_optuna.workload import read_progress
 from aoe_optuna.workload.files import WorkloadFileError
 from aoe_optuna.workload.msprof import read_op_summary
 
@@ -77,7 +77,7 @@ def test_blank_lines_are_no_rows_and_a_broken_csv_is_one_line(tmp_path: Path) ->
 
 
 def test_a_long_read_says_how_far_it_got(tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(msprof, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(read_progress, "PROGRESS_EVERY_S", 0.0)
     path = write(tmp_path, [mm("1,8;8,8", "1,8")] * 2048)
     read_op_summary(path)
     lines = capsys.readouterr().err.splitlines()

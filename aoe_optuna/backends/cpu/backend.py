@@ -14,6 +14,7 @@ measurement really took (render + build or cache hit + driver run).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from aoe_optuna.backends.base import BackendBase, BuildAhead, Measurement
+from aoe_optuna.backends.cpu.compiler import find_compiler
 from aoe_optuna.backends.cpu.kernel import TILE_RANGE, CpuKernel, render
 from aoe_optuna.backends.kernel_build import (
     BuildCache,
@@ -33,9 +35,7 @@ from aoe_optuna.backends.kernel_build import (
     failure_from_run,
     first_lines,
     run_limited,
-    toolchain_id,
 )
-from aoe_optuna.backends.kernel_build.toolchain import ToolchainError
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.process_liveness import pid_alive
 from aoe_optuna.space.constraints import Rule, compile_expression
@@ -59,7 +59,8 @@ _OPTIONS: dict[str, tuple[type | tuple[type, ...], Any, Any, str]] = {
     "timeout_s": ((int, float), 20.0, lambda v: v > 0, "a positive number of seconds"),
     "build_timeout_s": ((int, float), 60.0, lambda v: v > 0, "a positive number of seconds"),
     "work_dir": (str, None, lambda v: bool(v), "a directory path"),
-    "compiler": (str, "cc", lambda v: bool(v) and v.strip() == v, "a compiler name or path"),
+    # None: $CC, else cc (backends/cpu/compiler.py)
+    "compiler": (str, None, lambda v: bool(v) and v.strip() == v, "a compiler name or path"),
     "rel_precision": ((int, float), 0.02, lambda v: 0 < v < 1, "a number between 0 and 1"),
     "min_repeats": (int, 3, lambda v: v >= 1, "an integer >= 1"),
     "max_repeats": (int, 50, lambda v: v >= 1, "an integer >= 1"),
@@ -84,6 +85,9 @@ class CpuBackend(BackendBase):
     (:meth:`device_rules`) are the limits of the C template: tiles are multiples
     of 16 up to 512.
 
+    ``compiler``: the spec's, else ``$CC``, else ``cc`` (:mod:`.compiler`); one that
+    is not there is refused here, before anything is built or measured.
+
     ``fault`` is a test-only switch (not accepted by :meth:`from_options`):
     ``build`` adds an ``#error`` line to the source, ``segfault`` / ``hang`` /
     ``wrong`` are passed to the driver (see :mod:`.cpu_driver`).
@@ -92,6 +96,11 @@ class CpuBackend(BackendBase):
     name = "cpu"
     runs_on_soc = False
 
+    @classmethod
+    def leased_device(cls) -> None:
+        """A host core of its own (the build pool picks it), not a named device."""
+        return None
+
     def __init__(
         self,
         *,
@@ -99,7 +108,7 @@ class CpuBackend(BackendBase):
         timeout_s: float = 20.0,
         build_timeout_s: float = 60.0,
         work_dir: str | os.PathLike[str] | None = None,
-        compiler: str = "cc",
+        compiler: str | None = None,
         rel_precision: float = 0.02,
         min_repeats: int = 3,
         max_repeats: int = 50,
@@ -121,9 +130,9 @@ class CpuBackend(BackendBase):
                              f"got {max_repeats}")
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"fault: expected one of {FAULTS}, got {fault!r}")
+        self.compiler = find_compiler(compiler)  # before any folder is made: it may refuse
         self.timeout_s = float(timeout_s)
         self.build_timeout_s = float(build_timeout_s)
-        self.compiler = compiler
         self.timing_args = [
             "--min-repeats", str(min_repeats), "--max-repeats", str(max_repeats),
             "--rel-precision", repr(float(rel_precision)), "--max-seconds",
@@ -194,7 +203,9 @@ class CpuBackend(BackendBase):
         if build.failed_run is not None:
             failed = failure_from_run(build.failed_run, "build", "build", cost())
             assert failed is not None
-            return failed
+            # a failure the cache remembered was not built again
+            return dataclasses.replace(failed, extra={**failed.extra, "build_s": build.seconds,
+                                                      "build_cached": build.cached})
         assert build.artifact is not None
         canon = kernel.config
         argv = [
@@ -261,14 +272,10 @@ class CpuBackend(BackendBase):
         source = kernel.source
         if self.fault == "build":
             source += "\n#error fault injected by the test-only switch fault='build'\n"
-        try:
-            toolchain = toolchain_id(self.compiler)
-        except ToolchainError as exc:
-            return Measurement.failure("unsupported", str(exc))
         build = self.cache.get_or_build(
             {SOURCE: source},
-            [[self.compiler, *kernel.flags, "-o", LIBRARY, SOURCE]],
-            LIBRARY, toolchain, self.build_timeout_s,
+            [[*self.compiler.words, *kernel.flags, "-o", LIBRARY, SOURCE]],
+            LIBRARY, self.compiler.toolchain, self.build_timeout_s,
         )
         return kernel, build
 

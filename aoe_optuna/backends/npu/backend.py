@@ -1,6 +1,6 @@
 """The npu backend: build the Ascend C GEMM with the CANN toolkit and time it on an NPU.
 
-One measurement = render the candidate's CMake project (:mod:`.render`),
+One measurement = render the candidate's CMake project (:mod:`.simple_gemm.render`),
 build it through the shared build cache (a repeated config is not rebuilt;
 a GEMM's shape is a run-time argument, so one build serves every GEMM of a
 workload), run the host program under a time limit on one device
@@ -12,9 +12,9 @@ on a builder, and ``measure`` finds the artifact (or the remembered failure)
 in the cache and only times it, under the device's lease.
 
 Kernels: ``kernel: simple`` is the shipped Ascend C kernel above; ``kernel:
-catlass`` renders the config as a catlass instantiation (:mod:`.catlass_args`,
-:mod:`.catlass_render`) and builds it against a catlass checkout (``catlass``
-option or ``$CATLASS_HOME``) with :mod:`.catlass_build`; ``kernel: auto`` (the
+catlass`` renders the config as a catlass instantiation (:mod:`.catlass.args`,
+:mod:`.catlass.render`) and builds it against a catlass checkout (``catlass``
+option or ``$CATLASS_HOME``) with :mod:`.catlass.build`; ``kernel: auto`` (the
 default) takes catlass when a checkout is found and the toolkit can build it
 (CANN >= 8.2.RC1, or 8.5.0 for checkouts on find_package(ASC)), the simple
 kernel otherwise.
@@ -35,8 +35,8 @@ from typing import Any
 from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, BuildAhead, Measurement
 from aoe_optuna.backends.kernel_build import BuildCache, failure_from_run, run_limited, run_log
 from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args, shape_reason
-from aoe_optuna.backends.npu.catlass_build import (
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError, catlass_args, shape_reason
+from aoe_optuna.backends.npu.catlass.build import (
     CATLASS_RUN_MODES,
     CatlassNotFound,
     catlass_build_commands,
@@ -58,20 +58,20 @@ from aoe_optuna.backends.npu.commands import (
     run_env,
 )
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
-from aoe_optuna.backends.npu.limits import copy_plan
-from aoe_optuna.backends.npu.limits import shape_reason as simple_shape_reason
-from aoe_optuna.backends.npu.render import (
-    RUN_MODES,
-    RenderError,
-    render_project,
-    unsupported_reason,
-    validate_config,
-)
 from aoe_optuna.backends.npu.results import (
     measurement_from_build_output,
     measurement_from_events,
     measurement_from_msprof,
 )
+from aoe_optuna.backends.npu.simple_gemm.limits import copy_plan
+from aoe_optuna.backends.npu.simple_gemm.limits import shape_reason as simple_shape_reason
+from aoe_optuna.backends.npu.simple_gemm.render import (
+    RUN_MODES,
+    render_project,
+    unsupported_reason,
+    validate_config,
+)
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.gemm import Gemm
 
@@ -117,6 +117,16 @@ class NpuBackend(BackendBase):
     """Builds and times configs of the shipped Ascend C GEMM kernel."""
 
     name = "npu"
+    # builds on host cores, timings on the card, its launcher on a core no builder uses
+    pooled_by_default = True
+    host_core_per_device = True
+    cann_toolchain = True
+    layer_kernels = "device"
+
+    @classmethod
+    def leased_device(cls) -> str:
+        """The worker's card (the first of its visible devices)."""
+        return f"npu-{os.environ.get('ASCEND_RT_VISIBLE_DEVICES', '0').split(',')[0]}"
 
     def __init__(
         self,

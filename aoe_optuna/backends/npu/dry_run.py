@@ -22,9 +22,9 @@ from typing import Any
 
 from aoe_optuna.backends.npu.backend import choose_kernel, parse_options
 from aoe_optuna.backends.npu.cann import CannNotFound, CannToolkit, find_cann
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError, catlass_args
-from aoe_optuna.backends.npu.catlass_args import shape_reason as catlass_shape_reason
-from aoe_optuna.backends.npu.catlass_build import (
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError, catlass_args
+from aoe_optuna.backends.npu.catlass.args import shape_reason as catlass_shape_reason
+from aoe_optuna.backends.npu.catlass.build import (
     CatlassNotFound,
     catlass_build_commands,
     catlass_build_system,
@@ -45,8 +45,12 @@ from aoe_optuna.backends.npu.commands import (
     run_env,
 )
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
-from aoe_optuna.backends.npu.limits import shape_reason
-from aoe_optuna.backends.npu.render import render_project, unsupported_reason, validate_config
+from aoe_optuna.backends.npu.simple_gemm.limits import shape_reason
+from aoe_optuna.backends.npu.simple_gemm.render import (
+    render_project,
+    unsupported_reason,
+    validate_config,
+)
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.gemm import Gemm
 

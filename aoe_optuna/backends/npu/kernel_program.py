@@ -19,8 +19,6 @@ from pathlib import Path
 from aoe_optuna.backends.npu.cann import CannToolkit
 from aoe_optuna.backends.npu.commands import TimingArgs
 
-TIMING_USAGE = "warmup launches min_samples max_samples rel_precision max_seconds device"
-
 
 class ProgramUnavailable(ValueError):
     """The npu backend cannot time a problem whatever the tiling: one line saying why (a

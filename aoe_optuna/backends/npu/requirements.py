@@ -23,7 +23,7 @@ from pathlib import Path
 
 from aoe_optuna.backends.npu import toolkit_layout as layout
 from aoe_optuna.backends.npu.cann import CannNotFound, CannToolkit, find_cann
-from aoe_optuna.backends.npu.catlass_build import (
+from aoe_optuna.backends.npu.catlass.build import (
     ASC_MIN_CANN,
     CATLASS_MIN_CANN,
     CatlassNotFound,

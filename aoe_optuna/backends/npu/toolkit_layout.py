@@ -98,10 +98,6 @@ ASC_PACKAGE = Probe(
     "install CANN 8.5.0 or later, or use a catlass checkout from before its switch to "
     "find_package(ASC) (catlass v1.4.0)",
 )
-# The directories find_package(ASC) is pointed at (HINTS of the catlass project).
-ASC_PACKAGE_DIRS = ("lib64/cmake", "{arch}-linux/tikcpp/ascendc_kernel_cmake",
-                    "compiler/tikcpp/ascendc_kernel_cmake")
-
 # The version, first file that states it wins; ``key=value`` lines.
 VERSION_FILES = (
     "{arch}-linux/ascend_toolkit_install.info",

@@ -1,15 +1,15 @@
 """The kernel the decode and prefill attention kinds export and time: catlass's
-flash-attention-infer instantiation header (:mod:`aoe_optuna.backends.npu.catlass_fai`)
+flash-attention-infer instantiation header (:mod:`aoe_optuna.backends.npu.catlass.fai`)
 and its build tree with the host program that times and checks it (``fai_program``).
-MLA decode has a kernel of its own (:mod:`aoe_optuna.backends.npu.catlass_mla`)."""
+MLA decode has a kernel of its own (:mod:`aoe_optuna.backends.npu.catlass.mla`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError
-from aoe_optuna.backends.npu.catlass_fai import (
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError
+from aoe_optuna.backends.npu.catlass.fai import (
     fai_args,
     fai_program,
     problem_reason,

@@ -4,11 +4,11 @@ Unlike the other kinds, a GEMM's space and measurement are the user's: the
 space, its rules and the baseline config come from the spec
 (:mod:`aoe_optuna.space.presets`, :mod:`aoe_optuna.space.search_space`,
 :mod:`aoe_optuna.space.constraints`), and any backend times it (the
-simulator's model is :mod:`aoe_optuna.backends.simulator.backend`). The problem
+simulator's model is :mod:`aoe_optuna.aicore.gemm.model`). The problem
 is :class:`aoe_optuna.workload.gemm.Gemm`; its knowledge base entry and C header
 are :mod:`aoe_optuna.export.kb`'s own (filed under the spec's op,
 :meth:`GemmKind.kb_op`); its kernels are the npu backend's
-(:mod:`aoe_optuna.backends.npu.gemm_kernel`, rewritten by
+(:mod:`aoe_optuna.backends.npu.simple_gemm.kernel`, rewritten by
 :mod:`aoe_optuna.export.kernel_source`) and catlass's instantiation header
 (:mod:`aoe_optuna.export.catlass_header`). This module holds what the operator
 code asks of a GEMM whatever its space: roofline, bound, FLOPs, its study's
@@ -17,7 +17,8 @@ name for the shape, its KB op and its roofline group.
 
 from __future__ import annotations
 
-from aoe_optuna.backends.simulator.backend import KERNEL_LAUNCH_S
+from aoe_optuna.aicore.pipes.launch import KERNEL_LAUNCH_S
+from aoe_optuna.export.kb_entry import gemm_kb_op
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.workload.gemm import Gemm
 
@@ -46,10 +47,9 @@ class GemmKind:
         return g.flops
 
     def kb_op(self, op_name: str, batch: int) -> str:
-        """The KB's op of a shape: a batched launch is another kernel (catlass's
-        BatchedMatmul), so its entries live under ``<op>-batch<n>`` and never answer a
-        single GEMM's lookup."""
-        return op_name if batch == 1 else f"{op_name}-batch{batch}"
+        """The KB's op of a shape (:func:`~aoe_optuna.export.kb_entry.gemm_kb_op`: a
+        batched launch is filed as another kernel)."""
+        return gemm_kb_op(op_name, batch)
 
     def group(self, profile: SocProfile, g: Gemm) -> str:
         """GEMMs whose roofline fractions compare: one dtype, one side of the ridge."""

@@ -4,10 +4,10 @@ example's tiling tuned per problem.
 Parts: the problem and its tiling rules, catlass's default in
 :mod:`aoe_optuna.space.mla_attention`; the space in
 :mod:`aoe_optuna.space.mla_attention_space`; the model, roofline and floor in
-:mod:`aoe_optuna.backends.simulator.mla_attention`;
+:mod:`aoe_optuna.aicore.attention.mla_attention`;
 the knowledge base's op and problem fields on the problem (``KB_OP``,
 ``KB_FIELDS``); the kernel (catlass's ``examples/19_mla`` instantiated) and its host
-program in :mod:`aoe_optuna.backends.npu.catlass_mla`.
+program in :mod:`aoe_optuna.backends.npu.catlass.mla`.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError
-from aoe_optuna.backends.npu.catlass_mla import (
+from aoe_optuna.aicore.attention.mla_attention import floor_s, mla_attention_cost
+from aoe_optuna.aicore.attention.mla_attention import roofline_s as model_roofline_s
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError
+from aoe_optuna.backends.npu.catlass.mla import (
     mla_args,
     mla_program,
     problem_reason,
     render_mla_header,
 )
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
-from aoe_optuna.backends.simulator.mla_attention import floor_s, mla_attention_cost
-from aoe_optuna.backends.simulator.mla_attention import roofline_s as model_roofline_s
 from aoe_optuna.export.catlass_header import provenance
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile

@@ -3,10 +3,10 @@ kind: CANN's MoeGatingTopKSoftmax tiling tuned per problem. Only MoE models have
 
 Parts: the problem, its space, its rules and CANN's host tiling in
 :mod:`aoe_optuna.workload.moe_gating`; the model, its default and best charge and
-the floor in :mod:`aoe_optuna.backends.simulator.moe_gating`; the knowledge base's
+the floor in :mod:`aoe_optuna.aicore.vector.moe_gating`; the knowledge base's
 op and problem fields on the problem (``KB_OP``, ``KB_FIELDS``); the kernel and its
 host program (``templates/gating_bench.cpp``) in
-:mod:`aoe_optuna.backends.npu.moe_gating_kernel`.
+:mod:`aoe_optuna.backends.npu.layer_kernels.moe_gating_kernel`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aoe_optuna.backends.npu.gemm_kernel import RenderError
+from aoe_optuna.aicore.vector.moe_gating import floor_s, gating_cost
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
-from aoe_optuna.backends.npu.moe_gating_kernel import (
+from aoe_optuna.backends.npu.layer_kernels.moe_gating_kernel import (
     gating_program,
     problem_reason,
     render_gating_kernel,
 )
-from aoe_optuna.backends.simulator.moe_gating import floor_s, gating_cost
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, config_text, export_header
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.search_space import SearchSpace

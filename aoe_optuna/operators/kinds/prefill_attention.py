@@ -4,7 +4,7 @@ V) as an operator kind: PromptFlashAttention's tiling tuned per problem.
 Parts: the problem and its tiling rules, CANN's default (PromptFlashAttention's)
 in :mod:`aoe_optuna.space.prefill_attention`; the space in
 :mod:`aoe_optuna.space.prefill_attention_space`; the model, roofline and floor in
-:mod:`aoe_optuna.backends.simulator.prefill_attention`;
+:mod:`aoe_optuna.aicore.attention.prefill_attention`;
 the knowledge base's op and problem fields on the problem (``KB_OP``,
 ``KB_FIELDS``); the kernel in
 :mod:`.attention_render`.
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aoe_optuna.aicore.attention.prefill_attention import floor_s, prefill_attention_cost
+from aoe_optuna.aicore.attention.prefill_attention import roofline_s as model_roofline_s
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
-from aoe_optuna.backends.simulator.prefill_attention import floor_s, prefill_attention_cost
-from aoe_optuna.backends.simulator.prefill_attention import roofline_s as model_roofline_s
 from aoe_optuna.export.kernel_source import ExportInfo
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.operators.kinds.attention_render import (

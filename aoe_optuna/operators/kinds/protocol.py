@@ -6,8 +6,8 @@ family of problems, where each of its parts lives: the problem (a frozen
 dataclass of a lower layer), its tiling space and rules, CANN's default tiling,
 the simulator's model, the roofline and the bound, its knowledge base entry, the
 kernel the npu backend renders for it and the program that times it there. The
-parts stay in the layer that needs them (the simulator backend charges untuned
-attention with the same model, the knowledge base validates entries with the same
+parts stay in the layer that needs them (the spec charges untuned attention with
+the same model, the knowledge base validates entries with the same
 problem fields); the kind is the one place that names them all.
 
 :class:`LayerKind` is a kind whose kernel an operator run tunes in a study of

@@ -5,7 +5,7 @@ Adding a kind is one module beside these (:class:`.protocol.LayerKind`) and one
 line in :data:`LAYER_KINDS`; below this layer, its problem (a dataclass that says its
 part, kind and knowledge base fields, :mod:`aoe_optuna.space.layer_problem`) takes one
 line in the simulator's list of modelled problems
-(:data:`aoe_optuna.backends.simulator.layer_models.LAYER_MODELS`), which the spec's
+(:data:`aoe_optuna.aicore.layer_models.LAYER_MODELS`), which the spec's
 charge and the knowledge base read, and the workload emits its calls.
 """
 

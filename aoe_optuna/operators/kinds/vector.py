@@ -4,9 +4,10 @@ an Ascend C kernel's tile length, cores and buffering tuned per problem.
 Parts: the problem and its kinds in :mod:`aoe_optuna.workload.vector_ops`; the
 space, its rules and the default (every core with work, double buffered, the
 largest tile) in :mod:`aoe_optuna.workload.vector_space`; the model and floor in
-:mod:`aoe_optuna.backends.simulator.vector_ops`; the knowledge base files each
+:mod:`aoe_optuna.aicore.vector.vector_ops`; the knowledge base files each
 under its vector kind (the problem's ``KB_FIELDS``); the kernel and its host program
-(``templates/vector_bench.cpp``) in :mod:`aoe_optuna.backends.npu.vector_kernel`.
+(``templates/vector_bench.cpp``) in
+:mod:`aoe_optuna.backends.npu.layer_kernels.vector_kernel`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aoe_optuna.backends.npu.gemm_kernel import RenderError
+from aoe_optuna.aicore.vector.vector_ops import floor_s, vector_op_cost
 from aoe_optuna.backends.npu.kernel_program import KernelProgram, NpuTarget
-from aoe_optuna.backends.npu.vector_kernel import (
+from aoe_optuna.backends.npu.layer_kernels.vector_kernel import (
     problem_reason,
     render_vector_kernel,
     vector_program,
 )
-from aoe_optuna.backends.simulator.vector_ops import floor_s, vector_op_cost
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, config_text, export_header
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.search_space import SearchSpace

@@ -4,9 +4,9 @@ The shipped simulator keeps most orderings of configs within a kernel
 family but can be a third off in absolute time, and its families can be off
 by different factors (catlass's Preload and Pingpong dispatch, split-K's
 extra pass). A single scale fixes nothing about the order; a scale per
-family does: as measurements arrive, each family with ``MIN_ROWS`` measured
+family does: as measurements arrive, each family with ``MIN_KERNELS`` measured
 configs gets its own scale and launch term fitted by ``aoe-tune calibrate``'s
-robust fit (``calibration/chip_fit.py``: soft-L1 on log time), and the
+robust fit (``calibration/chip_least_squares.py``: soft-L1 on log time), and the
 others take the fit to all measured configs. Predictions are then tokens/s
 of the calibrated step time.
 
@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aoe_optuna.calibration.chip_fit import MIN_ROWS, fit, fits_launch
+from aoe_optuna.calibration.chip_fit import MIN_KERNELS, fits_launch
+from aoe_optuna.calibration.chip_least_squares import fit
 from aoe_optuna.samplers.priors.id_values import IdValues
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.gemm import Workload
@@ -30,21 +31,22 @@ if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
     from aoe_optuna.spec.loader import StudySpec
 
-# The parameters that pick a catlass kernel template and dispatch policy: each
-# combination is a family of kernels whose constants the calibration fits apart.
-FAMILY_PARAMS = ("preload", "split_k")
+# The knobs that pick a catlass kernel template and dispatch policy, each with its
+# plain kernel's value (Pingpong dispatch, no split-K): each combination of plain or
+# not is a family of kernels whose constants the calibration fits apart.
+FAMILY_PARAMS = {"preload": 0, "split_k": 1}
 
 
 def family_keys(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
     """(n,) one int per kernel family: Preload or Pingpong dispatch, split-K or not
-    (a space without these knobs is one family)."""
+    (a space without these knobs is one family). The one place a prior groups configs
+    by family."""
     rows = np.atleast_2d(rows)
     cols = space.columns(rows)
     key = np.zeros(rows.shape[0], dtype=np.int64)
-    if "preload" in space.names:
-        key += np.asarray(cols["preload"], dtype=np.int64) != 0
-    if "split_k" in space.names:
-        key += 2 * (np.asarray(cols["split_k"]) > 1)
+    present = [name for name in FAMILY_PARAMS if name in space.names]
+    for bit, name in enumerate(present):
+        key += (1 << bit) * (np.asarray(cols[name]) != FAMILY_PARAMS[name])
     return key
 
 
@@ -101,18 +103,18 @@ class SimulatorPrior:
         model = self.model_step_s(space, rows)
         measured = self.workload.tokens_per_step / np.asarray(values, dtype=float)
         ok = np.isfinite(model) & np.isfinite(measured) & (measured > 0) & (model > 0)
-        if ok.sum() < MIN_ROWS:
+        if ok.sum() < MIN_KERNELS:
             return False
         before = (dict(self.families), self.overall)
         self.overall = _fit_us(model[ok], measured[ok])
         keys = family_keys(space, rows)
         self.families = {int(k): _fit_us(model[ok & (keys == k)], measured[ok & (keys == k)])
-                         for k in np.unique(keys[ok]) if (ok & (keys == k)).sum() >= MIN_ROWS}
+                         for k in np.unique(keys[ok]) if (ok & (keys == k)).sum() >= MIN_KERNELS}
         return (self.families, self.overall) != before
 
 
 def _fit_us(model_s: np.ndarray, measured_s: np.ndarray) -> tuple[float, float]:
-    """(scale, launch in s) of chip_fit's robust fit, done in microseconds as it is."""
+    """(scale, launch in s) of calibrate's robust fit, done in microseconds as it is."""
     model_us, measured_us = model_s * 1e6, measured_s * 1e6
     scale, launch_us = fit(model_us, measured_us, fits_launch(model_us))
     return scale, launch_us * 1e-6

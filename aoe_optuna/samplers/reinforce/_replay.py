@@ -24,8 +24,6 @@ from aoe_optuna.samplers.trial_constraints import breaks_a_constraint
 from aoe_optuna.samplers.trial_rows import trial_row
 from aoe_optuna.space.search_space import SearchSpace
 
-FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
-
 
 @dataclass(frozen=True)
 class Observation:

@@ -62,11 +62,11 @@ class Task:
 
 
 def _task_from_document(document: dict[str, Any], name: str) -> Task:
-    from aoe_optuna.backends.simulator.backend import AscendSimulator
+    from aoe_optuna.aicore.gemm.model import GemmModel
     from aoe_optuna.spec.loader import spec_from_dict
 
     spec = spec_from_dict(document, source=f"<pretraining task {name}>")
-    sim = AscendSimulator(spec.profile)
+    sim = GemmModel(spec.profile)
     workload: Workload = spec.workload
     space = spec.space
 

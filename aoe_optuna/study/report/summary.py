@@ -89,7 +89,7 @@ def summarise(
         folder=folder if folder is not None else Path.cwd(),
         band=simulated_band(spec, None if best is None else best.value),
         time_split=TimeSplit.of(study.get_trials(deepcopy=False),
-                                modelled=spec.backend.get("name") == "simulator").items(),
+                                modelled=spec.exact_model).items(),
         prior=None if trust is None else trust_text(trust),
     )
 
@@ -97,7 +97,7 @@ def summarise(
 def simulated_band(spec: StudySpec, tokens_per_s: float | None) -> str | None:
     """The held-out error band of a simulated tokens/s (the step's GEMMs at the time it
     implies); None where the figures are measurements or there is none yet."""
-    if spec.backend.get("name") != "simulator" or not tokens_per_s:
+    if not spec.exact_model or not tokens_per_s:
         return None
     from aoe_optuna.calibration.workload_band import tokens_band
 
@@ -128,10 +128,16 @@ def _fmt(v: float | None) -> str:
     return "-" if v is None else rate_text(v)
 
 
+def _best_label(s: Summary) -> str:
+    return "best" if s.best_number is None else f"best (trial {s.best_number})"
+
+
 def next_steps(s: Summary) -> list[str]:
     """The commands that take the best config out of the study; absolute paths, so they
     run from any folder. The first one is the export (the dashboard note repeats it)."""
     storage, name = shlex.quote(s.storage_url), shlex.quote(s.study_name)
+    if s.best_number is None:  # nothing to take out yet: the dashboard shows the failures
+        return [f"optuna-dashboard {storage}"]
     if s.export_kind == "none":
         return [f"optuna best-trial --storage {storage} --study-name {name}",
                 f"optuna-dashboard {storage}"]
@@ -163,7 +169,7 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
     table.add_row("baseline", _fmt(s.baseline), "1.000" if s.baseline else "-",
                   s.fraction(s.baseline))
     sp = s.speedup
-    table.add_row(f"best (trial {s.best_number})", _fmt(s.best),
+    table.add_row(_best_label(s), _fmt(s.best),
                   "-" if sp is None else f"{sp:.3f}", s.fraction(s.best))
     table.add_row("roofline", _fmt(s.roofline), "", "100%")
     console.print(table)
@@ -193,7 +199,7 @@ def summary_markdown(s: Summary) -> str:
         "| | tokens/s | speedup | of roofline |",
         "|---|---:|---:|---:|",
         f"| baseline | {_fmt(s.baseline)} | 1.000 | {s.fraction(s.baseline)} |",
-        f"| best (trial {s.best_number}) | {_fmt(s.best)} | "
+        f"| {_best_label(s)} | {_fmt(s.best)} | "
         f"{'-' if sp is None else f'{sp:.3f}'} | {s.fraction(s.best)} |",
         f"| roofline | {_fmt(s.roofline)} | | 100% |",
     ]

@@ -21,6 +21,7 @@ device) and ``time_s``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -32,13 +33,13 @@ import optuna
 from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
 from optuna.trial import FrozenTrial
 
+from aoe_optuna.attrs import ATTR_BUILD_CACHED
 from aoe_optuna.study.run.device_lease import DeviceLease, LeaseTimeout
 from aoe_optuna.study.run.objective import BuildsAhead, Evaluation, TuningObjective
 from aoe_optuna.study.trials.recovery import WorkerTaggingSampler
 
 ATTR_QUEUE_S = "queue_s"
 ATTR_TIME_S = "time_s"
-ATTR_BUILD_CACHED = "build_cached"
 ATTR_BUILDERS = "builders"  # read back by pipeline_clock
 ATTR_IN_FLIGHT = "in_flight"  # trials the worker ran at once
 ATTR_TIMED_AT = "timed_at"  # wall-clock (epoch s) the timing began: when the device was busy
@@ -79,6 +80,15 @@ class PoolPlan:
     def threads(self) -> int:
         """Trials in flight: one being timed while ``builders`` build."""
         return self.in_flight or self.builders + 1
+
+    def at_most(self, trials: int | None) -> PoolPlan:
+        """This plan with no more than ``trials`` in flight (None: no limit): what a
+        budget has left to measure. A trial past it could only be made to be pruned as
+        surplus, and every one is a thread queueing for the sampler. The builders stay:
+        every trial in flight may build at once."""
+        if trials is None or trials >= self.threads:
+            return self
+        return dataclasses.replace(self, in_flight=max(trials, 1))
 
     @classmethod
     def for_host(cls, builders: int, device: str | None = None, device_index: int = 0,
@@ -133,7 +143,9 @@ class PooledEvaluator:
                 built = self.inner.build_ahead(full_config)
         built_at = time.monotonic()
         build_s = sum(b.seconds for b in built if b is not None)
-        cached = bool(built) and all(b is not None and b.cached for b in built)
+        # None where nothing was built apart (a model): the evaluation says, as serial
+        real = bool(built) and all(b is not None for b in built)
+        cached = all(b.cached for b in built if b is not None) if real else None
         try:
             with self.plan.lease.hold(), pinned(self.plan.timing_cpus):
                 timed_from, timed_at = time.monotonic(), time.time()
@@ -150,10 +162,10 @@ class PooledEvaluator:
         result.phases[ATTR_TIMED_AT] = round(timed_at, 4)
         return result
 
-    def _phases(self, queue_s: float, time_s: float, cached: bool) -> dict[str, Any]:
+    def _phases(self, queue_s: float, time_s: float, cached: bool | None) -> dict[str, Any]:
         return {ATTR_QUEUE_S: round(queue_s, 4), ATTR_TIME_S: round(time_s, 4),
-                ATTR_BUILD_CACHED: cached, ATTR_BUILDERS: self.plan.builders,
-                ATTR_IN_FLIGHT: self.plan.threads}
+                **({} if cached is None else {ATTR_BUILD_CACHED: cached}),
+                ATTR_BUILDERS: self.plan.builders, ATTR_IN_FLIGHT: self.plan.threads}
 
 
 class SharedSampler(WorkerTaggingSampler):
@@ -234,14 +246,3 @@ def pool_objective(study: optuna.Study, objective: TuningObjective, plan: PoolPl
         inner = sampler.inner if isinstance(sampler, WorkerTaggingSampler) else sampler
         study.sampler = SharedSampler(inner)
     return plan.threads
-
-
-def device_of(backend_name: str) -> str | None:
-    """The device a worker's timings lease: None for the cpu backend (a core of its own,
-    see :meth:`PoolPlan.for_host`), the worker's card for the npu, and this process
-    alone for a backend that times nothing real (the simulator, a replayed space)."""
-    if backend_name == "cpu":
-        return None
-    if backend_name == "npu":
-        return f"npu-{os.environ.get('ASCEND_RT_VISIBLE_DEVICES', '0').split(',')[0]}"
-    return f"{backend_name}-{os.getpid()}"

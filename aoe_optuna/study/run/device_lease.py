@@ -1,11 +1,12 @@
 """One timing at a time per device, across threads, processes and runs on a host.
 
 A device (a card, or for the cpu backend the core its timings are pinned to)
-is leased by an exclusive ``flock`` on ``<lease dir>/<device>.lock``. The
-kernel drops the lock when its holder's file is closed, so a holder killed
-with SIGKILL frees the device at once: nothing has to notice it died. Each
-acquisition opens the file anew, so two threads of one process exclude each
-other too (flock locks belong to the open file, not to the process).
+is leased by an exclusive ``flock`` on ``<lease dir>/<device>.lock``
+(:mod:`aoe_optuna.lock_file`). The kernel drops the lock when its holder's file
+is closed, so a holder killed with SIGKILL frees the device at once: nothing
+has to notice it died. Two threads of one process exclude each other too. The
+holder removes the file as it releases the lease, so a run leaves no lease
+file behind (a killed holder's is removed by the next holder of that device).
 
 A holder that is only paused (SIGSTOP) keeps the lock; a waiter gives up
 after ``timeout_s`` and says who holds the device (the holder writes its pid
@@ -15,14 +16,14 @@ into the file), so the trial fails as a timeout, as a hung run does.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from aoe_optuna.lock_file import LockWaitTimeout, removed_on_release
 
 LEASE_DIR_ENV = "AOE_LEASE_DIR"
 POLL_S = 0.02  # how often a waiter tries the lock again
@@ -69,31 +70,16 @@ class DeviceLease:
     def hold(self) -> Iterator[Held]:
         """Wait for the device (at most ``timeout_s``), hold it for the block."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            started = time.monotonic()
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() - started >= self.timeout_s:
-                        raise LeaseTimeout(
-                            f"device {self.device} held by {holder_of(self.path)} for more "
-                            f"than {self.timeout_s:g} s (lease {self.path})") from None
-                    time.sleep(POLL_S)
-            waited = time.monotonic() - started
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield Held(self.device, waited)
-        finally:
-            os.close(fd)  # closing drops the lock
+            with removed_on_release(self.path, self.timeout_s, f"{os.getpid()}\n",
+                                    POLL_S) as waited:
+                yield Held(self.device, waited)
+        except LockWaitTimeout as exc:
+            raise LeaseTimeout(
+                f"device {self.device} held by {holder_of(exc.note)} for more than "
+                f"{self.timeout_s:g} s (lease {self.path})") from None
 
 
-def holder_of(path: Path) -> str:
+def holder_of(note: str) -> str:
     """``pid N`` as the holder wrote it (``an unknown process`` if it wrote nothing yet)."""
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        text = ""
-    return f"pid {text}" if text.isdigit() else "an unknown process"
+    return f"pid {note}" if note.isdigit() else "an unknown process"

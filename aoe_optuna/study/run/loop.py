@@ -224,7 +224,8 @@ def run_study(
     """Optimise until the budget is spent; KeyboardInterrupt propagates to the caller.
 
     ``pool``: build ahead on its builders and time under its device lease
-    (:mod:`aoe_optuna.study.run.build_pool`), its builders + 1 trials at a time.
+    (:mod:`aoe_optuna.study.run.build_pool`), its builders + 1 trials at a time, and
+    never more than the measurements the budget has left.
 
     ``stale_after_s``: end RUNNING trials that nothing watches after this long
     (see :func:`aoe_optuna.study.trials.recovery.sweep_dead_trials`). ``max_idle``: stop after
@@ -243,7 +244,8 @@ def run_study(
         objective.may_measure = BudgetGuard(study, budget.n_measurements)
     n_jobs = 1
     if pool is not None:
-        n_jobs = pool_objective(study, objective, pool)
+        left = None if budget.n_measurements is None else budget.n_measurements - progress.measured
+        n_jobs = pool_objective(study, objective, pool.at_most(left))
     elif not isinstance(study.sampler, WorkerTaggingSampler):
         study.sampler = WorkerTaggingSampler(study.sampler)
     while True:

@@ -38,6 +38,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import (
+    ATTR_BUILD_CACHED,
     ATTR_BUILD_S,
     ATTR_CONSTRAINTS,
     ATTR_COST,
@@ -53,7 +54,7 @@ from aoe_optuna.attrs import (
     ATTR_TOKENS_PER_S,
     OPTUNA_FIXED_PARAMS_KEY,
 )
-from aoe_optuna.backends.base import FAILURE_LOG, Backend, BuildAhead
+from aoe_optuna.backends.base import FAILURE_LOG, BackendBase, BuildAhead
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import make_backend
 from aoe_optuna.study.storage.artifacts import upload_trial_text
@@ -137,7 +138,7 @@ class Evaluator:
     def __init__(
         self,
         workload: Workload,
-        backend: Backend,
+        backend: BackendBase,
         roofline_tokens_per_s: float | None,
         max_accuracy_loss: float | None = None,
     ) -> None:
@@ -147,13 +148,12 @@ class Evaluator:
         self.max_accuracy_loss = max_accuracy_loss
         # Early stop against the best config this evaluator timed in full: only where the
         # value is one GEMM's latency, so a config cut short cannot have been the winner.
-        margin = getattr(backend, "early_stop_margin", None)
-        self.stops_early = margin is not None and len(workload.gemms) == 1
+        self.stops_early = backend.early_stop_margin is not None and len(workload.gemms) == 1
         self.incumbent: dict[str, float] = {}
         self._incumbent_tps = float("-inf")
 
     @classmethod
-    def of_spec(cls, spec: StudySpec, backend: Backend | None = None,
+    def of_spec(cls, spec: StudySpec, backend: BackendBase | None = None,
                 roofline_tokens_per_s: float | None = None) -> Evaluator:
         """The spec's evaluator: its workload on ``backend`` (by default the one the spec
         names), against the roofline given (a study's stored one) or the spec's own."""
@@ -171,6 +171,7 @@ class Evaluator:
         cost = build = 0.0
         worst_loss: float | None = None
         cut_short: dict[str, list[float]] = {}
+        cached: list[Any] = []  # each measurement's word on its build's cache
         for gemm in self.workload.gemms:
             above = self.incumbent.get(gemm.name) if self.stops_early else None
             if above is not None:
@@ -179,6 +180,7 @@ class Evaluator:
                 m = self.backend.measure(full_config, gemm)
             cost += m.cost_s
             build += float((m.extra or {}).get("build_s", 0.0) or 0.0)
+            cached.append((m.extra or {}).get(ATTR_BUILD_CACHED))
             if m.ok and m.extra and m.extra.get("cut_short"):
                 cut_short[gemm.name] = [float(v) for v in m.extra.get("interval_s") or ()]
             if not m.ok:
@@ -186,6 +188,7 @@ class Evaluator:
                     ok=False, cost_s=cost, build_s=build, failure_kind=m.failure_kind,
                     reason=f"{gemm.name} {gemm.M}x{gemm.K}x{gemm.N}: {m.reason}",
                     log=str(m.extra.get(FAILURE_LOG, "")) if m.extra else "",
+                    phases=_cached_phase(cached),
                 )
             assert m.latency_s is not None
             latencies[gemm.name] = m.latency_s
@@ -199,7 +202,7 @@ class Evaluator:
         ):
             return Evaluation(
                 ok=False, cost_s=cost, build_s=build, failure_kind="accuracy",
-                accuracy_loss=worst_loss,
+                accuracy_loss=worst_loss, phases=_cached_phase(cached),
                 reason=f"relative error {worst_loss:.3g} exceeds the allowed "
                 f"{self.max_accuracy_loss:.3g} (accuracy.max_relative_error)",
             )
@@ -213,7 +216,16 @@ class Evaluator:
             tflops=flops / gemm_time / 1e12,
             roofline_fraction=tps / self.roofline if self.roofline else float("nan"),
             accuracy_loss=worst_loss, cut_short=bool(cut_short), interval_s=cut_short,
+            phases=_cached_phase(cached),
         )
+
+
+def _cached_phase(said: Sequence[Any]) -> dict[str, Any]:
+    """``build_cached`` where every measurement said whether the cache held its build (a
+    failed build it remembered too): the summary counts only those as builds saved."""
+    if said and all(isinstance(s, bool) for s in said):
+        return {ATTR_BUILD_CACHED: all(said)}
+    return {}
 
 
 def suggest_config(trial: optuna.Trial, space: SearchSpace) -> dict[str, Any]:
@@ -277,7 +289,7 @@ class TuningObjective:
         self.late_note: str | None = None  # what became of a measurement finished too late
 
     @classmethod
-    def from_spec(cls, spec: StudySpec, backend: Backend | None = None) -> TuningObjective:
+    def from_spec(cls, spec: StudySpec, backend: BackendBase | None = None) -> TuningObjective:
         """The objective of a study spec: its space, each config measured on every GEMM of
         its workload by ``backend`` (by default the one the spec names)."""
         return cls(spec.space, Evaluator.of_spec(spec, backend))

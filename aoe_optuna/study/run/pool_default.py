@@ -2,7 +2,8 @@
 
 A build pool changes which configs a seeded study proposes (the sampler sees
 the candidates in flight) and, where builds share the timing's cores, what a
-timing reads. It is the default only where no measured value can change:
+timing reads. It is the default only where no measured value can change (the
+backend's ``pooled_by_default``, :class:`aoe_optuna.backends.base.BackendBase`):
 
 - ``npu``: builds run on host cores, timings on the card, and the host program
   that launches the kernels is pinned to a core no builder uses
@@ -19,17 +20,17 @@ docs/decisions/0028-build-pool-default.md says why.
 
 from __future__ import annotations
 
+from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.study.run.build_pool import usable_cpus
 
-POOLED_BY_DEFAULT = frozenset({"npu"})
 
-
-def builders_for(backend: str, asked: int | None, devices: int = 1) -> int | None:
+def builders_for(backend: type[BackendBase], asked: int | None,
+                 devices: int = 1) -> int | None:
     """Each worker's builders: ``asked`` if given (0: no pool), else the backend's
     default for ``devices`` devices on this host; None: build, then time, in turn."""
     if asked is not None:
         return asked or None
-    if backend not in POOLED_BY_DEFAULT:
+    if not backend.pooled_by_default:
         return None
     spare = len(usable_cpus()) - devices  # one core per device runs its host program
     return spare // devices if spare >= devices else None

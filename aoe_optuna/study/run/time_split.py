@@ -5,7 +5,9 @@ trial, and the summary agree): ``build_s`` (the build's part of the cost; 0
 when the build cache had it), ``time_s`` (timing on the device; without a
 pool, the rest of the cost), ``queue_s`` (waiting for a builder or for the
 device), ``sampler_s`` (from the trial's creation to its config checked).
-Builds saved are measurements whose build the cache already held, and
+Builds saved are measurements whose build the cache already held
+(``build_cached``; where a trial does not say, a successful measurement whose
+build took 0 s: never a failed one, whose build may never have run), and
 repeated proposals answered from storage (nothing built, nothing timed).
 
 A modelled study (the simulator) builds and times nothing real: its builds,
@@ -20,9 +22,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import ATTR_BUILD_S, ATTR_COST, ATTR_REPEAT_OF, ATTR_SAMPLER_S
+from aoe_optuna.attrs import (
+    ATTR_BUILD_CACHED,
+    ATTR_BUILD_S,
+    ATTR_COST,
+    ATTR_REPEAT_OF,
+    ATTR_SAMPLER_S,
+)
 from aoe_optuna.study.run.pipeline_clock import jobs_of, pooled_schedule, serial_finish_times
 
 
@@ -57,7 +65,7 @@ class TimeSplit:
             timing += cost - b if modelled else float(a.get("time_s", cost - b) or 0.0)
             queue += 0.0 if modelled else float(a.get("queue_s", 0.0) or 0.0)
             sampler += float(a.get(ATTR_SAMPLER_S, 0.0) or 0.0)
-            cache += bool(a.get("build_cached")) or (ATTR_BUILD_S in a and b == 0.0)
+            cache += saved_by_cache(t)
         counts = [b for b in builders if isinstance(b, int) and b > 0]
         serial = serial_finish_times(jobs_of(trials))
         slots = pooled_schedule(trials)
@@ -98,3 +106,15 @@ class TimeSplit:
                          f"{self.pooled_s:,.0f} s "
                          f"(built and timed in turn {self.serial_s:,.0f} s)")
         return items
+
+
+def saved_by_cache(trial: FrozenTrial) -> bool:
+    """Whether ``trial``'s build came from the build cache. A trial that does not say
+    (an evaluator that reports seconds only, a study stored before it said) counts
+    when it succeeded with a 0 s build: a failure's 0 s may be a build that never ran
+    (no compiler, a config refused before its build)."""
+    a = trial.user_attrs
+    if ATTR_BUILD_CACHED in a:
+        return a[ATTR_BUILD_CACHED] is True
+    return (trial.state == TrialState.COMPLETE and ATTR_BUILD_S in a
+            and float(a[ATTR_BUILD_S] or 0.0) == 0.0)

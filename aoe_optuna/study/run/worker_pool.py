@@ -21,15 +21,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import optuna
 
 from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress
 from aoe_optuna.study.run.loop import _Stopper as Stopper
-
-if TYPE_CHECKING:
-    from aoe_optuna.study.session import SamplerChoice
+from aoe_optuna.study.run.sampler_choice import SamplerChoice
 
 POLL_S = 1.0
 DEVICE_ENV = "ASCEND_RT_VISIBLE_DEVICES"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE
-from aoe_optuna.backends.npu.render import cpu_kernel_options, render_project
+from aoe_optuna.backends.npu.simple_gemm.render import cpu_kernel_options, render_project
+from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from tests.backends.npu.ascendc_check import (

@@ -17,13 +17,13 @@ from aoe_optuna.backends.base import FAILURE_LOG
 from aoe_optuna.backends.kernel_build import BuildCache
 from aoe_optuna.backends.npu.backend import NpuBackend, parse_options
 from aoe_optuna.backends.npu.cann import CannToolkit
-from aoe_optuna.backends.npu.catlass_args import (
+from aoe_optuna.backends.npu.catlass.args import (
     CatlassArgError,
     catlass_args,
     operand_layouts,
     shape_reason,
 )
-from aoe_optuna.backends.npu.catlass_build import (
+from aoe_optuna.backends.npu.catlass.build import (
     BENCH_FILE,
     BENCH_HEADER,
     NOT_FOUND,
@@ -34,9 +34,10 @@ from aoe_optuna.backends.npu.catlass_build import (
     find_catlass,
     render_catlass_project,
 )
-from aoe_optuna.backends.npu.catlass_render import HEADER_FILE, render_header
-from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE
-from aoe_optuna.backends.npu.render import kernel_values, render_project, unsupported_reason
+from aoe_optuna.backends.npu.catlass.render import HEADER_FILE, render_header
+from aoe_optuna.backends.npu.simple_gemm.kernel import kernel_values
+from aoe_optuna.backends.npu.simple_gemm.render import render_project, unsupported_reason
+from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from aoe_optuna.workload.gemm import Gemm

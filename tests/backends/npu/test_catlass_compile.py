@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.npu.catlass_args import catlass_args
-from aoe_optuna.backends.npu.catlass_fai import fai_args, render_fai_header
-from aoe_optuna.backends.npu.catlass_mla import MLA_EXAMPLE, mla_args, render_mla_header
-from aoe_optuna.backends.npu.catlass_render import render_header
+from aoe_optuna.backends.npu.catlass.args import catlass_args
+from aoe_optuna.backends.npu.catlass.fai import fai_args, render_fai_header
+from aoe_optuna.backends.npu.catlass.mla import MLA_EXAMPLE, mla_args, render_mla_header
+from aoe_optuna.backends.npu.catlass.render import render_header
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.attention_space import config_of as decode_config_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.backends.npu.catlass_args import CatlassArgError
-from aoe_optuna.backends.npu.catlass_build import catlass_build_commands
-from aoe_optuna.backends.npu.catlass_fai import (
+from aoe_optuna.backends.npu.catlass.args import CatlassArgError
+from aoe_optuna.backends.npu.catlass.build import TEMPLATES, catlass_build_commands
+from aoe_optuna.backends.npu.catlass.fai import (
     FAI_BENCH,
     FAI_HEADER,
     fai_args,
@@ -20,7 +20,12 @@ from aoe_optuna.backends.npu.catlass_fai import (
     render_fai_header,
     render_fai_project,
 )
-from aoe_optuna.backends.npu.gemm_kernel import BENCH_COMMON_FILE, RenderError, template_text
+from aoe_optuna.backends.npu.sources import (
+    BENCH_COMMON_FILE,
+    HOST_NUMBERS_FILE,
+    SHARED,
+    RenderError,
+)
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.attention_space import config_of
 from aoe_optuna.space.decode_attention import DecodeAttention, cann_default_tiling
@@ -123,7 +128,8 @@ def test_what_catlass_cannot_run_is_one_line(problem, dtype, message) -> None:
 def test_build_tree_and_commands(tmp_path: Path, build_system: str) -> None:
     args = fai_args(DECODE, config_of(cann_default_tiling(PROFILE, DECODE)), "fp16", PROFILE)
     files = render_fai_project(args, PROFILE, "npu", build_system)
-    assert set(files) == {FAI_HEADER, FAI_BENCH, BENCH_COMMON_FILE, "CMakeLists.txt"}
+    assert set(files) == {FAI_HEADER, FAI_BENCH, BENCH_COMMON_FILE, HOST_NUMBERS_FILE,
+                          "CMakeLists.txt"}
     cmake = files["CMakeLists.txt"]
     assert not re.search(r"@[A-Z_]+@", cmake)
     assert "add_executable(fai_bench catlass_fai_bench.cpp)" in cmake
@@ -147,7 +153,7 @@ def test_build_tree_and_commands(tmp_path: Path, build_system: str) -> None:
 def test_the_host_program_reports_in_the_gemm_programs_terms() -> None:
     """results.py reads ok / accuracy / runtime / usage and ``max_abs_err``: a wrong O
     must read as an accuracy failure, not as an unknown status."""
-    bench = template_text(FAI_BENCH) + template_text(BENCH_COMMON_FILE)
+    bench = TEMPLATES.text(FAI_BENCH) + SHARED.text(BENCH_COMMON_FILE)
     statuses = set(re.findall(r'\\"status\\": \\"(\w+)\\"', bench))
     for passed, failed in re.findall(r'ok \? "(\w+)" : "(\w+)"', bench):
         statuses |= {passed, failed}

@@ -16,7 +16,7 @@ import pytest
 
 from aoe_optuna.backends.npu.cann import CannToolkit
 from aoe_optuna.backends.npu.kernel_program import NpuTarget
-from aoe_optuna.backends.npu.render import render_project
+from aoe_optuna.backends.npu.simple_gemm.render import render_project
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.space.params import default_config

@@ -11,14 +11,20 @@ import pytest
 from aoe_optuna.backends.kernel_build import BuildCache
 from aoe_optuna.backends.npu.backend import NpuBackend, choose_kernel
 from aoe_optuna.backends.npu.cann import CannToolkit, find_cann
-from aoe_optuna.backends.npu.catlass_args import VARIANTS, catlass_args
-from aoe_optuna.backends.npu.catlass_build import (
+from aoe_optuna.backends.npu.catlass.args import VARIANTS, catlass_args
+from aoe_optuna.backends.npu.catlass.build import (
     BUILD_SYSTEMS,
     catlass_build_system,
     render_catlass_project,
 )
-from aoe_optuna.backends.npu.limits import MAX_DIM, STRIDE_LIMIT, copy_plan, shape_reason
-from aoe_optuna.backends.npu.render import RUN_MODES, render_project, template_text
+from aoe_optuna.backends.npu.simple_gemm.kernel import TEMPLATES
+from aoe_optuna.backends.npu.simple_gemm.limits import (
+    MAX_DIM,
+    STRIDE_LIMIT,
+    copy_plan,
+    shape_reason,
+)
+from aoe_optuna.backends.npu.simple_gemm.render import RUN_MODES, render_project
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from aoe_optuna.workload.gemm import Gemm
@@ -102,10 +108,10 @@ def test_build_system_follows_the_checkout(tmp_path):
 
 
 def test_kernel_and_python_agree_on_the_stride_limit():
-    kernel = template_text("gemm_kernel.cpp")
+    kernel = TEMPLATES.text("gemm_kernel.cpp")
     assert f"constexpr uint32_t STRIDE_LIMIT = {STRIDE_LIMIT};" in kernel
     assert "static_cast<uint64_t>(tile.m0) * shape_.k" in kernel  # 64-bit GM offsets
-    assert "(1 << 24)" in template_text("main.cpp") and MAX_DIM == 1 << 24
+    assert "(1 << 24)" in TEMPLATES.text("main.cpp") and MAX_DIM == 1 << 24
 
 
 def test_strides_past_16_bits_go_row_by_row():

@@ -14,7 +14,7 @@ import pytest
 from aoe_optuna.backends.kernel_build import BuildCache
 from aoe_optuna.backends.npu.backend import NpuBackend
 from aoe_optuna.backends.npu.cann import CannToolkit
-from aoe_optuna.backends.npu.catlass_build import NOT_FOUND
+from aoe_optuna.backends.npu.catlass.build import NOT_FOUND
 from aoe_optuna.backends.npu.commands import TimingArgs
 from aoe_optuna.backends.npu.kernel_program import (
     KernelProgram,
@@ -22,6 +22,7 @@ from aoe_optuna.backends.npu.kernel_program import (
     ProgramUnavailable,
     timing_arguments,
 )
+from aoe_optuna.backends.npu.layer_kernels.program import LAYER_BENCH_FILE
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.operators.layer_ops import LayerOperator
 from aoe_optuna.operators.npu_layer import untimed
@@ -189,10 +190,13 @@ def test_a_wrong_result_and_a_failed_build_keep_their_kinds(tmp_path) -> None:
 def test_each_host_program_takes_what_the_backend_passes_and_times_as_the_gemm(
         name: str) -> None:
     """The command line the backend builds and the argument count the C++ program checks
-    are one contract; the program times with aoe_bench_common.h's rules (timing.py's)."""
+    are one contract (the layer kernels' programs parse theirs in aoe_layer_bench.h); the
+    program times with aoe_bench_common.h's rules (timing.py's)."""
     problem, exe, args = OPS[name]
     program = _program(_op(problem), NpuTarget(TOOLKIT, "npu", CATLASS))
     source = next(text for file, text in program.files.items() if file.endswith("bench.cpp"))
-    (count,) = re.findall(r"if \(argc != (\d+)\)", source)
+    host = source + program.files.get(LAYER_BENCH_FILE, "")
+    (count,) = re.findall(r"if \(argc != (\d+)\)", host)
     assert int(count) == 1 + len(args) + len(timing_arguments(TimingArgs(), 0)), exe
-    assert "aoe_bench::TimeOnStream(" in source and "AOE_RESULT" in source
+    assert "WarmUpAndTime(" in source and "AOE_RESULT" in host
+    assert "TimeOnStream(" in program.files["aoe_bench_common.h"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aoe_optuna.backends.npu.moe_gating_kernel import render_gating_kernel
+from aoe_optuna.backends.npu.layer_kernels.moe_gating_kernel import render_gating_kernel
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.workload.moe_gating import MoeGating, cann_tiling
 from tests.backends.npu.ascendc_check import (

@@ -24,20 +24,19 @@ from aoe_optuna.backends.npu.commands import (
     physical_device,
     run_env,
 )
-from aoe_optuna.backends.npu.gemm_kernel import (
-    BENCH_COMMON_FILE,
-    KERNEL_CONSTANTS,
-    RenderError,
-    set_declaration,
-    template_text,
-)
-from aoe_optuna.backends.npu.render import render_project, unsupported_reason, validate_config
 from aoe_optuna.backends.npu.results import (
     measurement_from_build_output,
     measurement_from_events,
     measurement_from_msprof,
     msprof_durations_us,
 )
+from aoe_optuna.backends.npu.simple_gemm.kernel import KERNEL_CONSTANTS, TEMPLATES
+from aoe_optuna.backends.npu.simple_gemm.render import (
+    render_project,
+    unsupported_reason,
+    validate_config,
+)
+from aoe_optuna.backends.npu.sources import BENCH_COMMON_FILE, RenderError, set_declaration
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from aoe_optuna.workload.gemm import Gemm
@@ -71,7 +70,7 @@ def fake_toolkit(tmp_path: Path, version: str = "8.0.RC3") -> Path:
 
 
 def test_kernel_declares_each_tunable_once_and_lists_them():
-    text = template_text("gemm_kernel.cpp")
+    text = TEMPLATES.text("gemm_kernel.cpp")
     for name in KERNEL_CONSTANTS.values():
         assert len(re.findall(rf"^(?:constexpr\s+\w+\s+{name}\s*=|#define\s+{name}\s)", text,
                               flags=re.MULTILINE)) == 1, name
@@ -130,7 +129,7 @@ def test_rendering_refuses_values_outside_the_choices():
     with pytest.raises(RenderError, match="run_mode"):
         render_project(CONFIG, "fp16", PROFILE, "gpu")
     with pytest.raises(RenderError, match="expected one declaration of TILE_Q"):
-        set_declaration(template_text("gemm_kernel.cpp"), "TILE_Q", "1")
+        set_declaration(TEMPLATES.text("gemm_kernel.cpp"), "TILE_Q", "1")
 
 
 def test_configs_the_kernel_does_not_implement_are_named():
@@ -248,7 +247,7 @@ def test_compiler_errors_are_build_failures():
 
 
 def test_kernel_static_asserts_match_the_parser():
-    text = template_text("gemm_kernel.cpp")
+    text = TEMPLATES.text("gemm_kernel.cpp")
     for buffer in ("L0A", "L0B", "L0C", "L1"):
         assert f'"{buffer} buffer overflow:' in text
 

@@ -13,9 +13,9 @@ import pytest
 
 from aoe_optuna.backends.npu import toolkit_layout as layout
 from aoe_optuna.backends.npu.cann import at_least, find_cann, version_key
-from aoe_optuna.backends.npu.catlass_args import catlass_args
-from aoe_optuna.backends.npu.catlass_build import render_catlass_project
-from aoe_optuna.backends.npu.render import render_project
+from aoe_optuna.backends.npu.catlass.args import catlass_args
+from aoe_optuna.backends.npu.catlass.build import render_catlass_project
+from aoe_optuna.backends.npu.simple_gemm.render import render_project
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.space.params import default_config
 from tests.backends.npu.toolkit_trees import SOC, make_catlass, make_toolkit

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from aoe_optuna.backends.npu.gemm_kernel import RenderError
-from aoe_optuna.backends.npu.vector_kernel import KIND_CODES, render_vector_kernel
+from aoe_optuna.backends.npu.layer_kernels.vector_kernel import KIND_CODES, render_vector_kernel
+from aoe_optuna.backends.npu.sources import RenderError
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import vector_space

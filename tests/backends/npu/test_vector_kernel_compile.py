@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aoe_optuna.backends.npu.vector_kernel import render_vector_kernel
+from aoe_optuna.backends.npu.layer_kernels.vector_kernel import render_vector_kernel
 from aoe_optuna.hardware.profile import load_profile
 from aoe_optuna.workload.vector_ops import VectorOp
 from aoe_optuna.workload.vector_space import default_config

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from aoe_optuna.attrs import ATTR_BUILD_S
+from aoe_optuna.attrs import ATTR_BUILD_S, ATTR_SURPLUS
 from aoe_optuna.backends.cpu.backend import CpuBackend
+from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.study.run.build_pool import (
     ATTR_QUEUE_S,
     ATTR_TIME_S,
@@ -22,6 +23,8 @@ from aoe_optuna.study.run.device_lease import LEASE_DIR_ENV
 from aoe_optuna.study.run.loop import Budget
 from aoe_optuna.study.session import SamplerRequest, StudySession
 from tests.study.run.cpu_study import cpu_spec, measured
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +60,31 @@ def test_pinned_puts_the_thread_back() -> None:
 def test_zero_builders_is_refused() -> None:
     with pytest.raises(ValueError, match="builders: expected a positive number, got 0"):
         PoolPlan.for_host(0)
+
+
+def test_a_budget_caps_the_trials_in_flight() -> None:
+    """No more trials in flight than the measurements left: one past them could only be
+    made to be pruned (--builders 10000 on a budget of 20 made 197 trials)."""
+    plan = PoolPlan.for_host(15)
+    assert plan.at_most(None) is plan and plan.at_most(16) is plan
+    five = plan.at_most(5)
+    assert (five.threads, five.builders, five.lease) == (5, 15, plan.lease)  # all may build
+    assert plan.at_most(1).threads == plan.at_most(0).threads == 1
+
+
+@pytest.mark.slow
+def test_a_run_makes_no_trial_its_budget_cannot_use(tmp_path: Path) -> None:
+    spec = load_spec(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
+    session = StudySession.open(f"sqlite:///{tmp_path / 's.db'}", spec,
+                                sampler=SamplerRequest("random", seed=4))
+    result = session.run(Budget(n_measurements=3), builders=15)
+    trials = session.study.get_trials(deepcopy=False)
+    assert result.progress.measured == 3
+    assert {t.user_attrs["in_flight"] for t in trials if "in_flight" in t.user_attrs} == {3}
+    # A proposal still being checked counts against the budget until it turns out
+    # infeasible (the guard is cautious), so near the end a thread may make a trial the
+    # guard prunes as surplus: a few, fewer than the trials in flight, never per builder.
+    assert len([t for t in trials if t.user_attrs.get(ATTR_SURPLUS)]) <= 2
 
 
 @pytest.mark.slow

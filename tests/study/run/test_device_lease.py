@@ -1,4 +1,5 @@
-"""The device lease: one holder at a time, freed by a killed holder, named when paused."""
+"""The device lease: one holder at a time, freed by a killed holder, named when paused,
+and no lease file left once its holders are done."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ def test_two_threads_never_hold_one_device_at_once(lease_dir: Path) -> None:
     for t in threads:
         t.join()
     assert most[0] == 1
+    assert list(lease_dir.iterdir()) == []  # each holder removed the file it held
 
 
 def test_other_devices_are_not_held(lease_dir: Path) -> None:
@@ -72,13 +74,16 @@ def test_other_devices_are_not_held(lease_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_holder_frees_the_device_at_once(holder: subprocess.Popen[str]) -> None:
+def test_a_killed_holder_frees_the_device_at_once(holder: subprocess.Popen[str],
+                                                  lease_dir: Path) -> None:
     with pytest.raises(LeaseTimeout), DeviceLease("core-7", timeout_s=0.2).hold():
         pass
     holder.send_signal(signal.SIGKILL)
     holder.wait()
+    assert (lease_dir / "core-7.lock").exists()  # killed while holding: its file stays
     with DeviceLease("core-7", timeout_s=5).hold() as held:
         assert held.waited_s < 1.0
+    assert list(lease_dir.iterdir()) == []  # the next holder removed it
 
 
 @pytest.mark.slow

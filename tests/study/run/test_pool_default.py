@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from aoe_optuna.backends.registry import backend_class
 from aoe_optuna.study.run import build_pool, pool_default
 from aoe_optuna.study.run.build_pool import PoolPlan
 from aoe_optuna.study.run.pool_default import builders_for
@@ -23,8 +24,8 @@ def cores(monkeypatch: pytest.MonkeyPatch):
 def test_backends_whose_results_a_pool_changes_build_in_turn_unless_asked(
         cores, backend: str) -> None:
     cores(16)
-    assert builders_for(backend, None) is None
-    assert builders_for(backend, 3) == 3
+    assert builders_for(backend_class(backend), None) is None
+    assert builders_for(backend_class(backend), 3) == 3
 
 
 @pytest.mark.parametrize("n_cores, devices, builders", [
@@ -37,12 +38,13 @@ def test_backends_whose_results_a_pool_changes_build_in_turn_unless_asked(
 def test_the_npu_builds_ahead_on_the_cores_minus_one_per_device(
         cores, n_cores: int, devices: int, builders: int | None) -> None:
     cores(n_cores)
-    assert builders_for("npu", None, devices) == builders
+    assert builders_for(backend_class("npu"), None, devices) == builders
 
 
 def test_builders_zero_is_no_pool_on_any_backend(cores) -> None:
     cores(16)
-    assert builders_for("npu", 0) is None and builders_for("cpu", 0) is None
+    npu, cpu = backend_class("npu"), backend_class("cpu")
+    assert builders_for(npu, 0) is None and builders_for(cpu, 0) is None
 
 
 def test_a_cards_host_program_keeps_a_core_no_builder_uses(cores) -> None:

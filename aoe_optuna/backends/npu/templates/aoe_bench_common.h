@@ -2,10 +2,12 @@
  * aoe_bench_common.h: what the npu backend's host programs (main.cpp, catlass_bench.cpp,
  * catlass_fai_bench.cpp, catlass_mla_bench.cpp, vector_bench.cpp, gating_bench.cpp)
  * share: their exit codes, the ACL check that ends a program with a "runtime" result
- * line, the timing rules of aoe_optuna/backends/timing.py, and the event-timed loop
- * that applies them on the device (TimeOnStream).
- * Shipped beside each program in its build tree (render.py, catlass_build.py,
- * catlass_fai.py), so a fix to the timing reaches every program at once.
+ * line, the timing rules of aoe_optuna/backends/timing.py, the event-timed loop that
+ * applies them on the device (TimeOnStream), and the device, stream and buffers of an
+ * ACL program (OpenStream, DeviceBytes, WarmUpAndTime, CloseStream).
+ * Shipped beside each program in its build tree (simple_gemm/render.py, catlass/build.py,
+ * catlass/fai.py, catlass/mla.py, layer_kernels/program.py), so a fix to the timing
+ * reaches every program at once.
  *
  * Include it after acl/acl.h (or, built with ASCENDC_CPU_DEBUG, without: no CHECK_ACL).
  */
@@ -14,6 +16,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -121,6 +125,48 @@ int TimeOnStream(aclrtStream stream, Launch launch, int launches, int minSamples
     CHECK_ACL(aclrtDestroyEvent(start));
     CHECK_ACL(aclrtDestroyEvent(end));
     return warmupBatches;
+}
+
+// ACL, the device and one stream on it: where a program's device work starts.
+inline aclrtStream OpenStream(int device)
+{
+    CHECK_ACL(aclInit(nullptr));
+    CHECK_ACL(aclrtSetDevice(device));
+    aclrtStream stream = nullptr;
+    CHECK_ACL(aclrtCreateStream(&stream));
+    return stream;
+}
+
+// `bytes` of device memory (32 at least: never a null pointer), `host`'s bytes copied in
+// when given.
+inline uint8_t *DeviceBytes(size_t bytes, const void *host = nullptr)
+{
+    void *p = nullptr;
+    CHECK_ACL(aclrtMalloc(&p, std::max<size_t>(bytes, 32), ACL_MEM_MALLOC_HUGE_FIRST));
+    if (host != nullptr) CHECK_ACL(aclrtMemcpy(p, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    return static_cast<uint8_t *>(p);
+}
+
+// `warmup` launches, then TimeOnStream's samples, the stream drained before and after.
+template <class Launch>
+int WarmUpAndTime(aclrtStream stream, Launch launch, int warmup, int launches, int minSamples,
+                  int maxSamples, double relPrecision, double maxSeconds,
+                  std::vector<double> &samples)
+{
+    for (int i = 0; i < warmup; ++i) launch();
+    CHECK_ACL(aclrtSynchronizeStream(stream));
+    const int warmupBatches = TimeOnStream(stream, launch, launches, minSamples, maxSamples,
+                                           relPrecision, maxSeconds, samples);
+    CHECK_ACL(aclrtSynchronizeStream(stream));
+    return warmupBatches;
+}
+
+// The end of OpenStream, once the program has freed the device memory it needs freed.
+inline void CloseStream(aclrtStream stream, int device)
+{
+    CHECK_ACL(aclrtDestroyStream(stream));
+    CHECK_ACL(aclrtResetDevice(device));
+    CHECK_ACL(aclFinalize());
 }
 
 }  // namespace aoe_bench

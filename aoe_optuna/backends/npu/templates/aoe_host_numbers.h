@@ -1,9 +1,11 @@
 /*
- * aoe_host_numbers.h: what the layer kernels' host programs (vector_bench.cpp,
- * gating_bench.cpp) share to make inputs and read outputs: fp16 and bf16 to and from
- * float (round to nearest even), and a deterministic generator of inputs that are exact
- * in both types (multiples of 1/64 in [-1, 1]), so the only error a check sees is the
- * kernel's own arithmetic and the rounding of its output.
+ * aoe_host_numbers.h: what the host programs that make their inputs and check their
+ * outputs (the layer kernels' vector_bench.cpp and gating_bench.cpp, catlass attention's
+ * catlass_fai_bench.cpp and catlass_mla_bench.cpp) share: fp16 and bf16 to and from
+ * float (round to nearest even), and deterministic inputs that are exact in both types
+ * (multiples of 1/64 in [-1, 1]: a generator, Lcg, and a hash of an index, Hashed), so
+ * the only error a check sees is the kernel's own arithmetic and the rounding of its
+ * output.
  */
 #ifndef AOE_HOST_NUMBERS_H
 #define AOE_HOST_NUMBERS_H
@@ -75,6 +77,13 @@ struct Lcg {
     }
     float Value() { return (static_cast<int32_t>(Next() % 129u) - 64) / 64.0f; }
 };
+
+// The input at index i of the tensor `salt` names: a multiple of 1/64 in [-1, 1].
+inline float Hashed(uint64_t i, uint64_t salt)
+{
+    const uint64_t h = (i * 0x9e3779b97f4a7c15ull) ^ (salt * 0x632be59bull);
+    return (static_cast<int32_t>(h % 129u) - 64) / 64.0f;
+}
 
 // |got - want| within rtol |want| + atol; false for NaN.
 inline bool Close(double got, double want, double rtol, double atol)
