@@ -8,8 +8,11 @@ to an in-memory study; then the sampler is asked ``--asks`` times (each ask
 told with its value, so N grows by one per ask). Reports the median, mean and
 max wall time per suggestion (by default the sampler fits its hyperparameters
 on every ask below 300 completed trials and on every 3rd above, where the max
-is a fit) and the peak resident memory (ru_maxrss). ``--kwargs`` passes
-sampler arguments.
+is a fit), the CPU seconds of the same asks (the sampler runs on one thread,
+so on a machine shared with other work they are what a suggestion costs it)
+and the peak resident memory (ru_maxrss). ``--kwargs`` passes sampler
+arguments; ``--against-kwargs`` times this checkout with other arguments in a
+second worker, ask by ask in turn as ``--against`` does.
 
 ``--against PYTHON`` times a second checkout side by side: the same study is
 built in two worker processes, this interpreter's aoe_optuna and PYTHON's
@@ -23,6 +26,8 @@ were identical.
         --n 200 --asks 10 --against ../base/.venv/bin/python
     python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_910b2_compile.json \\
         --n 1000 --asks 7 --kwargs '{"model": {"refit_every": 1}}'
+    python scripts/bench_gp_ucb_overhead.py --spec studies/qwen25_7b_decode_catlass_910b2.json \\
+        --n 1000 --asks 9 --against-kwargs '{"search": {"fast_from": null}}'
 """
 
 from __future__ import annotations
@@ -93,15 +98,16 @@ def worker(args: argparse.Namespace) -> None:
     for line in sys.stdin:
         if line.strip() != "ask":
             break
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         trial = study.ask(dists)
-        seconds = time.perf_counter() - t
+        seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
         v = value(space.index(trial.params))
         if v is None:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
         else:
             study.tell(trial, v)
-        print(json.dumps({"s": seconds, "params": trial.params}, default=str), flush=True)
+        print(json.dumps({"s": seconds, "cpu": cpu, "params": trial.params}, default=str),
+              flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"peak_mb": peak_mb}), flush=True)
 
@@ -117,6 +123,7 @@ class Worker:
         )
         self.n_feasible = self._read()["n_feasible"]
         self.times: list[float] = []
+        self.cpu: list[float] = []
         self.proposals: list[dict[str, Any]] = []
 
     def _read(self) -> dict[str, Any]:
@@ -133,6 +140,7 @@ class Worker:
         self.proc.stdin.flush()
         out = self._read()
         self.times.append(out["s"])
+        self.cpu.append(out["cpu"])
         self.proposals.append(out["params"])
 
     def close(self) -> float:
@@ -144,17 +152,19 @@ class Worker:
         return float(peak)
 
 
-def _summary(name: str, times: list[float], n: int, peak_mb: float) -> str:
+def _summary(name: str, times: list[float], cpu: list[float], n: int, peak_mb: float) -> str:
     later = times[1:] or times
     return (f"{name}: seconds per suggestion at {n}..{n + len(times) - 1} completed: "
             f"median {statistics.median(times):.3f}, mean after the first "
             f"{statistics.mean(later):.3f}, max after the first {max(later):.3f}, "
-            f"first {times[0]:.3f} (caches, a cold fit); peak RSS {peak_mb:.0f} MB")
+            f"first {times[0]:.3f} (caches, a cold fit); CPU seconds: median "
+            f"{statistics.median(cpu):.3f}, mean after the first "
+            f"{statistics.mean(cpu[1:] or cpu):.3f}; peak RSS {peak_mb:.0f} MB")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog="\n".join(__doc__.splitlines()[-6:]),
+        description=__doc__.splitlines()[0], epilog="\n".join(__doc__.splitlines()[-8:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     where = ap.add_mutually_exclusive_group(required=True)
@@ -168,6 +178,9 @@ def main() -> None:
                          'e.g. \'{"model": {"refit_every": 1}}\'')
     ap.add_argument("--against", metavar="PYTHON",
                     help="another checkout's interpreter, timed side by side")
+    ap.add_argument("--against-kwargs", type=json.loads, default=None, metavar="JSON",
+                    help="time this checkout with these GPUCBSampler arguments side by side "
+                         "(instead of --kwargs), e.g. the code's earlier behaviour")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     for path in (args.spec, args.space):
@@ -178,21 +191,28 @@ def main() -> None:
         return
 
     argv = [a for a in sys.argv[1:]]
-    if "--against" in argv:
-        i = argv.index("--against")
-        del argv[i : i + 2]
+    for option in ("--against", "--against-kwargs"):
+        if option in argv:
+            i = argv.index(option)
+            del argv[i : i + 2]
     t0 = time.perf_counter()
     workers = [Worker("this checkout", sys.executable, argv)]
     if args.against:
         workers.append(Worker(f"against ({args.against})", args.against, argv))
+    elif args.against_kwargs is not None:
+        other = [a for a in argv]
+        if "--kwargs" in other:
+            del other[other.index("--kwargs") : other.index("--kwargs") + 2]
+        workers.append(Worker(f"against {json.dumps(args.against_kwargs)}", sys.executable,
+                              [*other, "--kwargs", json.dumps(args.against_kwargs)]))
     print(f"{workers[0].n_feasible:,} feasible configs; {args.n} trials added "
           f"in {time.perf_counter() - t0:.1f} s")
     for k in range(args.asks):
         for w in workers if k % 2 == 0 else workers[::-1]:
             w.ask()
     for w in workers:
-        print(_summary(w.name, w.times, args.n, w.close()))
-    if args.against:
+        print(_summary(w.name, w.times, w.cpu, args.n, w.close()))
+    if len(workers) == 2:
         new, old = workers
         same = sum(a == b for a, b in zip(new.proposals, old.proposals, strict=True))
         ratio = statistics.median(new.times) / statistics.median(old.times)

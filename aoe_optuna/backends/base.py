@@ -115,6 +115,9 @@ class BackendBase(ABC):
     # Whether a run builds ahead on a pool of builders when ``--builders`` is not given:
     # only where no measured value can change (study/run/pool_default.py says why).
     pooled_by_default: ClassVar[bool] = False
+    # Whether a spec without a ``prior`` gets the simulator as GP-UCB's prior: where a
+    # measurement costs a kernel build on an Ascend SoC (spec/prior.py).
+    simulator_prior_by_default: ClassVar[bool] = False
     # Whether each device's host program keeps a host core of its own, away from the
     # builders (a card's launcher: study/run/build_pool.py ``PoolPlan.for_host``).
     host_core_per_device: ClassVar[bool] = False

@@ -12,7 +12,9 @@ benchmark_hub, downloaded once with a pinned checksum
 (:mod:`aoe_optuna.backends.replay.hub`). A sampler is a
 registry name, optionally ``name:JSON`` with its keyword arguments; the
 reserved keys ``_seeds`` and ``_budget`` lower that sampler's seed count or
-budget (for slow samplers). Writes ``results.json`` (raw runs and summaries),
+budget (for slow samplers), and ``_prior`` ("on", "shuffled", "off") says what a
+sampler that takes a prior gets on a space given ``--prior-space``: the prior,
+its values shuffled over its configs, or none. Writes ``results.json`` (raw runs and summaries),
 ``report.md`` and one ``<space>.png`` convergence plot per space.
 
 A first argument that names one of :data:`ANALYSES` runs that analysis of
@@ -44,6 +46,7 @@ from aoe_optuna.bench.exhaustive import (
 )
 from aoe_optuna.bench.seed_run import Case, RunResult, Task, run_tasks
 from aoe_optuna.bench.tables import markdown, summarise_all
+from aoe_optuna.samplers.registry import takes_prior
 
 ANALYSES = {  # aoe-tune bench NAME ...: module (its main(argv))
     "compare": "aoe_optuna.bench.compare",
@@ -96,9 +99,24 @@ def parse_sampler(text: str) -> tuple[str, dict[str, Any]]:
     return name, kwargs
 
 
+PRIOR_USES = ("on", "shuffled", "off")
+
+
 def sampler_label(name: str, kwargs: dict[str, Any]) -> str:
     shown = {k: v for k, v in kwargs.items() if not k.startswith("_")}
-    return name + (" " + json.dumps(shown, sort_keys=True) if shown else "")
+    label = name + (" " + json.dumps(shown, sort_keys=True) if shown else "")
+    prior = kwargs.get("_prior")
+    return label if prior is None else f"{label} [prior {prior}]"
+
+
+def prior_pairs(spaces: list[str], priors: list[str] | None) -> list[str | None]:
+    """The ``--prior-space`` of each ``--space``, in order ('' or 'none': no prior)."""
+    if not priors:
+        return [None] * len(spaces)
+    if len(priors) != len(spaces):
+        raise BenchError(f"--prior-space: expected one per --space ({len(spaces)}; '' or "
+                         f"'none' for a space without one), got {len(priors)}")
+    return [None if p in ("", "none") else p for p in priors]
 
 
 def exhaustive_for(case: Case, cache_dir: Path | None) -> Exhaustive:
@@ -142,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", action="append", required=True,
                    help="study spec (.json/.toml), Kernel Tuner cache (.json/.json.gz), or "
                    f"benchmark_hub:NAME (downloaded once; NAME one of {', '.join(HUB_FILES)})")
+    p.add_argument("--prior-space", action="append", default=None,
+                   help="the prior of the --space at the same position: another recording "
+                   "of the same kernel (a cache file or benchmark_hub:NAME), or a spec whose "
+                   "simulator is the prior ('none' for a space without one; repeatable)")
     p.add_argument("--sampler", action="append", default=None,
                    help="registry name, optionally NAME:JSON kwargs (repeatable)")
     p.add_argument("--sampler-file", help="JSON file: a list of NAME or {name: kwargs} items")
@@ -226,14 +248,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     cap = args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * top
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
     try:
-        cases = [Case.from_path(space_file(p), args.noise) for p in args.space]
+        priors = prior_pairs(args.space, args.prior_space)
+        for name, kwargs in samplers:
+            use = kwargs.get("_prior", "on")
+            if use not in PRIOR_USES:
+                raise BenchError(f"--sampler {name}: _prior: expected one of "
+                                 f"{', '.join(PRIOR_USES)}, got {use!r}")
+    except BenchError as exc:
+        print(f"aoe-tune bench: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        cases = [Case.from_path(space_file(p), None if q is None else space_file(q),
+                                 noise=args.noise)
+                 for p, q in zip(args.space, priors, strict=True)]
     except HubError as exc:
         print(f"aoe-tune bench: error: --space {exc}", file=sys.stderr)
         return 2
     for c in cases:
-        if not Path(c.path).is_file():
-            print(f"--space {c.path}: expected an existing spec or cache file")
-            return 2
+        for path, option in ((c.path, "--space"),
+                             (None if c.prior is None else c.prior.path, "--prior-space")):
+            if path is not None and not Path(path).is_file():
+                print(f"aoe-tune bench: error: {option} {path}: expected an existing spec or "
+                      "cache file", file=sys.stderr)
+                return 2
+    shuffled = [n for n, kw in samplers if kw.get("_prior") == "shuffled"]
+    spec_priors = [c.prior.path for c in cases if c.prior is not None and c.prior.kind == "spec"]
+    if shuffled and spec_priors:
+        print(f"aoe-tune bench: error: --prior-space {spec_priors[0]}: a simulator's prior "
+              "has no recorded values to shuffle; expected _prior 'on' or 'off' with it",
+              file=sys.stderr)
+        return 2
+    if len({c.name for c in cases}) < len(cases):
+        print("aoe-tune bench: error: --space: expected each space (with its prior) once",
+              file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     exhaustive: dict[str, Exhaustive] = {}
@@ -253,10 +301,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             kw = {k: v for k, v in kwargs.items() if not k.startswith("_")}
             seeds = int(kwargs.get("_seeds", args.seeds))
             budget = int(kwargs.get("_budget", top))
+            use = kwargs.get("_prior", "on") if c.prior is not None and takes_prior(name) \
+                else "off"
             for seed in range(args.first_seed, args.first_seed + seeds):
                 tasks.append(Task(c, name, tuple(sorted(kw.items())), seed, budget,
                                   args.max_infeasible or INFEASIBLE_CAP_PER_MEASUREMENT * budget,
-                                  sampler_label(name, kwargs)))
+                                  sampler_label(name, kwargs), use))
     strategies = [s for s in args.kernel_tuner.split(",") if s.strip()]
     kt_cases = [c for c in cases if c.kind == "replay"]
     if strategies and kt_cases and not kernel_tuner_side.available():
@@ -296,6 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "budgets": budgets,
         "infeasible_cap": cap,
         "cases": {c.name: {"path": c.path, "kind": c.kind,
+                           "prior": None if c.prior is None else c.prior.path,
                            "n_feasible": exhaustive[c.name].n_feasible,
                            "optimum_cost_s": exhaustive[c.name].optimum,
                            "best_config": exhaustive[c.name].best_config} for c in cases},

@@ -14,6 +14,8 @@ the incumbent it would expect if its configs were measured afresh
 (``metrics.expected_incumbent``, the runs' own noise; simulator specs only),
 which removes the luck of the one noise draw (``aoe-tune bench noise-floor``).
 When either side has failed measurements, their counts are compared too.
+``--prior-space``: the runs of ``--space`` benched with that prior
+(``aoe-tune bench --prior-space``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from aoe_optuna.bench.command import BenchError
 from aoe_optuna.bench.metrics import (
     effective_noise,
     expected_incumbent,
+    measurements_to_reach,
+    median_reach,
     paired_comparison,
     ratio_curve,
 )
@@ -47,10 +51,19 @@ EXAMPLE = """\
   aoe-tune bench compare --space studies/qwen25_7b_decode_910b2.json --runs /tmp/w/head120 \\
       --a 'reinforce {"policy": "studies/policies/qwen_holdout_seed.safetensors"}' --b gp-ucb \\
       --budget 100 --seeds 80-119
+  # a prior against none, on the runs of --space with --prior-space
+  aoe-tune bench compare --space ../shared/spaces/gemm_RTX_2080_Ti.json.gz \\
+      --prior-space ../shared/spaces/gemm_RTX_3060_laptop.json.gz --runs /tmp/prior \\
+      --a gp-ucb --b 'gp-ucb [prior off]' --budget 25
   # one label, two versions of the code
   aoe-tune bench compare --space studies/qwen25_7b_decode_910b2_hidden.json \\
       --a-runs /tmp/w/new --b-runs /tmp/w/old --a reinforce --b reinforce --budget 500"""
 EXPECTED_DRAWS = 2000
+WITHIN_2 = 1 / 1.02  # "within 2% of the optimum": cost <= 1.02 x the optimum's
+
+
+def _reach(x: float) -> str:
+    return "never (over half the seeds)" if not np.isfinite(x) else f"{x:g}"
 
 
 def ratios(runs: dict[int, RunResult], optimum: float, budget: int) -> dict[int, float]:
@@ -77,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = parser(NAME, __doc__, EXAMPLE)
     ap.add_argument("--space", required=True, type=space_file,
                     help="the study spec or recorded space benched")
+    ap.add_argument("--prior-space", type=space_file, default=None,
+                    help="the --prior-space the runs of --space were benched with")
     ap.add_argument("--runs", action="append", default=[], type=runs_folder,
                     help="an aoe-tune bench --out folder (repeatable)")
     ap.add_argument("--a-runs", action="append", default=[], type=runs_folder,
@@ -100,8 +115,8 @@ def _compare(argv: list[str]) -> int:
     if not a_dirs or not b_dirs:
         raise BenchError("argument --runs: expected a bench --out folder "
                          "(or both --a-runs and --b-runs)")
-    runs_a = runs_of(a_dirs, args.a, args.budget, args.space)
-    runs_b = runs_of(b_dirs, args.b, args.budget, args.space)
+    runs_a = runs_of(a_dirs, args.a, args.budget, args.space, args.prior_space)
+    runs_b = runs_of(b_dirs, args.b, args.budget, args.space, args.prior_space)
     seeds = sorted(set(runs_a) & set(runs_b) & (set(args.seeds) if args.seeds else set(runs_a)))
     if not seeds:
         raise BenchError(f"--a/--b: expected a seed with runs of both {args.a!r} and "
@@ -133,6 +148,11 @@ def _compare(argv: list[str]) -> int:
     print(f"  median diff {c['median_diff']:+.4f} (90% bootstrap {c['median_diff_lo']:+.4f} "
           f"to {c['median_diff_hi']:+.4f}); mean diff {c['mean_diff']:+.4f} "
           f"({c['mean_diff_lo']:+.4f} to {c['mean_diff_hi']:+.4f})")
+    reach = {name: median_reach([measurements_to_reach(r.costs, optimum, WITHIN_2,
+                                                       r.true_costs) for r in side.values()])
+             for name, side in (("a", runs_a), ("b", runs_b))}
+    print(f"  measurements to within 2% of the optimum (median): a {_reach(reach['a'])}, "
+          f"b {_reach(reach['b'])}")
     fa, fb = failed(runs_a, args.budget), failed(runs_b, args.budget)
     if any(fa.values()) or any(fb.values()):
         d = np.array([fa[s] - fb[s] for s in seeds])

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Case:
-    """A space to benchmark on: a study spec file, or a recorded Kernel Tuner cache file."""
+    """A space to benchmark on: a study spec file, or a recorded Kernel Tuner cache file;
+    with ``prior``, another case whose measurements (a recording) or model (a spec's
+    simulator) are the prior of the samplers that take one (``--prior-space``)."""
 
     name: str
     kind: str  # "spec" or "replay"
@@ -43,13 +45,28 @@ class Case:
     # a recorded space's noise: "none" (each config's recorded mean) or "recorded" (each
     # measurement drawn from the config's recorded repeats, seeded by the run's seed)
     noise: str = "none"
+    prior: Case | None = None
 
     @classmethod
-    def from_path(cls, path: str | Path, noise: str = "none") -> Case:
+    def from_path(cls, path: str | Path, prior: str | Path | None = None,
+                  noise: str = "none") -> Case:
         p = Path(path)
-        name = p.name.removesuffix(".gz").removesuffix(".json")
+        name = _stem(p)
         kind = "replay" if p.name.endswith((".json.gz", ".gz")) or _is_cache_json(p) else "spec"
-        return cls(name=name, kind=kind, path=str(p.resolve()), noise=noise)
+        if prior is None:
+            return cls(name=name, kind=kind, path=str(p.resolve()), noise=noise)
+        source = cls.from_path(prior)
+        return cls(f"{name}.prior_{source.name}", kind, str(p.resolve()), noise=noise,
+                   prior=source)
+
+    @property
+    def space_name(self) -> str:
+        """The space's own name (a case with a prior is named after both)."""
+        return _stem(Path(self.path))
+
+
+def _stem(p: Path) -> str:
+    return p.name.removesuffix(".gz").removesuffix(".json")
 
 
 def _is_cache_json(p: Path) -> bool:
@@ -70,6 +87,7 @@ class Task:
     budget: int
     max_infeasible: int
     label: str = ""  # how the sampler shows in tables (name + kwargs)
+    prior: str = "on"  # with the case's prior: "on", "shuffled" (values permuted) or "off"
 
 
 @dataclass
@@ -104,6 +122,7 @@ class Built:
     space: Any
     evaluator: Any
     spec: Any = None  # the study spec of a spec case (stored in each run's study, as aoe-tune does)
+    prior: Any = None  # the case's prior (a ConfigPrior), if it has one
 
 
 @lru_cache(maxsize=4)
@@ -123,11 +142,38 @@ def build_case(case: Case) -> Built:
         space = replay_space(recorded, recorded_only=True)
         workload = replay_workload(recorded)
         backend = ReplayBackend(recorded, noise=case.noise)
-        return Built(space, Evaluator(workload, backend, roofline_tokens_per_s=None))
+        return Built(space, Evaluator(workload, backend, roofline_tokens_per_s=None),
+                     prior=case_prior(case))
     from aoe_optuna.spec.loader import load_spec
 
     spec = load_spec(case.path)
-    return Built(spec.space, Evaluator.of_spec(spec), spec)
+    return Built(spec.space, Evaluator.of_spec(spec), spec, case_prior(case))
+
+
+def case_prior(case: Case) -> Any:
+    """The prior of a case with ``--prior-space``: a recording's measurements, or the
+    simulator of another spec (the same space under other constants)."""
+    if case.prior is None:
+        return None
+    if case.prior.kind == "replay":
+        from aoe_optuna.samplers.priors.recording import recording_prior
+
+        return recording_prior(case.prior.path)
+    from aoe_optuna.samplers.priors.simulator import spec_simulator_prior
+    from aoe_optuna.spec.loader import load_spec
+
+    return spec_simulator_prior(load_spec(case.prior.path))
+
+
+def task_prior(built: Built, task: Task) -> Any:
+    """The prior this run's sampler gets: the case's, shuffled, or none."""
+    if built.prior is None or task.prior == "off":
+        return None
+    if task.prior == "shuffled":
+        from aoe_optuna.samplers.priors.table import shuffled
+
+        return shuffled(built.prior, seed=task.seed)
+    return built.prior
 
 
 def open_session(built: Built, task: Task) -> StudySession | SpaceSession:
@@ -140,7 +186,7 @@ def open_session(built: Built, task: Task) -> StudySession | SpaceSession:
     from aoe_optuna.study.session import IN_MEMORY, SamplerRequest, SpaceSession, StudySession
 
     storage = optuna.storages.InMemoryStorage()
-    request = SamplerRequest(task.sampler, dict(task.kwargs), task.seed)
+    request = SamplerRequest(task.sampler, dict(task.kwargs), task.seed, task_prior(built, task))
     name = f"{task.case.name}-{task.label or task.sampler}-{task.seed}"
     evaluator = _evaluator_for_seed(built.evaluator, task.seed)
     if built.spec is None:

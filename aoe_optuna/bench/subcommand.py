@@ -112,9 +112,10 @@ def labels_of(folders: Sequence[Path], budget: int, space: str) -> list[str]:
 
 
 def runs_of(
-    folders: Sequence[Path], label: str, budget: int, space: str
+    folders: Sequence[Path], label: str, budget: int, space: str, prior: str | None = None
 ) -> dict[int, RunResult]:
-    """One sampler label's runs of ``space`` per seed over bench ``--out`` folders.
+    """One sampler label's runs of ``space`` per seed over bench ``--out`` folders
+    (``prior``: the runs made with that ``--prior-space``).
 
     A folder may hold runs of several spaces (one bench command, several
     ``--space``); only those of ``space`` count.
@@ -123,7 +124,7 @@ def runs_of(
     for a smaller budget are left out; a run that stopped short of its budget
     (the infeasible cap) is kept, and the metrics hold its last value.
     """
-    case = Case.from_path(space).name
+    case = Case.from_path(space, prior).name
     out: dict[int, RunResult] = {}
     for folder in folders:
         for r in load_runs(Path(folder) / "runs.jsonl"):

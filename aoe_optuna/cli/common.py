@@ -135,8 +135,7 @@ def check_storage_exists(url: str, option: str) -> None:
     """A storage a command only reads (``export``, ``calibrate --from-study``) must be
     there: opening a SQLite or Journal file that is not creates it (an empty 112 KB
     database, an empty Journal file), so a missing one is refused in one line first."""
-    from aoe_optuna.study.session import storage_file
-    from aoe_optuna.study.storage.file_kind import is_missing
+    from aoe_optuna.study.storage.file_kind import is_missing, storage_file
     from aoe_optuna.study.storage.redact import redact_url
 
     if (local := storage_file(url)) is not None and is_missing(local):

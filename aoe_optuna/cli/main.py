@@ -89,6 +89,12 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler-kwargs", default=None,
                    help="JSON object passed to the sampler (default: the stored ones when "
                    "--sampler is not given, else {})")
+    p.add_argument("--prior", default=None, metavar="SOURCE",
+                   help="what gp-ucb's model starts from, its weight learned from the "
+                   "measurements: none, simulator (the SoC's simulator, calibrated per kernel "
+                   "family as the study runs; the npu default), study:NAME@URL (another "
+                   "study's trials, the same parameters) or recording:PATH (a Kernel Tuner "
+                   "recording); overrides the spec's prior")
     p.add_argument("--seed", type=int, default=None,
                    help="sampler seed (default: the stored one when resuming; a new study "
                    "draws one and records it, so the run can be repeated)")
@@ -233,6 +239,25 @@ def _storage_failed(url: str, exc: Exception, prog: str = "aoe-tune") -> int:
     return _fail(describe_storage_error(url, cause), prog)
 
 
+def _with_prior(spec: Any, text: str) -> Any:
+    """The spec with ``--prior``'s source in place of its own (stored with the spec)."""
+    import dataclasses
+
+    from aoe_optuna.spec.prior import prior_option
+
+    if spec is None:
+        raise UsageError("--prior: give --config SPEC too (the prior is part of a new "
+                         "study's spec)")
+    try:
+        source = prior_option(text, spec.backend_kind)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if source is not None and source.kind == "recording":
+        source = dataclasses.replace(source, path=str(Path(str(source.path)).resolve()))
+    return dataclasses.replace(spec, prior=source,
+                               prior_doc="none" if source is None else source.document())
+
+
 def _tune(args: argparse.Namespace) -> int:
     import optuna
 
@@ -271,6 +296,8 @@ def _tune(args: argparse.Namespace) -> int:
     _check_destinations(args)
     kwargs = parse_sampler_kwargs(args.sampler_kwargs)
     spec = load_spec_for(args.config, args.num_devices) if args.config else None
+    if args.prior is not None:
+        spec = _with_prior(spec, args.prior)
     if spec is not None and args.output is not None:
         _check_kernel_export(args, spec)
     from aoe_optuna.export.from_study import planned_entries

@@ -102,6 +102,18 @@ def sampler_class(name: str) -> type[optuna.samplers.BaseSampler]:
     return getattr(module, cls_name)
 
 
+def takes_prior(name: str) -> bool:
+    """Whether the registered sampler ``name`` takes a ``prior`` (GPUCBSampler does)."""
+    import inspect
+
+    if not isinstance(SAMPLERS.get(name), str):
+        return False
+    try:
+        return "prior" in inspect.signature(sampler_class(name).__init__).parameters
+    except UnknownSamplerError:
+        return False
+
+
 def make_sampler(
     name: str, *, space: SearchSpace | None = None, seed: int | None = None,
     spec: StudySpec | None = None, **kwargs: Any

@@ -74,6 +74,7 @@ from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import option_error
 from aoe_optuna.spec.export_target import ExportTarget, export_rules, export_target
 from aoe_optuna.spec.format import Section, SpecError, check_plain, read_document
+from aoe_optuna.spec.prior import PriorSource, parse_prior
 from aoe_optuna.spec.race import RaceSettings, parse_race
 from aoe_optuna.spec.space import (
     SEED_SPACE,
@@ -92,7 +93,7 @@ __all__ = ["SpecError", "StudySpec", "load_spec", "spec_from_dict"]
 TOP_KEYS = (
     "op_name", "search_space", "optimization_objective", "max_search_time",
     "target_throughput", "constraints", "hardware", "workload", "baseline", "backend",
-    "accuracy", "race",
+    "accuracy", "race", "prior",
 )
 OBJECTIVES = ("throughput",)
 DEFAULT_SOC = "Ascend910B2"
@@ -126,6 +127,8 @@ class StudySpec:
     backend_space: bool = False  # the space came from the backend, not search_space
     race: RaceSettings = RaceSettings()  # how the winner is certified after the search
     race_doc: dict | None = None  # the race section as given (None: the defaults)
+    prior: PriorSource | None = None  # where GP-UCB's prior comes from (spec/prior.py)
+    prior_doc: Any = None  # the ``prior`` section as given (None: the backend's default)
 
     @property
     def kernel_runs_on_soc(self) -> bool:
@@ -205,6 +208,8 @@ class StudySpec:
         out["accuracy"] = dict(self.accuracy)
         if self.race_doc is not None:  # only when given: studies made before it compare equal
             out["race"] = self.race.as_doc()
+        if self.prior_doc is not None:  # absent: the backend's default, as before the key
+            out["prior"] = self.prior_doc
         return out
 
 
@@ -241,12 +246,16 @@ def spec_from_dict(document: dict, source: str = "<stored>") -> StudySpec:
     kind = kind or backend_class(backend["name"])  # _space reported one that won't import
     known = not backend_space
     baseline = parse_baseline(source, document, space, known)
+    prior_doc = document.get("prior")
+    prior = parse_prior(prior_doc, source, kind)
     return StudySpec(
         source=source, document=document, op_name=op_name, objective=objective,
         max_search_time=max_time, target_throughput=target, profile=profile,
         workload=workload, space=space, baseline=baseline, backend=backend,
         accuracy=accuracy, workload_doc=workload_doc, hardware_doc=hardware_doc,
         backend_space=backend_space, backend_kind=kind, race=race, race_doc=race_doc,
+        prior=prior,
+        prior_doc=None if prior_doc is None else json.loads(json.dumps(prior_doc)),
     )
 
 

@@ -23,7 +23,6 @@ import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import optuna
@@ -55,7 +54,7 @@ from aoe_optuna.study.run.loop import Budget, RunResult, StudyProgress, run_stud
 from aoe_optuna.study.run.objective import ConfigEvaluator, Evaluator, TuningObjective
 from aoe_optuna.study.run.sampler_choice import SamplerChoice
 from aoe_optuna.study.run.worker_pool import WORKER_MODULE, WorkerPlan, run_workers
-from aoe_optuna.study.storage.file_kind import is_missing
+from aoe_optuna.study.storage.file_kind import is_missing, storage_file
 from aoe_optuna.study.storage.opening import open_storage, use_wal
 from aoe_optuna.study.storage.redact import redact_url
 from aoe_optuna.study.storage.write_once import set_once
@@ -81,6 +80,7 @@ class SamplerRequest:
     name: str | None = None
     kwargs: Mapping[str, Any] | None = None
     seed: int | None = None
+    prior: Any = None  # a ConfigPrior for a sampler that takes one (not stored in the study)
 
 
 def choose_sampler(request: SamplerRequest,
@@ -92,10 +92,12 @@ def choose_sampler(request: SamplerRequest,
     nothing stored, the default sampler."""
     if request.name is not None or stored is None:
         seed = request.seed if request.seed is not None else secrets.randbelow(SEED_RANGE)
-        return SamplerChoice(request.name or DEFAULT_SAMPLER, dict(request.kwargs or {}), seed)
+        return SamplerChoice(request.name or DEFAULT_SAMPLER, dict(request.kwargs or {}), seed,
+                             prior=request.prior)
     name, kwargs, seed = stored
     return SamplerChoice(name, dict(request.kwargs if request.kwargs is not None else kwargs),
-                         request.seed if request.seed is not None else seed, stored=True)
+                         request.seed if request.seed is not None else seed, stored=True,
+                         prior=request.prior)
 
 
 def build_sampler(choice: SamplerChoice, spec: StudySpec | None = None,
@@ -103,11 +105,21 @@ def build_sampler(choice: SamplerChoice, spec: StudySpec | None = None,
                   space: SearchSpace | None = None) -> optuna.samplers.BaseSampler:
     """The sampler of ``choice`` on the spec's space (or on ``space``, a study with no
     spec); worker ``i`` draws with seed + i."""
-    from aoe_optuna.samplers.registry import make_sampler
+    from aoe_optuna.samplers.registry import make_sampler, takes_prior
 
     seed = None if choice.seed is None else choice.seed + worker_index
+    prior = choice.prior
+    if prior is None and spec is not None and spec.prior is not None and takes_prior(choice.name):
+        from aoe_optuna.study.prior_of import PriorError, build_prior
+
+        try:
+            prior = build_prior(spec)
+        except PriorError as exc:
+            raise SessionError(str(exc)) from None
+    extra = {} if prior is None else {"prior": prior}
     try:
-        return make_sampler(choice.name, spec=spec, space=space, seed=seed, **choice.kwargs)
+        return make_sampler(choice.name, spec=spec, space=space, seed=seed, **choice.kwargs,
+                            **extra)
     except TypeError as exc:
         raise SessionError(f"--sampler-kwargs: {choice.name} does not accept them "
                            f"({exc})") from None
@@ -476,11 +488,3 @@ def _stored_choice(storage: optuna.storages.BaseStorage, study_name: str,
     stored = _stored_sampler(study)
     return None if stored is None else choose_sampler(request, stored)
 
-
-def storage_file(url: str) -> Path | None:
-    """The file of a SQLite URL or a Journal path (None for servers and memory)."""
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        return Path(url[len("sqlite:///"):])
-    if url.endswith(".log") and "://" not in url:
-        return Path(url)
-    return None

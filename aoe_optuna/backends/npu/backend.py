@@ -119,6 +119,7 @@ class NpuBackend(BackendBase):
     name = "npu"
     # builds on host cores, timings on the card, its launcher on a core no builder uses
     pooled_by_default = True
+    simulator_prior_by_default = True
     host_core_per_device = True
     cann_toolchain = True
     layer_kernels = "device"

@@ -91,8 +91,13 @@ def by_feasibility(
         return improvement_if_feasible(score, p_success, float(mean.max()))
     if weighting == "chance":
         return within_chance_constraint(score, p_success, CHANCE_MIN_SUCCESS)
-    floor = float(mean.min() - math.sqrt(beta) * max(float(std.max()), 1.0))
-    return weighted_by_success(score, p_success, floor)
+    return weighted_by_success(score, p_success, success_floor(mean, std, beta))
+
+
+def success_floor(mean: np.ndarray, std: np.ndarray, beta: float) -> float:
+    """A value below every UCB: the lowest mean less sqrt(beta) times the largest std
+    (at least 1, the GP's prior std), for ``weighted_by_success``."""
+    return float(mean.min() - math.sqrt(beta) * max(float(std.max()), 1.0))
 
 
 def within_chance_constraint(

@@ -5,7 +5,11 @@ recorded GEMM spaces) are enumerated once (index rows, flat ids and the
 encoding are cached on the sampler; they only depend on the space) and
 scored whole. Larger ones (the 11.8M-point study) get a fresh pool each step:
 uniform feasible samples plus every feasible one-parameter neighbour of the
-best configs, so the search can both roam and refine.
+best configs, so the search can both roam and refine. Past ``shrink_from``
+completed trials the uniform part shrinks as ``pool_size * shrink_from / n``
+(at least ``MIN_POOL``): scoring a candidate costs in proportion to the
+trials, and a long study has already measured most of what a fresh uniform
+sample would find.
 """
 
 from __future__ import annotations
@@ -20,6 +24,14 @@ from aoe_optuna.space.search_space import SearchSpace
 
 ENUMERATE_LIMIT = 400_000
 POOL_SIZE = 20_000
+MIN_POOL = 2_000
+
+
+def pool_size_at(pool_size: int, n_completed: int, shrink_from: int | None) -> int:
+    """The uniform sample's size at ``n_completed`` trials (see the module's docstring)."""
+    if shrink_from is None or n_completed <= shrink_from:
+        return pool_size
+    return max(min(pool_size, MIN_POOL), pool_size * shrink_from // n_completed)
 
 
 @dataclass
@@ -51,15 +63,22 @@ class CandidateSource:
         assert self._ids is not None and self._x is not None
         return self._rows, self._ids, self._x
 
+    def enumerated_rows(self) -> np.ndarray:
+        """Every feasible index row (an exact source only)."""
+        return self._enumerated()[0]
+
     def unseen(
-        self, seen: set[int], rng: np.random.Generator, incumbents: np.ndarray
+        self, seen: set[int], rng: np.random.Generator, incumbents: np.ndarray,
+        pool_size: int | None = None,
     ) -> Candidates:
-        """Candidates not in ``seen`` (flat ids of every trial of the study)."""
+        """Candidates not in ``seen`` (flat ids of every trial of the study); a sampled
+        pool of ``pool_size`` uniform draws (default: the source's)."""
         if self.exact:
             rows, ids, x = self._enumerated()
             keep = ~np.isin(ids, np.fromiter(seen, dtype=np.int64, count=len(seen)))
             return Candidates(rows[keep], x[keep])
-        pool = [self.space.sample_feasible(self.pool_size, rng, exclude=seen)]
+        size = self.pool_size if pool_size is None else pool_size
+        pool = [self.space.sample_feasible(size, rng, exclude=seen)]
         if incumbents.shape[0]:
             pool.append(neighbours(self.space, incumbents))
         rows = np.concatenate(pool)

@@ -137,11 +137,28 @@ class Posterior:
         kernel = model.covar_module
         if not isinstance(kernel, MaternKernel) or kernel.nu != 2.5:
             raise TypeError("Posterior expects the Matern-5/2 kernel that _build makes")
-        self._lengthscale = kernel.lengthscale.detach().reshape(-1)
-        self._const = float(model.mean_module.constant.detach())
-        self._noise = float(model.likelihood.noise.detach().reshape(-1)[0])
         tx = model.train_inputs[0] if x is None else torch.as_tensor(x, dtype=torch.float64)
         ty = model.train_targets if y is None else torch.as_tensor(y, dtype=torch.float64)
+        self._factor(kernel.lengthscale.detach().reshape(-1),
+                     float(model.mean_module.constant.detach()),
+                     float(model.likelihood.noise.detach().reshape(-1)[0]), tx, ty)
+
+    @classmethod
+    def of_values(cls, lengthscale: np.ndarray, const: float, noise: float, x: np.ndarray,
+                  y: np.ndarray) -> Posterior:
+        """The posterior of the same kernel with these hyperparameters (no BoTorch model):
+        the prior-mean GP's residual (``_prior_model``)."""
+        out = object.__new__(cls)
+        out._factor(torch.as_tensor(lengthscale, dtype=torch.float64), float(const),
+                    float(noise), torch.as_tensor(x, dtype=torch.float64),
+                    torch.as_tensor(y, dtype=torch.float64))
+        return out
+
+    def _factor(self, lengthscale: torch.Tensor, const: float, noise: float,
+                tx: torch.Tensor, ty: torch.Tensor) -> None:
+        self._lengthscale = lengthscale
+        self._const = const
+        self._noise = noise
         self._x = tx.detach()
         self._y = ty.detach()
         with torch.no_grad(), one_torch_thread():
@@ -150,13 +167,17 @@ class Posterior:
             self._chol = torch.linalg.cholesky(k)
             self._alpha = torch.cholesky_solve((self._y - self._const).unsqueeze(-1), self._chol)
 
-    def condition_on_pending(self, fit: FittedGP, x_pending: np.ndarray) -> Posterior:
+    def condition_on_pending(self, fit: FittedGP | None, x_pending: np.ndarray) -> Posterior:
         if x_pending.shape[0] == 0:
             return self
         believed, _ = self.predict(x_pending)
         x = np.concatenate([self._x.numpy(), x_pending])
         y = np.concatenate([self._y.numpy(), believed])
-        return Posterior(fit, x, y)
+        out = object.__new__(Posterior)
+        out._factor(self._lengthscale, self._const, self._noise,
+                    torch.as_tensor(x, dtype=torch.float64),
+                    torch.as_tensor(y, dtype=torch.float64))
+        return out
 
     def _k(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Matern-5/2 with the fitted length scales (unit output scale, as _build makes it)."""
@@ -188,6 +209,42 @@ class Posterior:
                 var = (1.0 - (v * v).sum(1)).clamp_min(1e-12)  # k(x, x) = 1
                 stds.append(var.sqrt().double().numpy())
         return np.concatenate(means), np.concatenate(stds)
+
+    def mean_and_bound(self, x: np.ndarray, chunk: int = SCORE_CHUNK
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean, and an upper bound of the standard deviation, at a tenth of
+        ``predict``'s cost at 1,000 trials: the std given only the nearest training
+        point, sqrt(1 - k^2 / (1 + noise)), which is never below the std given all of
+        them (conditioning on more points only lowers a GP's variance). The mean is
+        ``predict``'s; ``std`` gives the exact std of the candidates that need it."""
+        means, bounds = [np.zeros(0)], [np.zeros(0)]
+        ls = self._lengthscale.float()
+        with torch.no_grad(), one_torch_thread():
+            train = self._x.float() / ls
+            alpha = self._alpha.float()
+            for start in range(0, x.shape[0], chunk):
+                tx = torch.as_tensor(x[start : start + chunk], dtype=torch.float32) / ls
+                kx = _matern52(_sq_dist(tx, train))
+                means.append((self._const + kx @ alpha).squeeze(-1).double().numpy())
+                nearest = kx.max(dim=1).values.double().numpy()
+                bounds.append(np.sqrt(np.clip(
+                    1.0 - nearest * nearest / (1.0 + self._noise + 1e-8), 1e-12, 1.0)))
+        return np.concatenate(means), np.concatenate(bounds)
+
+    def std(self, x: np.ndarray) -> np.ndarray:
+        """The exact posterior standard deviation at a few hundred ``x``: one triangular
+        solve against the float32 factor (``predict``'s explicit inverse costs a cube of
+        the trials, which pays only over tens of thousands of candidates)."""
+        ls = self._lengthscale.float()
+        with torch.no_grad(), one_torch_thread():
+            if getattr(self, "_chol32", None) is None:
+                self._chol32 = self._chol.float()
+            train = self._x.float() / ls
+            tx = torch.as_tensor(x, dtype=torch.float32) / ls
+            kx = _matern52(_sq_dist(tx, train))
+            v = torch.linalg.solve_triangular(self._chol32, kx.T, upper=False)
+            var = (1.0 - (v * v).sum(0)).clamp_min(1e-12)
+            return var.sqrt().double().numpy()
 
 
 def _sq_dist(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

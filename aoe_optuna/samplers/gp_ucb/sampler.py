@@ -19,11 +19,18 @@ from optuna.distributions import BaseDistribution, FloatDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import GP_HYPER_ATTR, GP_LOCAL_ATTR
+from aoe_optuna.attrs import GP_HYPER_ATTR, GP_LOCAL_ATTR, GP_PRIOR_ATTR
 from aoe_optuna.samplers.base import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
-from aoe_optuna.samplers.gp_ucb._acquisition import DEFAULT_BETA, beta_at, by_feasibility, ucb
-from aoe_optuna.samplers.gp_ucb._candidates import Candidates, CandidateSource
+from aoe_optuna.samplers.gp_ucb._acquisition import (
+    DEFAULT_BETA,
+    beta_at,
+    by_feasibility,
+    success_floor,
+    ucb,
+    weighted_by_success,
+)
+from aoe_optuna.samplers.gp_ucb._candidates import Candidates, CandidateSource, pool_size_at
 from aoe_optuna.samplers.gp_ucb._design import farthest_point
 from aoe_optuna.samplers.gp_ucb._feasibility import FeasibilityModel
 from aoe_optuna.samplers.gp_ucb._feasibility_halfspaces import HalfspaceFeasibility
@@ -35,14 +42,25 @@ from aoe_optuna.samplers.gp_ucb._local import (
     near_any,
 )
 from aoe_optuna.samplers.gp_ucb._model import FitError, Hyper, Posterior, fit_gp
+from aoe_optuna.samplers.gp_ucb._prior_scores import PriorScores
+from aoe_optuna.samplers.gp_ucb._prior_step import (
+    PRIOR_EVIDENCE_FROM,
+    prior_as_input,
+    prior_first,
+    prior_in_mean,
+    trust,
+)
+from aoe_optuna.samplers.gp_ucb._pruned_ranking import CandidateModel, best_first
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
 from aoe_optuna.samplers.gp_ucb.settings import (
     FailureModel,
     ModelSettings,
+    PriorSettings,
     ResolvedFailures,
     SearchSettings,
 )
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
+from aoe_optuna.samplers.priors.base import ConfigPrior, PriorArgument, as_prior
 from aoe_optuna.samplers.settings import settings_of
 from aoe_optuna.samplers.torch_threads import one_torch_thread
 from aoe_optuna.samplers.value_grid import snap
@@ -98,6 +116,15 @@ class GPUCBSampler(ConstrainedSampler):
             failure for P(success) (so UCB is weighted by the chance of being
             feasible, as Optuna's GPSampler weights its acquisition) and is never an
             incumbent.
+        prior: what the project already knows of the objective: a
+            :class:`~aoe_optuna.samplers.priors.ConfigPrior` (another device's recording,
+            another study, the simulator) or a function of a config returning its
+            predicted value (the study's direction and units, or any monotone map of
+            them: only the order counts). It enters the GP's mean with a weight fitted
+            to the measurements, so a misleading prior loses its weight
+            (docs/decisions/0030-gp-ucb-prior-in-the-mean.md).
+        prior_settings: :class:`PriorSettings` (mechanism, start-up with a prior), or
+            a mapping of its fields.
     """
 
     def __init__(
@@ -113,6 +140,8 @@ class GPUCBSampler(ConstrainedSampler):
         workload: Workload | None = None,
         profile: SocProfile | None = None,
         constraints_func: ConstraintsFunc | None = None,
+        prior: PriorArgument | None = None,
+        prior_settings: PriorSettings | Mapping[str, Any] | None = None,
     ) -> None:
         if n_startup_trials < 1:
             raise ValueError(f"n_startup_trials: expected >= 1, got {n_startup_trials}")
@@ -123,6 +152,9 @@ class GPUCBSampler(ConstrainedSampler):
         self.failures = settings_of(FailureModel, failures, "GPUCBSampler: failures")
         self.model = settings_of(ModelSettings, model, "GPUCBSampler: model")
         self.search = settings_of(SearchSettings, search, "GPUCBSampler: search")
+        self.prior: ConfigPrior | None = as_prior(prior)
+        self.prior_settings = settings_of(PriorSettings, prior_settings,
+                                          "GPUCBSampler: prior_settings")
         super().__init__("GPUCBSampler", seed, constraints_func)
         self._space = space
         self.n_startup_trials = n_startup_trials
@@ -133,6 +165,8 @@ class GPUCBSampler(ConstrainedSampler):
         self._resolved: dict[int, ResolvedFailures | None] = {}
         self._sources: dict[int, CandidateSource] = {}
         self._histories: dict[int, HistoryReader] = {}
+        self._prior_scores: dict[int, PriorScores] = {}
+        self._trust: dict[str, Any] | None = None
         self._plain = PlainSpaces(self.search.float_grid_points)
 
     @classmethod
@@ -184,6 +218,17 @@ class GPUCBSampler(ConstrainedSampler):
             self._inputs[id(space)] = GPInputs(space, tiling)
         return self._inputs[id(space)]
 
+    def _scores_for(self, space: SearchSpace, source: CandidateSource,
+                    maximize: bool) -> PriorScores | None:
+        """The prior's normal scores on ``space`` (None without a prior)."""
+        if self.prior is None:
+            return None
+        if id(space) not in self._prior_scores:
+            rows = source.enumerated_rows() if source.exact else None
+            self._prior_scores[id(space)] = PriorScores.for_space(
+                self.prior, space, maximize, rows, self._seed)
+        return self._prior_scores[id(space)]
+
     def _source(self, space: SearchSpace, inputs: GPInputs) -> CandidateSource:
         if id(space) not in self._sources:
             self._sources[id(space)] = CandidateSource(
@@ -207,21 +252,26 @@ class GPUCBSampler(ConstrainedSampler):
         history = self._histories[id(space)](study, exclude_number=trial.number, trials=trials)
         rng = np.random.default_rng([self._seed, trial.number])
         inputs = self._inputs_for(space)
-        cands = self._source(space, inputs).unseen(
-            history.seen, rng, history.incumbents(N_INCUMBENTS)
-        )
+        source = self._source(space, inputs)
+        pool = pool_size_at(self.search.pool_size, history.completed.shape[0],
+                            self.search.fast_from)
+        cands = source.unseen(history.seen, rng, history.incumbents(N_INCUMBENTS), pool)
         if cands.rows.shape[0] == 0:
             _log.warning("every feasible config has been tried; falling back to random")
             return {}
+        scores = self._scores_for(space, source, history.maximize)
         with torch.random.fork_rng(), one_torch_thread():
             torch.manual_seed(self._seed + trial.number)
             ranked, hyper, local = self._choose(
                 inputs, history, cands, rng, _previous_hyper(trials),
                 self.search.local_patience is not None and _local_steps_pay(trials),
-                failures=self._failures_for(study, space),
+                failures=self._failures_for(study, space), scores=scores,
+                previous_prior=_previous_prior_hyper(trials),
             )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, GP_HYPER_ATTR, hyper)
+        if self._trust is not None:
+            study._storage.set_trial_system_attr(trial._trial_id, GP_PRIOR_ATTR, self._trust)
         if local:
             study._storage.set_trial_system_attr(trial._trial_id, GP_LOCAL_ATTR, True)
         # Another worker may be proposing at this very moment from the same history:
@@ -252,27 +302,65 @@ class GPUCBSampler(ConstrainedSampler):
     def _choose(
         self, encode: GPInputs, history: History, cands: Candidates,
         rng: np.random.Generator, previous: Hyper | None, local_allowed: bool = True,
-        failures: ResolvedFailures | None = None,
+        failures: ResolvedFailures | None = None, scores: PriorScores | None = None,
+        previous_prior: Any = None,
     ) -> tuple[np.ndarray, Hyper | None, bool]:
         """Indices into ``cands``, best first, the hyperparameters fitted for them, and
         whether this was a local step (``_local``). ``failures``: how P(success) is
-        learned and weighs (None: not at all)."""
+        learned and weighs (None: not at all). ``scores``: the prior's, if any
+        (``_prior_step``); what the model makes of it is left in ``self._trust``."""
         space = encode.space
-        used_x = encode(np.concatenate([history.completed, history.failed, history.pending]))
+        used_rows = np.concatenate([history.completed, history.failed, history.pending])
+        used_x = encode(used_rows)
+        self._trust = None
         n_startup = self.n_startup_trials
-        if history.n_used < n_startup or history.completed.shape[0] < 2:
+        n = history.completed.shape[0]
+        design = history.n_used < n_startup or n < 2
+        if scores is not None:
+            scores.observe(history.completed, history.values)
+            f_cands = scores(cands.rows)
+            first = prior_first(f_cands, scores(used_rows), self.prior_settings.top_share)
+            if first is not None:  # the prior's best, before anything else
+                return _then_random(first, cands, rng), None, False
+        if design and (scores is None or n < PRIOR_EVIDENCE_FROM
+                       or self.prior_settings.mechanism == "feature"):
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
         x = encode(history.completed)
         try:
-            n = history.completed.shape[0]
             warm_iter = WARM_MAX_ITER if n % self._refit_period(n) == 0 else 0
             y = history.targets(self.model.floor_quantile, self.model.target_transform)
-            fit = fit_gp(x, y, previous, warm_iter, COLD_MAX_ITER)
+            if scores is not None and self.prior_settings.mechanism == "feature":
+                fitted = prior_as_input(x, scores(history.completed), y,
+                                        encode(history.pending), scores(history.pending),
+                                        cands.x, f_cands, previous, warm_iter, COLD_MAX_ITER)
+            else:
+                fit = fit_gp(x, y, previous, warm_iter, COLD_MAX_ITER)
+                fitted = None
+                if scores is not None:
+                    fitted = prior_in_mean(fit, x, scores(history.completed), y,
+                                           encode(history.pending), cands.x, f_cands,
+                                           previous_prior, warm_iter, COLD_MAX_ITER)
         except FitError as exc:
             _log.warning("%s; this suggestion is space-filling", exc)
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
-        post = Posterior(fit).condition_on_pending(fit, encode(history.pending))
-        mean, std = post.predict(cands.x)
+        if fitted is not None:
+            assert self.prior is not None and scores is not None
+            self._trust = trust(self.prior.name, scores(history.completed), y, fitted)
+            if design and not fitted.in_use:  # the design goes on until the prior earns trust
+                return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
+        if fitted is not None and fitted.in_use:
+            model, hyper = fitted.candidates, fitted.stored
+        else:
+            hyper = fit.hyper
+            post = Posterior(fit).condition_on_pending(fit, encode(history.pending))
+            model = CandidateModel(lambda: post.predict(cands.x),
+                                   lambda: post.mean_and_bound(cands.x),
+                                   lambda idx: post.std(cands.x[idx]))
+        fast_from = self.search.fast_from
+        prune = (fast_from is not None and n >= fast_from
+                 and (failures is None or failures.weighting == "success"))
+        # pruned: ``std`` is an upper bound of each std, exact ones are made as needed
+        mean, std = model.mean_and_bound() if prune else model.predict()
         t = history.completed.shape[0] - n_startup + 1
         beta = beta_at(t, space.n_feasible, self.beta, self.search.beta_schedule)
         score = ucb(mean, std, beta)
@@ -286,6 +374,7 @@ class GPUCBSampler(ConstrainedSampler):
                 score = by_feasibility(score, p_success, failures.weighting, mean, std, beta)
         targets = history.feasible_targets()
         is_local = False
+        local = np.ones(0, dtype=bool)
         if (local_allowed and is_local_step(targets, self.search.local_patience)
                 and history.feasible_mask.any()):
             local = near_any(space, cands.rows, history.incumbents(N_INCUMBENTS),
@@ -295,9 +384,20 @@ class GPUCBSampler(ConstrainedSampler):
             is_local = bool(local.any())
             if is_local:  # the same acquisition, over the plateau's close configs only
                 score = np.where(local, score, -np.inf)
+        if prune:
+            floor = success_floor(mean, std, beta)  # the bounds' floor is the exact one's
+
+            def score_of(idx: np.ndarray, s: np.ndarray) -> np.ndarray:
+                value = ucb(mean[idx], s, beta)
+                if p_success is not None:
+                    value = weighted_by_success(value, p_success[idx], floor)
+                return np.where(local[idx], value, -np.inf) if is_local else value
+
+            best, _ = best_first(score_of, std, model.std, RANKED)
+            return best, hyper, is_local
         top = min(RANKED, score.shape[0])
         best = np.argpartition(-score, top - 1)[:top]
-        return best[np.argsort(-score[best], kind="stable")], fit.hyper, is_local
+        return best[np.argsort(-score[best], kind="stable")], hyper, is_local
 
 
 def _then_random(pick: int, cands: Candidates, rng: np.random.Generator) -> np.ndarray:
@@ -310,6 +410,15 @@ def _local_steps_pay(trials: Sequence[FrozenTrial]) -> bool:
     """Whether the local steps of this study have run more often than not (``_local``)."""
     done = [t.state for t in trials if t.system_attrs.get(GP_LOCAL_ATTR)]
     return local_steps_pay(done.count(TrialState.COMPLETE), done.count(TrialState.FAIL))
+
+
+def _previous_prior_hyper(trials: Sequence[FrozenTrial]) -> Any:
+    """The prior-mean GP's hyperparameters of the latest trial that stored them."""
+    for t in reversed(trials):
+        record = t.system_attrs.get(GP_PRIOR_ATTR)
+        if isinstance(record, dict) and "hyper" in record:
+            return record["hyper"]
+    return None
 
 
 def _previous_hyper(trials: Sequence[FrozenTrial]) -> Hyper | None:

@@ -14,10 +14,13 @@ from typing import Literal
 from aoe_optuna.samplers.gp_ucb._acquisition import BetaSchedule
 from aoe_optuna.samplers.gp_ucb._candidates import ENUMERATE_LIMIT, POOL_SIZE
 from aoe_optuna.samplers.gp_ucb._local import LOCAL_RADIUS
+from aoe_optuna.samplers.gp_ucb._pruned_ranking import FAST_FROM
 from aoe_optuna.samplers.gp_ucb._targets import TRANSFORMS, TargetTransform
 from aoe_optuna.samplers.value_grid import FLOAT_GRID_POINTS
 
 FailureKind = Literal["auto", "vote", "halfspaces", "off"]
+PriorMechanism = Literal["mean", "feature"]
+_MECHANISMS = ("mean", "feature")
 Weighting = Literal["auto", "success", "chance", "gain"]
 _KINDS = ("auto", "vote", "halfspaces", "off")
 _WEIGHTINGS = ("auto", "success", "chance", "gain")
@@ -130,6 +133,13 @@ class SearchSettings:
     recorded GEMM spaces); 5 is the setting measured
     (docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md).
     ``float_grid_points``: values standing for each float parameter of a plain study.
+    ``fast_from``: from this many completed trials (default 300) a suggestion costs
+    less two ways: the exact posterior std is computed only for the candidates whose
+    upper bound could reach the best ranked ones (``_pruned_ranking``: the same
+    ranking; with the "success" weighting or no failure model, which weigh each
+    candidate by its own std only), and a sampled pool's uniform part shrinks as
+    ``pool_size * fast_from / n`` (``_candidates``); None: neither
+    (docs/decisions/0030-gp-ucb-prior-in-the-mean.md measures both).
     """
 
     beta_schedule: BetaSchedule | None = None
@@ -138,8 +148,12 @@ class SearchSettings:
     local_patience: int | None = None
     local_radius: int = LOCAL_RADIUS
     float_grid_points: int = FLOAT_GRID_POINTS
+    fast_from: int | None = FAST_FROM
 
     def __post_init__(self) -> None:
+        if self.fast_from is not None and self.fast_from < 1:
+            raise ValueError(f"GPUCBSampler: search.fast_from: expected None or >= 1, "
+                             f"got {self.fast_from}")
         if self.beta_schedule not in (None, "srinivas"):
             raise ValueError(f"GPUCBSampler: search.beta_schedule: expected None or "
                              f"'srinivas', got {self.beta_schedule!r}")
@@ -152,3 +166,28 @@ class SearchSettings:
         if self.float_grid_points < 2:
             raise ValueError(f"GPUCBSampler: search.float_grid_points: expected >= 2, "
                              f"got {self.float_grid_points}")
+
+
+@dataclass(frozen=True)
+class PriorSettings:
+    """How a prior (``GPUCBSampler(prior=...)``) enters the search.
+
+    ``mechanism``: "mean" (default): the GP's mean is const + weight * the prior's
+    normal score, weight and an output scale fitted with the kernel, used where its
+    log posterior beats the plain GP's by log(n) (``_prior_step``); "feature": the
+    prior's quantile is one more GP input, whose length scale the fit learns
+    (docs/decisions/0030-gp-ucb-prior-in-the-mean.md measures both). ``top_share``:
+    the first proposal is the prior's best config unless a config among this share of
+    the candidates it ranks best is measured already (the baseline, a resumed run).
+    """
+
+    mechanism: PriorMechanism = "mean"
+    top_share: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in _MECHANISMS:
+            raise ValueError(f"GPUCBSampler: prior_settings.mechanism: expected one of "
+                             f"{list(_MECHANISMS)}, got {self.mechanism!r}")
+        if not 0.0 < self.top_share <= 1.0:
+            raise ValueError(f"GPUCBSampler: prior_settings.top_share: expected in (0, 1], "
+                             f"got {self.top_share}")

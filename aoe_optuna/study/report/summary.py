@@ -18,6 +18,7 @@ from aoe_optuna.study.create import baseline_trial, best_trial
 from aoe_optuna.study.race.outcome import Certified
 from aoe_optuna.study.report import dashboard_writers
 from aoe_optuna.study.report.dashboard_plot import save_convergence_plot
+from aoe_optuna.study.report.prior_trust import latest_trust, trust_text
 from aoe_optuna.study.report.text_fit import rate_text, wrap_command, wrap_items
 from aoe_optuna.study.run.loop import RunResult
 from aoe_optuna.study.run.time_split import TimeSplit
@@ -49,6 +50,7 @@ class Summary:
     # the winner the race certified (None: not raced, e.g. the run was interrupted)
     certified: Certified | None = None
     certified_params: dict = field(default_factory=dict)
+    prior: str | None = None  # the sampler's prior and how much its model trusts it now
 
     @property
     def speedup(self) -> float | None:
@@ -75,6 +77,7 @@ def summarise(
         (dict(t.params) for t in study.get_trials(deepcopy=False)
          if t.number == certified.winner), {})
     p = result.progress
+    trust = latest_trust(study.get_trials(deepcopy=False))
     return Summary(
         study_name=study.study_name,
         storage_url=absolute_storage_url(storage_url),
@@ -97,6 +100,7 @@ def summarise(
                                 modelled=spec.exact_model).items(),
         certified=certified,
         certified_params=winner_params,
+        prior=None if trust is None else trust_text(trust),
     )
 
 
@@ -222,6 +226,8 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
     if s.certified_params and s.certified is not None and s.certified.winner != s.best_number:
         say(wrap_items([f"{k}={v}" for k, v in s.certified_params.items()], width,
                        first="certified config: "))
+    if s.prior:
+        say(wrap_items(s.prior.split(", "), width, first="prior: "))
     if s.best_params:
         say(wrap_items([f"{k}={v}" for k, v in s.best_params.items()], width,
                        first="best config: "))
@@ -263,6 +269,7 @@ def summary_markdown(s: Summary) -> str:
             f"measurement time {s.virtual_s:,.0f} s.",
             "",
             *([f"Time: {', '.join(s.time_split)}.", ""] if s.time_split else []),
+            *([f"Prior: {s.prior}.", ""] if s.prior else []),
             "Next: `" + next_steps(s)[0] + "`",
         ]
     )

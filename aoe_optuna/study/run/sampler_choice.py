@@ -20,3 +20,4 @@ class SamplerChoice:
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     stored: bool = False  # taken from the study, not from the request
+    prior: Any = field(default=None, compare=False)  # the request's, passed to the sampler

@@ -41,3 +41,12 @@ def is_missing(path: Path) -> bool:
     """Whether nothing is at ``path`` yet (a dangling symlink included), as opposed to
     something that cannot be read (a symlink loop), which opening then explains."""
     return not path.exists() and not_a_regular_file(path) is None
+
+
+def storage_file(url: str) -> Path | None:
+    """The file of a SQLite URL or a Journal path (None for servers and memory)."""
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url[len("sqlite:///"):])
+    if url.endswith(".log") and "://" not in url:
+        return Path(url)
+    return None

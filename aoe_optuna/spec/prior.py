@@ -1,0 +1,93 @@
+"""A study's prior: where GP-UCB's prediction of every config comes from.
+
+Spec section ``prior`` (and ``aoe-tune --prior``, which overrides it):
+
+    "prior": "none"                                   no prior
+    "prior": "simulator"                              the simulator of the spec's SoC,
+                                                      calibrated per kernel family as the
+                                                      study runs (the npu backend's default)
+    "prior": {"study": "NAME", "storage": "URL"}      another study of the same parameters
+                                                      (another SoC, another shape), in any
+                                                      storage: its completed trials
+    "prior": {"recording": "PATH"}                    a Kernel Tuner recording of the same
+                                                      kernel (another device)
+
+The CLI's forms are ``none``, ``simulator``, ``study:NAME@URL`` and
+``recording:PATH``. What each becomes is built by the study's session
+(``study/prior_of.py``); here it is only read and checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from aoe_optuna.backends.base import BackendBase
+from aoe_optuna.spec.format import Section, SpecError, describe
+
+PriorKind = Literal["simulator", "study", "recording"]
+FORMS = "'none', 'simulator', {\"study\": NAME, \"storage\": URL} or {\"recording\": PATH}"
+CLI_FORMS = "none, simulator, study:NAME@URL or recording:PATH"
+
+
+@dataclass(frozen=True)
+class PriorSource:
+    """Where a study's prior comes from (``study``: name and storage URL; ``recording``:
+    a path, relative to the spec's folder when it came from a spec)."""
+
+    kind: PriorKind
+    name: str | None = None
+    storage: str | None = None
+    path: str | None = None
+
+    def document(self) -> Any:
+        """The spec section that reads back as this source."""
+        if self.kind == "simulator":
+            return "simulator"
+        if self.kind == "study":
+            return {"study": self.name, "storage": self.storage}
+        return {"recording": self.path}
+
+
+def default_prior(backend: type[BackendBase]) -> PriorSource | None:
+    """The prior a spec without a ``prior`` section gets: the simulator where the backend
+    asks for it (the npu backend: a measurement there costs a kernel build), else none."""
+    return PriorSource("simulator") if backend.simulator_prior_by_default else None
+
+
+def parse_prior(document: Any, source: str, backend: type[BackendBase]) -> PriorSource | None:
+    """The spec's ``prior`` section, checked (absent: :func:`default_prior`)."""
+    if document is None:
+        return default_prior(backend)
+    if document == "none":
+        return None
+    if document == "simulator":
+        if not backend.runs_on_soc:
+            raise SpecError(source, "prior", f"a prior for the {backend.name} backend "
+                            "(the simulator predicts Ascend kernels only)", "'simulator'")
+        return PriorSource("simulator")
+    if isinstance(document, str):
+        raise SpecError(source, "prior", FORMS, describe(document))
+    section = Section(source, "prior", document, FORMS)
+    if section.has("study"):
+        section.check_keys(("study", "storage"))
+        return PriorSource("study", name=section.string("study"),
+                           storage=section.string("storage"))
+    if section.has("recording"):
+        section.check_keys(("recording",))
+        return PriorSource("recording", path=section.string("recording"))
+    raise SpecError(source, "prior", FORMS, describe(document))
+
+
+def prior_option(text: str, backend: type[BackendBase]) -> PriorSource | None:
+    """``aoe-tune --prior TEXT`` as a source (``ValueError`` names what was expected)."""
+    kind, sep, rest = text.partition(":")
+    if not sep and text in ("none", "simulator"):
+        return parse_prior(text, "--prior", backend)
+    if kind == "study" and "@" in rest:
+        name, _, url = rest.partition("@")
+        if name and url:
+            return PriorSource("study", name=name, storage=url)
+    if kind == "recording" and rest:
+        return PriorSource("recording", path=rest)
+    raise ValueError(f"--prior: expected {CLI_FORMS}, got {text!r}")
