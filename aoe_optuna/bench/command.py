@@ -258,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aoe-tune bench: error: {exc}", file=sys.stderr)
         return 2
     try:
-        cases = [Case.from_path(space_file(p), None if q is None else space_file(q),
+        cases = [Case.from_path(space_file(p), prior=None if q is None else space_file(q),
                                  noise=args.noise)
                  for p, q in zip(args.space, priors, strict=True)]
     except HubError as exc:

@@ -92,7 +92,7 @@ def run_suite(suite: dict[str, Any], spaces_dir: Path, out: Path, jobs: int) -> 
     tasks = []
     for space in suite["spaces"]:
         case = Case.from_path(resolve(space, spaces_dir, out / "spaces"),
-                              suite.get("noise", "none"))
+                              noise=suite.get("noise", "none"))
         exhaustive_for(case, None)  # cached once, before the workers need it
         tasks += [Task(case, suite["sampler"], (), seed, top, 50 * top, suite["sampler"])
                   for seed in suite["seeds"]]
@@ -113,7 +113,7 @@ def per_seed(runs_dir: Path, suite: dict[str, Any], spaces_dir: Path
     out: dict[str, dict[str, dict[str, float]]] = {}
     for space in suite["spaces"]:
         case = Case.from_path(resolve(space, spaces_dir, runs_dir / "spaces"),
-                              suite.get("noise", "none"))
+                              noise=suite.get("noise", "none"))
         mine: dict[int, RunResult] = {r.seed: r for r in runs
                                       if r.case == case.name and r.sampler == suite["sampler"]}
         missing = sorted(set(suite["seeds"]) - set(mine))

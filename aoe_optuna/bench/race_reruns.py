@@ -190,7 +190,7 @@ def _race(argv: list[str]) -> int:
     kw = {k: v for k, v in (("epsilon", args.epsilon), ("budget", args.race_budget))
           if v is not None}
     settings = RaceSettings(**kw)
-    cases = [Case.from_path(p, "recorded") for p in args.space]
+    cases = [Case.from_path(p, noise="recorded") for p in args.space]
     if any(c.kind == "spec" for c in cases):
         raise BenchError("--space: expected recorded spaces (Kernel Tuner cache files)")
     args.out.mkdir(parents=True, exist_ok=True)

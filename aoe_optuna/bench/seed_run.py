@@ -48,7 +48,7 @@ class Case:
     prior: Case | None = None
 
     @classmethod
-    def from_path(cls, path: str | Path, prior: str | Path | None = None,
+    def from_path(cls, path: str | Path, *, prior: str | Path | None = None,
                   noise: str = "none") -> Case:
         p = Path(path)
         name = _stem(p)

@@ -124,7 +124,7 @@ def runs_of(
     for a smaller budget are left out; a run that stopped short of its budget
     (the infeasible cap) is kept, and the metrics hold its last value.
     """
-    case = Case.from_path(space, prior).name
+    case = Case.from_path(space, prior=prior).name
     out: dict[int, RunResult] = {}
     for folder in folders:
         for r in load_runs(Path(folder) / "runs.jsonl"):

@@ -25,6 +25,11 @@ NOT_A_BACKEND = {
     ("bench/seed_run.py", "case.kind"),  # a bench case's source: a spec or a recorded space
     ("bench/command.py", "case.kind"),
     ("bench/command.py", "c.kind"),
+    ("bench/seed_run.py", "case.prior.kind"),  # the --prior-space case's source
+    # a prior's source ("simulator", "study", "recording"), not the study's backend
+    ("spec/prior.py", "document"),
+    ("spec/prior.py", "self.kind"),
+    ("study/prior_of.py", "source.kind"),
     # a study's default name names its backend unless it is the default one
     ("spec/loader.py", "self.backend['name']"),
 }

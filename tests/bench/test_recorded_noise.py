@@ -18,13 +18,13 @@ def test_a_run_with_recorded_noise_is_scored_by_the_recorded_means(tmp_path):
     path = noisy_cache(tmp_path)
     runs = {}
     for noise in ("none", "recorded"):
-        case = Case.from_path(path, noise)
+        case = Case.from_path(path, noise=noise)
         runs[noise] = run_task(Task(case, "random", (), 0, 8, 400, "random"))
     plain, noisy = runs["none"], runs["recorded"]
     assert plain.true_costs is None and len(noisy.true_costs) == len(noisy.costs) == 8
     assert not np.allclose(noisy.costs, noisy.true_costs)  # measured with noise
     assert np.allclose(noisy.costs, noisy.true_costs, rtol=0.05)  # around the means
-    assert noisy.costs != run_task(Task(Case.from_path(path, "recorded"), "random", (), 1, 8,
+    assert noisy.costs != run_task(Task(Case.from_path(path, noise="recorded"), "random", (), 1, 8,
                                         400, "random")).costs
 
 
