@@ -1,7 +1,7 @@
 """GPUCBSampler's two P(success) models, offline, on a recorded space run as a plain study.
 
 The plain study's space is the product of the recorded tunables' values; a
-config fails when it is not in the recording (docs/BENCHMARKS.md, "Plain
+config fails when it is not in the recording (docs/benchmarks/recorded_spaces.md, "Plain
 Optuna studies"). Each model is fitted to the outcomes of ``n`` configs drawn
 uniformly from the product and scored on 10,000 others: AUC (how well it
 ranks configs that run above configs that fail), log loss (calibration), and

@@ -7,7 +7,7 @@ timed (four figures or more) are fitted as ``aoe-tune calibrate`` fits them, and
 other half is predicted (aoe_optuna.calibration.family_splits). A GEMM source runs on
 its leave-one-source-out fold (the constants bands.json stores: the model that never
 saw it); the attention and vector models have no constant fitted to any figure. Prints
-the table docs/BENCHMARKS.md quotes.
+the table docs/benchmarks/calibration.md quotes.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "aoe_optuna"
-DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+DOCS = [*sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "benchmarks").glob("*.md")),
+        ROOT / "README.md"]
 SUBPACKAGES = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
 _PATH = re.compile(r"(?<![\w./<*-])((?:[\w-]+/)+[\w-]+\.py)\b")
 

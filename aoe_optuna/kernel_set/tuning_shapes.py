@@ -5,7 +5,7 @@ the ends of the mix (a range's edges are where a model would otherwise extrapola
 and its weighted quantiles in between, so heavy parts of the mix get more of them.
 Quantiles of a mix with heavy points repeat one value; the rest then split the
 widest gaps in log M. Every other M of the mix is one the measurements never saw,
-which is what the held-out figures of docs/BENCHMARKS.md are taken on.
+which is what the held-out figures of docs/benchmarks/kernel_sets.md are taken on.
 """
 
 from __future__ import annotations

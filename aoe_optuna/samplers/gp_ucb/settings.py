@@ -53,7 +53,8 @@ class FailureModel:
     P * max(UCB - best predicted mean, 0), as constrained EI weights its
     improvement, which searches through configs that fail (for studies where a
     failed trial costs little); "auto" (default): "chance" with the halfspaces,
-    "success" with the vote. docs/BENCHMARKS.md, "Plain Optuna studies", compares them.
+    "success" with the vote. docs/benchmarks/recorded_spaces.md, "Plain Optuna
+    studies", compares them.
     """
 
     model: FailureKind = "auto"

@@ -10,7 +10,7 @@ backend's ``pooled_by_default``, :class:`aoe_optuna.backends.base.BackendBase`):
   (:meth:`.build_pool.PoolPlan.for_host`, ``reserve``). Default: the host's
   usable cores minus one per device, shared out over the devices.
 - ``cpu``: the timing core shares the host's caches with the builds (values
-  read up to 9% low beside a build, docs/BENCHMARKS.md): opt in.
+  read up to 9% low beside a build, docs/benchmarks/cpu_and_builds.md): opt in.
 - ``simulator`` (and ``replay``): the pool only moves the virtual clock, which
   ``max_search_time`` and every reported simulated time are read from, and a
   seeded simulator study is reproducible bit for bit: opt in.

@@ -82,7 +82,7 @@ def test_a_plain_study_learns_a_divisibility_rule_from_its_failures() -> None:
     break the rule; a vote of neighbouring outcomes keeps proposing some. Both weight
     UCB the same way here ("success"): the default "chance" weighting spends more
     failures at the rule's edge, where the optimum of a recorded GEMM lies
-    (docs/BENCHMARKS.md, "Plain Optuna studies")."""
+    (docs/benchmarks/recorded_spaces.md, "Plain Optuna studies")."""
     failed = {}
     for model in ("vote", "halfspaces"):
         failed[model] = 0
