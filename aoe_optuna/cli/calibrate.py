@@ -34,9 +34,11 @@ examples:
   # torch_npu's published square GEMMs (library kernels: no tiling) as your own timings
   aoe-tune calibrate --soc Ascend910B2 --timings studies/timings/torch_npu_910b2.csv \\
       --out my910b2.json
-  # several files fit together; rows with a tiling are simulated with it
+  # several files read together, rows with a tiling simulated with it; the guide's two
+  # pingpong kernels are too few for a fit of their own, so fit the library kernel only
   aoe-tune calibrate --soc Ascend910B2 --timings studies/timings/torch_npu_910b2.csv \\
-      --timings studies/timings/catlass_guide_910b2.csv --out my910b2.json
+      --timings studies/timings/catlass_guide_910b2.csv --family gemm_library \\
+      --out my910b2.json
 
 Rows: op (gemm), shape MxNxK, dtype, tiling (name=value;... or empty), time_us, as
 CSV with a header or a JSON list (studies/timings/catlass_ex52_910b3.json; refused
