@@ -13,6 +13,8 @@ from pathlib import Path
 import optuna
 import pytest
 
+from aoe_optuna.cli.main import main
+
 AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 CC = shutil.which("gcc")
 MIX = '{"batch": {"low": 1, "high": 32}}'
@@ -64,7 +66,6 @@ def _refused(run: subprocess.CompletedProcess[str], *needles: str) -> str:
     return err
 
 
-@pytest.mark.slow  # one process each
 @pytest.mark.parametrize(("log", "args", "needles"), [
     ("", (), ("empty.csv", "line 1", "a header naming one of batch, seq_len")),
     ("batch,count\n", (), ("rows", "at least one row")),
@@ -72,16 +73,20 @@ def _refused(run: subprocess.CompletedProcess[str], *needles: str) -> str:
     ("batch,count\n1,5\n8,3\n64,1\n", ("--k", "4"), ("--k 4", "3 distinct M")),
     (None, ("--k", "9"), ("--k: expected 1 to 8",)),
 ])
-def test_a_bad_mix_or_k_is_one_line_and_writes_nothing(tmp_path, log, args, needles):
+def test_a_bad_mix_or_k_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys, log,
+                                                        args, needles):
+    """In this process: a refusal is checked before any storage, measurement or file."""
     spec = _spec(tmp_path)
     mix = MIX
     if log is not None:
         (tmp_path / "empty.csv").write_text(log)
         mix = "empty.csv"
     before = sorted(p.name for p in tmp_path.iterdir())
-    run = _run(tmp_path, "--config", str(spec), "--mix", mix, "--storage", "sqlite:///ks.db",
-               "--kb", "kb.json", "--header", "ks.h", *args)
-    _refused(run, *needles)
+    monkeypatch.chdir(tmp_path)
+    code = main(["kernel-set", "--config", str(spec), "--mix", mix, "--storage",
+                 "sqlite:///ks.db", "--kb", "kb.json", "--header", "ks.h", *args])
+    out = capsys.readouterr()
+    _refused(subprocess.CompletedProcess([], code, out.out, out.err), *needles)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 

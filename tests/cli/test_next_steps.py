@@ -17,6 +17,10 @@ from aoe_optuna.study.report.text_fit import join_command
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted([*ROOT.glob("studies/*.json"), *ROOT.glob("studies/*.toml")])
+# A plain run of the cpu kernel-set spec prints cpu_gemm.json's next steps after minutes
+# of timing 256 shapes a trial; the spec is for `aoe-tune kernel-set`, whose run, export
+# and dispatch tests/cli/test_kernel_set_cpu.py checks.
+PLAIN_RUNS = [s for s in STUDIES if s.name != "cpu_gemm_kernel_set.json"]
 BIN = Path(sys.executable).parent
 
 
@@ -34,7 +38,7 @@ def _printed_steps(out: str) -> list[str]:
 
 
 @pytest.mark.slow  # every shipped study: a run and its export
-@pytest.mark.parametrize("spec", [spec_param(s) for s in STUDIES])
+@pytest.mark.parametrize("spec", [spec_param(s) for s in PLAIN_RUNS])
 def test_the_printed_next_step_works_from_another_folder(
     spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
