@@ -51,10 +51,6 @@ EXAMPLE = """\
   aoe-tune bench compare --space studies/qwen25_7b_decode_910b2.json --runs /tmp/w/head120 \\
       --a 'reinforce {"policy": "studies/policies/qwen_holdout_seed.safetensors"}' --b gp-ucb \\
       --budget 100 --seeds 80-119
-  # a prior against none, on the runs of --space with --prior-space
-  aoe-tune bench compare --space ../shared/spaces/gemm_RTX_2080_Ti.json.gz \\
-      --prior-space ../shared/spaces/gemm_RTX_3060_laptop.json.gz --runs /tmp/prior \\
-      --a gp-ucb --b 'gp-ucb [prior off]' --budget 25
   # one label, two versions of the code
   aoe-tune bench compare --space studies/qwen25_7b_decode_910b2_hidden.json \\
       --a-runs /tmp/w/new --b-runs /tmp/w/old --a reinforce --b reinforce --budget 500"""

@@ -57,7 +57,8 @@ def test_the_printed_next_step_works_from_another_folder(
     if argv[0] == "aoe-tune":
         assert main(argv[1:]) == 0, capsys.readouterr().err
         written = capsys.readouterr().out
-        assert written.startswith("wrote ") or written.startswith("kb "), written
+        # the export names the study's winner first (certified, or why not), then its files
+        assert written.startswith(("winner: ", "wrote ", "kb ")), written
         for path in re.findall(r"^wrote (\S+?):?(?: |$)", written, flags=re.M):
             assert Path(path).is_absolute() and Path(path).is_file()
             assert Path(path).parent == run_in  # beside the study, not in the folder run from
