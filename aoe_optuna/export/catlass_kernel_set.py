@@ -21,10 +21,10 @@ from typing import Any
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.backends.npu.catlass.args import CATLASS_COMMIT, CatlassArgError, catlass_args
 from aoe_optuna.backends.npu.catlass.render import (
-    ARG_CODES,
     ARGUMENT_FORMS,
     FIXED_SPLITK,
     PADDING_ALIGN,
+    header_prelude,
     includes,
     type_lines,
 )
@@ -69,14 +69,7 @@ def catlass_kernel_set(kernels: Sequence[Mapping[str, Any]], operators: Sequence
         " * Compile as Ascend C (bisheng) with -I<catlass>/include "
         f"--npu-arch=dav-{built[0].arch.npu_arch}.",
         " */",
-        "#pragma once",
-        "#ifndef K_MAX_SHAPE_DIM",
-        "#define K_MAX_SHAPE_DIM 0",
-        "#endif",
-        "",
-        *(f'#include "{h}"' for h in heads),
-        "",
-        *(f"#define {name} {code}" for name, code in ARG_CODES.items()),
+        *header_prelude(heads),
         "",
         "namespace aoe_catlass_ks {",
         "",

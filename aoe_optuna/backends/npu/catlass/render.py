@@ -196,6 +196,22 @@ struct FixedSplitkMatmul : public Base {
 """
 
 
+def header_prelude(heads: Sequence[str]) -> list[str]:
+    """What every rendered catlass header starts with after its comment: the include
+    guard, catlass's shape-rank default, its headers and the argument-form codes (one
+    kernel's header and a kernel set's list of instantiations alike)."""
+    return [
+        "#pragma once",
+        "#ifndef K_MAX_SHAPE_DIM",
+        "#define K_MAX_SHAPE_DIM 0",
+        "#endif",
+        "",
+        *(f'#include "{path}"' for path in heads),
+        "",
+        *(f"#define {name} {code}" for name, code in ARG_CODES.items()),
+    ]
+
+
 def render_header(args: CatlassArgs, provenance: Sequence[str] = ()) -> str:
     """The instantiation header; ``provenance`` lines go into its leading comment."""
     macro, form = ARGUMENT_FORMS[args.variant]
@@ -214,14 +230,7 @@ def render_header(args: CatlassArgs, provenance: Sequence[str] = ()) -> str:
         " * Compile as Ascend C (bisheng) with -I<catlass>/include "
         f"--npu-arch=dav-{args.arch.npu_arch} -DCATLASS_ARCH={args.arch.npu_arch}.",
         " */",
-        "#pragma once",
-        "#ifndef K_MAX_SHAPE_DIM",
-        "#define K_MAX_SHAPE_DIM 0",
-        "#endif",
-        "",
-        *(f'#include "{path}"' for path in includes(args)),
-        "",
-        *(f"#define {name} {code}" for name, code in ARG_CODES.items()),
+        *header_prelude(includes(args)),
         f"#define AOE_CATLASS_ARGS {macro}",
         f"#define AOE_CATLASS_VARIANT \"{args.variant}\"",
         "",
