@@ -160,8 +160,9 @@ def certified_items(c: Certified) -> list[str]:
              + (f" ({len(c.open)} not separated)" if c.open else ""),
              f"P(correct selection within {c.epsilon:.0%}) >= "
              + ("-" if c.pcs is None else f"{c.pcs:.2f}"),
-             f"race: {c.spent} re-timings (not counted in the measurements), {c.rounds} "
-             f"rounds, {c.reason}"]
+             # three items, so that a narrow terminal's line breaks between them
+             f"race: {c.spent} re-timings (not counted in the measurements)",
+             f"{c.rounds} rounds", c.reason]
     if not c.done:
         items.append("not finished: the same command resumes it")
     return items
