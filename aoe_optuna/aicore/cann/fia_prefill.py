@@ -12,7 +12,8 @@ never split keys. ``attention/common/op_host/arch32/fia_tiling_nonquant.cpp``:
 
 * ``CalcInnerSize`` / ``CalcMBaseSize`` for a prompt (S1 > 16): a basic block is
   ``mBaseSize`` rows of the merged G x S1 axis (512, or 256 in bf16 or fp16 at high
-  precision) by ``sInnerSize`` keys (1024, or 512 likewise); ``InitParams``: the
+  precision) by ``sInnerSize`` keys (1024, or 512 likewise; the problem carries its
+  dtype's bytes only, so fp16 at normal precision is modelled); ``InitParams``: the
   cube's view (``CUBE_VIEW_MM``), one AI core a block, its two vector cores each
   taking half the block's rows for the softmax;
 * ``split_core_v1.h`` ``SplitCore`` (the ``#if 1`` branch): every (batch, KV head)
@@ -27,12 +28,13 @@ A block is priced with the prompt kernel's step costs (:mod:`..attention.flash_s
 the cube's two matmuls, the online softmax at msKPP's instruction rates, K/V from L2
 or HBM), a core's blocks as one pipeline that fills once (:func:`_pipelined`); the
 chip-wide floor of the hand-over traffic and the roofline are the prompt model's.
-Under a causal mask a block's keys stop at its last row's and a block wholly above
-the diagonal is skipped, but ``SplitCore`` deals the blocks as if none were masked
-(its ``BaseInfo`` carries the mask's tokens; the dealing reads none of them): the
-cores holding the last row blocks run full rows of keys, so a causal call takes
-about as long as a full one although half its blocks are skipped. No constant is set
-from an attention timing.
+Under a causal mask a block's keys stop at its last row's (and start at its first
+row's window under a sliding window) and a block wholly outside them is skipped,
+but ``SplitCore`` deals the blocks as if none were masked (its ``BaseInfo`` carries
+the mask's tokens; the dealing reads none of them): the cores holding the last row
+blocks run full rows of keys, so one head's causal call takes about as long as a
+full one although half its blocks are skipped. No constant is set from an
+attention timing.
 """
 
 from __future__ import annotations
@@ -116,16 +118,22 @@ def deal(shape: PrefillAttention, cores: int) -> FiaDealing:
     return FiaDealing(tuple(tuple(c) for c in owned), split)
 
 
-def _visible_keys(shape: PrefillAttention, row_block: int) -> int:
-    """Keys a row block sees: all, or under a causal mask (bottom-right aligned) up to
-    its last row's, the G x S1 rows S1-major within each of the group's heads."""
+def _key_range(shape: PrefillAttention, row_block: int) -> tuple[int, int]:
+    """The keys ``[first, end)`` a row block sees: all, or under a causal mask (bottom-
+    right aligned) up to its last row's, from its first row's window start under a
+    sliding window; the G x S1 rows S1-major within each of the group's heads (a
+    block spanning two heads sees every key its rows do)."""
     if not shape.causal:
-        return shape.keys
+        return 0, shape.keys
     first = row_block * M_BASE
     last = min(shape.group * shape.seq_len, first + M_BASE) - 1
-    if first // shape.seq_len != last // shape.seq_len:  # the block spans two heads
-        return shape.keys
-    return min(shape.keys, shape.keys - shape.seq_len + last % shape.seq_len + 1)
+    if first // shape.seq_len != last // shape.seq_len:
+        lo_row, hi_row = 0, shape.seq_len - 1
+    else:
+        lo_row, hi_row = first % shape.seq_len, last % shape.seq_len
+    past = shape.keys - shape.seq_len
+    start = 0 if shape.window is None else max(0, past + lo_row - shape.window + 1)
+    return start, min(shape.keys, past + hi_row + 1)
 
 
 def _pipelined(parts: list[tuple[FlashStages, int]]) -> float:
@@ -172,9 +180,9 @@ def fia_prefill_cost(profile: SocProfile, shape: PrefillAttention, *,
         parts: list[tuple[FlashStages, int]] = []
         for s in segments:
             rows = min(M_BASE, total_rows - s.row_block * M_BASE)
-            end = min((s.last + 1) * S_INNER, _visible_keys(shape, s.row_block))
-            tokens = end - s.first * S_INNER
-            if tokens <= 0:  # wholly above the diagonal: skipped
+            lo, hi = _key_range(shape, s.row_block)
+            tokens = min((s.last + 1) * S_INNER, hi) - max(s.first * S_INNER, lo)
+            if tokens <= 0:  # wholly above the diagonal or before the window: skipped
                 continue
             full, tail = divmod(tokens, S_INNER)
             parts += [(steps(rows, S_INNER, False), full)] if full else []

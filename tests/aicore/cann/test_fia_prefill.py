@@ -55,3 +55,12 @@ def test_a_causal_mask_skips_blocks_but_the_dealing_ignores_it() -> None:
     a, b = fia_prefill_cost(PROFILE, full), fia_prefill_cost(PROFILE, causal)
     assert b.mean_core_s < 0.65 * a.mean_core_s
     assert b.total_s > 0.85 * a.total_s
+
+
+def test_a_sliding_window_skips_the_keys_before_it() -> None:
+    causal = PrefillAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, seq_len=8192,
+                              causal=True)
+    window = PrefillAttention(batch=1, q_heads=28, kv_heads=4, head_dim=128, seq_len=8192,
+                              causal=True, window=1024)
+    a, b = fia_prefill_cost(PROFILE, causal), fia_prefill_cost(PROFILE, window)
+    assert b.mean_core_s < 0.5 * a.mean_core_s
