@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoe_optuna.aicore.attention import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.aicore.cann.fia_prefill import fia_prefill_seconds
 from aoe_optuna.aicore.cann.library_vector import library_vector_seconds
 from aoe_optuna.aicore.cann.mla_decode import cann_mla_decode_seconds
 from aoe_optuna.aicore.vector.moe_gating import best_gating_config, default_gating_cost
@@ -53,7 +54,9 @@ def _attention(module: Any) -> LayerModel:
 # Attention first, in the order the knowledge base has always listed its ops.
 LAYER_MODELS: dict[type, LayerModel] = {
     DecodeAttention: _attention(decode_attention),
-    PrefillAttention: _attention(prefill_attention),
+    # default: CANN's fused infer attention, its blocks dealt and keys split over the
+    # cores (cann/fia_prefill.py); best: the prompt kernel's space
+    PrefillAttention: LayerModel(fia_prefill_seconds, _attention(prefill_attention).best_s),
     # default: CANN's fused infer attention (what a deployment calls); best: the
     # catlass template's space
     MlaDecodeAttention: LayerModel(cann_mla_decode_seconds,

@@ -15,8 +15,8 @@ robust (``soft_l1`` on log time, quadratic up to 5%, linear beyond), so
 one odd kernel moves the fit a little, not as its square. The overhead is
 considered only with :data:`LAUNCH_FROM` kernels or more whose model times
 span at least twice the shortest (otherwise a launch term and a scale
-cannot be told apart), and kept only where the leave-one-out error says it
-predicts held-out kernels better than the scale alone; otherwise it is 0.
+cannot be told apart), and kept only where its leave-one-out band is narrower
+than the scale alone's; otherwise it is 0.
 
 The points are distinct kernels (:mod:`.kernels`: a kernel timed more than
 once is one figure), each weighing the same. Errors are reported three ways on the
@@ -24,23 +24,30 @@ same kernels: in sample (fitted to all, the kernels' own errors), leave-one-out
 (each kernel predicted by a fit to the others, :mod:`.leave_one_kernel_out`) and
 the shipped profile's (no calibration); the last two as what a new kernel of the
 family can expect: the median and 80th percentile of a Student t on the kernels'
-log errors (:func:`predictive_errors`), wide when the kernels are few. A family
-whose leave-one-out error is worse than the shipped profile's is refused. The loss and the fit
-are :mod:`.chip_least_squares`; the model's times :mod:`.model_times`.
+log errors, their variance pooled with the shipped model's within-source spread
+(:func:`predictive_errors`, :mod:`.spread_prior`), wide when the kernels are few.
+Of the shipped constants, a scale alone and a scale with the overhead, the fewest
+that state the narrowest band for a new kernel are kept: a family whose
+leave-one-out band is no narrower than the shipped profile's keeps the shipped
+constants (it is refused). The loss and the fit are :mod:`.chip_least_squares`;
+the model's times :mod:`.model_times`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.special import stdtrit
 
 from aoe_optuna.calibration.bands import QUANTILE, QUANTILE_FROM
 from aoe_optuna.calibration.chip_least_squares import fit
 from aoe_optuna.calibration.families import FAMILIES
 from aoe_optuna.calibration.leave_one_kernel_out import held_out_us
-from aoe_optuna.calibration.source_spread import Between, abs_error_quantile, fit_spread
+from aoe_optuna.calibration.source_spread import SourceSpread, abs_error_quantile
+from aoe_optuna.calibration.spread_prior import pooled_variance
 from aoe_optuna.hardware.chip_calibration import ChipCalibration, FamilyConstants
 
 MIN_KERNELS = 3  # leave-one-out needs two kernels to fit and one to predict
@@ -74,11 +81,13 @@ class Errors:
 
 def predictive_errors(predicted: np.ndarray, measured: np.ndarray) -> Errors:
     """Where a new kernel of the family may land, from these kernels' log errors: the
-    median and the 80th percentile of its |error| under a Student t with n - 1 degrees
-    of freedom (:mod:`.source_spread`, each kernel its own draw), so that three kernels
-    that happen to agree still state a wide band."""
+    median and the 80th percentile of its |error| under a Student t about their mean,
+    its variance theirs pooled with the within-source spread of the shipped model's
+    held-out figures (:mod:`.spread_prior`, worth a few kernels), so that three kernels
+    that happen to agree still state a wide band and thirty state their own."""
     y = np.log(predicted / measured)
-    fit = fit_spread([[float(v)] for v in y], Between(0.0, 0))
+    variance, df = pooled_variance(float(np.sum((y - y.mean()) ** 2)), len(y) - 1)
+    fit = SourceSpread(float(y.mean()), variance, 0.0, variance / len(y), df, len(y), len(y))
     return Errors(abs_error_quantile(fit, 0.5), abs_error_quantile(fit, QUANTILE), NEW_KERNEL,
                   len(y))
 
@@ -94,6 +103,26 @@ def errors(predicted: np.ndarray, measured: np.ndarray) -> Errors:
 
 
 @dataclass(frozen=True)
+class Offset:
+    """The shipped model's mean log error on a family's kernels and whether the band's
+    own two-sided interval (80%) of it excludes zero."""
+
+    mean: float
+    clear: bool
+
+
+def shipped_offset(model: np.ndarray, measured: np.ndarray) -> Offset:
+    """Whether the kernels show the shipped model off by one factor beyond what their
+    scatter (pooled with the within-source prior) makes of a mean of so few: a scale
+    is a free constant, and on three kernels that scatter by 20% a mean 10% off is
+    noise, not the chip."""
+    y = np.log(model / measured)
+    variance, df = pooled_variance(float(np.sum((y - y.mean()) ** 2)), len(y) - 1)
+    t = abs(float(y.mean())) / math.sqrt(variance / len(y))
+    return Offset(float(y.mean()), t > float(stdtrit(df, 0.5 + QUANTILE / 2)))
+
+
+@dataclass(frozen=True)
 class ChipFit:
     scale: float
     launch_us: float
@@ -102,6 +131,7 @@ class ChipFit:
     shipped: Errors
     loo_predicted_us: tuple[float, ...]
     observed: tuple[float, float]  # the kernels' own median |error|: leave-one-out, shipped
+    offset: Offset  # the shipped model's mean log error on these kernels
 
     def constants(self) -> FamilyConstants:
         """The family's constants as a profile holds them, with its errors."""
@@ -114,7 +144,7 @@ class ChipFit:
 
 def fit_chip(model: np.ndarray, measured: np.ndarray) -> ChipFit:
     """The fit to every kernel, and each kernel predicted by a fit to the others; with
-    the launch overhead only where that predicts the held-out kernels better than the
+    the launch overhead only where that states a narrower leave-one-out band than the
     scale alone (a second number must earn its place on kernels it did not see)."""
     if len(model) < MIN_KERNELS:
         raise ValueError(f"timings: expected at least {MIN_KERNELS} distinct kernels "
@@ -122,7 +152,7 @@ def fit_chip(model: np.ndarray, measured: np.ndarray) -> ChipFit:
     best = _fit_chip(model, measured, launch=False)
     if fits_launch(model):
         with_launch = _fit_chip(model, measured, launch=True)
-        if with_launch.observed[0] < best.observed[0]:
+        if with_launch.leave_one_out.high < best.leave_one_out.high:
             best = with_launch
     return best
 
@@ -133,23 +163,30 @@ def _fit_chip(model: np.ndarray, measured: np.ndarray, launch: bool) -> ChipFit:
     observed = (errors(loo, measured).median, errors(model, measured).median)
     return ChipFit(scale, launch_us, errors(scale * model + launch_us, measured),
                    predictive_errors(loo, measured), predictive_errors(model, measured),
-                   tuple(loo), observed)
+                   tuple(loo), observed, shipped_offset(model, measured))
 
 
 def refusal(chip: ChipFit) -> str | None:
-    """Why ``chip`` must not be written (its held-out kernels, each predicted by a fit to
-    the others, land further off than the shipped profile puts them), or None."""
-    loo, shipped = chip.observed
-    if loo <= shipped:
+    """Why ``chip`` must not be written, or None: the shipped constants state a band no
+    wider for a new kernel (the same kernels' errors uncalibrated, against each
+    predicted by a fit to the others). Fewer free constants win a tie, so a family
+    whose misses are per shape, not one scale, keeps the shipped model and is never
+    made worse by calibrating it."""
+    loo, shipped = chip.leave_one_out.high, chip.shipped.high
+    if not chip.offset.clear:
+        return (f"the shipped profile is {math.exp(chip.offset.mean) - 1:+.1%} off on "
+                f"average over these {chip.shipped.kernels} kernels, inside the "
+                f"{QUANTILE:.0%} interval their scatter puts about 0: a scale would fit noise")
+    if loo < shipped:
         return None
-    return (f"its leave-one-out median error {loo:.1%} is worse than the shipped profile's "
-            f"{shipped:.1%} on the same {chip.shipped.kernels} kernels")
+    return (f"its leave-one-out {chip.leave_one_out.high_is} {loo:.1%} is no better than "
+            f"the shipped profile's {shipped:.1%} on the same {chip.shipped.kernels} kernels")
 
 
 @dataclass(frozen=True)
 class FamilyOutcome:
     """One family's calibration: its fit, or why it is not written (too few kernels, or a
-    leave-one-out worse than the shipped profile's)."""
+    shipped model within its kernels' scatter, or a leave-one-out band no narrower)."""
 
     family: str
     kernels: int

@@ -51,6 +51,12 @@ class Split:
     def inside(self) -> int:
         return sum(e <= self.reported_high for e in self.other_errors)
 
+    @property
+    def worse(self) -> bool:
+        """The kept fit put the other half further off (median) than no calibration."""
+        return self.written and bool(np.median(self.other_errors)
+                                     > np.median(self.shipped_errors))
+
 
 def split_once(figures: Figures, rng: np.random.Generator) -> Split:
     """Calibrate a random half (at least :data:`MIN_KERNELS` figures), predict the rest."""
@@ -84,6 +90,10 @@ class FamilyResult:
     @property
     def written(self) -> int:
         return sum(s.written for s in self.splits)
+
+    @property
+    def worse(self) -> int:
+        return sum(s.worse for s in self.splits)
 
     @property
     def predicted(self) -> int:
@@ -122,18 +132,22 @@ def family_splits(figures: Figures, seed: int = 0, splits: int = SPLITS) -> Fami
 
 
 def markdown(results: Sequence[FamilyResult]) -> list[str]:
-    out = ["| source | family | figures | splits kept / refused | other half median error "
-           "(uncalibrated) | reported median, 80th pct (median over splits) | other half "
-           "inside the reported 80th pct |", "|---|---|---|---|---|---|---|"]
+    out = ["| source | family | figures | splits kept / refused | kept and worse | other "
+           "half median error (uncalibrated) | reported median, 80th pct (median over "
+           "splits) | other half inside the reported 80th pct |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in results:
         out.append(f"| {r.source} | {r.family} | {r.figures} | {r.written} / "
-                   f"{len(r.splits) - r.written} | {r.other_median:.1%} "
+                   f"{len(r.splits) - r.written} | {r.worse} | {r.other_median:.1%} "
                    f"({r.shipped_median:.1%}) | {r.reported_median:.1%}, "
                    f"{r.reported_high:.1%} | {r.inside} of {r.predicted} "
                    f"({r.share_inside:.0%}) |")
     inside = sum(r.inside for r in results)
     total = sum(r.predicted for r in results)
     if total:
-        out.append(f"| **all** | | {sum(r.figures for r in results)} | | | | "
+        out.append(f"| **all** | | {sum(r.figures for r in results)} | "
+                   f"{sum(r.written for r in results)} / "
+                   f"{sum(len(r.splits) - r.written for r in results)} | "
+                   f"{sum(r.worse for r in results)} | | | "
                    f"**{inside} of {total} ({inside / total:.0%})** |")
     return out

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from statistics import median
 
 from aoe_optuna.aicore.attention import decode_attention, mla_attention, prefill_attention
+from aoe_optuna.aicore.cann import fia_prefill as cann_fia_prefill
 from aoe_optuna.aicore.cann import mla_decode as cann_mla_decode
 from aoe_optuna.aicore.cann import rms_norm as cann_rms_norm
 from aoe_optuna.aicore.cann import swiglu as cann_swiglu
@@ -66,9 +67,10 @@ def kernel_us(figure: LayerOpFigure) -> float:
                                  head_dim=s["head_dim"], seq_len=s["seq_q"],
                                  causal=s["causal"], dtype_bytes=s["dtype_bytes"],
                                  kv_len=s["seq_kv"])
-        tiling = cann_default_tiling(profile, shape)
-        if figure.kernel == "pto_flash":  # one Q block per AI core, both vector cores
-            tiling = replace(tiling, dealing="cyclic")
+        if figure.kernel == "cann_fia":  # CANN's fused infer attention: its split
+            return cann_fia_prefill.fia_prefill_cost(profile, shape, looped=True).total_s * 1e6
+        # PTO's kernel: one Q block per AI core, both vector cores
+        tiling = replace(cann_default_tiling(profile, shape), dealing="cyclic")
         cost = prefill_attention.prefill_attention_cost(profile, shape, tiling, looped=True)
         return cost.total_s * 1e6
     if figure.kind == "decode_attention":

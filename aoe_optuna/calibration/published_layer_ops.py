@@ -12,6 +12,10 @@ framework, not of the chip, so each such source gives its floor from its
 smallest shape (the row marked ``fit``) and every other row checks. No chip
 constant of the attention or vector models was fitted to any row here.
 
+pto-isa's CANN fused-attention rows still check: CANN's FIA prefill
+(``aicore/cann/fia_prefill.py``) was ported from CANN's source after their misses at
+one to eight units were read, with no constant set from them.
+
 cann-bench's baselines time CANN's own RmsNorm, SwiGlu and fused-attention
 kernels one by one on the cores (no host floor), each case with its full shape.
 Its RmsNorm and SwiGlu rows are ``seen``: the vector models of CANN's kernels

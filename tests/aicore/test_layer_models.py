@@ -13,6 +13,7 @@ import pytest
 import aoe_optuna
 from aoe_optuna.aicore.attention import decode_attention, mla_attention, prefill_attention
 from aoe_optuna.aicore.cann.add_rms_norm import add_rms_norm_seconds
+from aoe_optuna.aicore.cann.fia_prefill import fia_prefill_seconds
 from aoe_optuna.aicore.cann.library_vector import library_vector_seconds
 from aoe_optuna.aicore.cann.mla_decode import cann_mla_decode_seconds
 from aoe_optuna.aicore.cann.rms_norm import rms_norm_seconds
@@ -60,8 +61,9 @@ def test_the_spec_charges_each_problem_with_its_own_model(charge: str) -> None:
     mla = (cann_mla_decode_seconds(PROFILE, MLA) if charge == "default"
            else mla_attention.mla_attention_charge(PROFILE, charge)(MLA))
     assert charged(MLA) == mla
-    assert charged(PREFILL) == prefill_attention.prefill_attention_charge(PROFILE, charge)(
-        PREFILL)
+    prefill = (fia_prefill_seconds(PROFILE, PREFILL) if charge == "default"
+               else prefill_attention.prefill_attention_charge(PROFILE, charge)(PREFILL))
+    assert charged(PREFILL) == prefill
     if charge == "default":  # CANN's norms; a kernel without its model: the default tiling
         assert charged(PLAIN_NORM) == rms_norm_seconds(PROFILE, 4, 3584, "fp16")
         assert charged(NORM) == add_rms_norm_seconds(PROFILE, 4, 3584, "fp16")

@@ -41,6 +41,21 @@ def _csv(path: Path, figures: list[Published]) -> Path:
     return path
 
 
+SLOWER = 1.4  # a part this much slower than torch_npu's: an offset a scale is kept for
+
+
+def _slower_torch_npu(tmp_path: Path) -> Path:
+    """torch_npu's five library GEMMs timed on a part :data:`SLOWER` times slower: the
+    shipped model's offset on them is clear of their scatter, so a fit is written (on
+    torch_npu's own figures, +1.6% mean off, it is refused)."""
+    lines = (TIMINGS / "torch_npu_910b2.csv").read_text().splitlines()
+    path = tmp_path / "torch_npu_slower.csv"
+    path.write_text("\n".join([lines[0]] + [
+        f"{r.rsplit(',', 1)[0]},{SLOWER * float(r.rsplit(',', 1)[1]):.2f}"
+        for r in lines[1:]]) + "\n")
+    return path
+
+
 def _model_us(profile_path: str, f: Published) -> float:
     sim = AscendSimulator(load_profile(profile_path))
     cols = {k: np.array([to_code(k, v)]) for k, v in (f.config or {}).items()}
@@ -95,7 +110,7 @@ def test_a_fit_worse_than_the_shipped_profile_on_its_held_out_rows_is_refused(
 def test_a_family_with_too_few_kernels_is_refused_in_one_line_and_nothing_written(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = tmp_path / "rows.csv"
-    rows.write_text((TIMINGS / "torch_npu_910b2.csv").read_text()
+    rows.write_text(_slower_torch_npu(tmp_path).read_text()
                     + "rmsnorm,rows=4096;width=4096,fp16,,30\n"
                     + "rmsnorm,rows=1024;width=4096,fp16,,12\n")
     out = tmp_path / "chip.json"
@@ -178,7 +193,7 @@ def test_the_spec_naming_the_written_profile_runs_on_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "chip.json"
     code, _, err = _calibrate(capsys, "--soc", "Ascend910B2", "--timings",
-                              str(TIMINGS / "torch_npu_910b2.csv"), "--out", str(out))
+                              str(_slower_torch_npu(tmp_path)), "--out", str(out))
     assert code == 0, err
     chip = load_profile(str(out)).calibration
     assert chip is not None and set(chip.families) == {"gemm_library"}  # torch_npu's kernel
@@ -227,7 +242,8 @@ def test_an_msprof_profile_gives_the_same_fit_as_its_rows_written_plainly(
     for f in torch:  # each shape twice, as two steps of a run would time it
         row = (f'0,MatMulV2,AI_CORE,{{us}},"{f.m},{f.k};{f.k},{f.n}",FLOAT16;FLOAT16,ND;ND,'
                f'"{f.m},{f.n}",ND')
-        lines += [row.format(us=f.published_us * 0.99), row.format(us=f.published_us * 1.01)]
+        us = SLOWER * f.published_us
+        lines += [row.format(us=us * 0.99), row.format(us=us * 1.01)]
     lines.append('0,RmsNorm,AI_VECTOR_CORE,3.5,"1,8",FLOAT16,ND,"1,8",ND')
     profile = tmp_path / "op_summary_0_1.csv"
     profile.write_text("\n".join(lines) + "\n")
@@ -239,7 +255,7 @@ def test_an_msprof_profile_gives_the_same_fit_as_its_rows_written_plainly(
                                  "--family", "gemm_library", "--out", str(a))
     assert code == 0, err
     assert _calibrate(capsys, "--soc", "Ascend910B2", "--timings",
-                      str(TIMINGS / "torch_npu_910b2.csv"), "--out", str(b))[0] == 0
+                      str(_slower_torch_npu(tmp_path)), "--out", str(b))[0] == 0
     one, two = load_profile(str(a)).calibration, load_profile(str(b)).calibration
     assert one is not None and two is not None
     assert one.families["gemm_library"].scale == pytest.approx(
@@ -286,7 +302,9 @@ def test_an_npu_study_feeds_its_own_measurements(tmp_path: Path,
     assert chip is not None and chip.base == "Ascend910B2" and chip.report["rows"] == 8
     assert chip.families and all(f.scale == pytest.approx(1.2, rel=1e-3)
                                  for f in chip.families.values())
-    assert all(f.report["leave_one_out"]["median"] < 1e-3 for f in chip.families.values())
+    assert all(f.report["in_sample"]["median"] < 1e-3 for f in chip.families.values())
+    assert all(f.report["leave_one_out"]["high"] < f.report["shipped_profile"]["high"]
+               for f in chip.families.values())
     assert text.startswith("8 rows, 8 distinct kernels on Ascend910B2")
 
 
@@ -338,7 +356,7 @@ def test_the_simulation_of_many_shapes_says_how_far_it_got(
 
     monkeypatch.setattr(read_progress, "PROGRESS_EVERY_S", 0.0)
     code, text, err = _calibrate(capsys, "--soc", "Ascend910B2", "--timings",
-                                 str(TIMINGS / "torch_npu_910b2.csv"), "--out",
+                                 str(_slower_torch_npu(tmp_path)), "--out",
                                  str(tmp_path / "chip.json"))
     assert code == 0, err
     assert err.splitlines() == [f"simulated {i} of 5 shapes (5 distinct kernels)"
@@ -379,4 +397,6 @@ def test_an_msprof_profiles_rmsnorm_tasks_are_their_own_family_and_its_band(
         layer_charge(base, "default")(problem) * chip.families["rmsnorm"].scale
         + chip.families["rmsnorm"].launch_us * 1e-6)
     band = band_for("rmsnorm", mine)
-    assert band.checked and band.high_is.startswith(ON_CHIP) and band.high < 0.1
+    # six kernels within 2% state a band leaning on the model's within-source spread
+    # (calibration/spread_prior.py), not their own 2%
+    assert band.checked and band.high_is.startswith(ON_CHIP) and 0.02 < band.high < 0.25

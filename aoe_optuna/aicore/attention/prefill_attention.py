@@ -104,7 +104,7 @@ class FlashStages(Stages):
 BALANCED_UNIT_AIVS = 1
 
 
-class _Steps:
+class StepCosts:
     """Stage costs of one step, memoised per (rows, tokens, diagonal) within one call."""
 
     def __init__(self, profile: SocProfile, shape: PrefillAttention, t: PrefillTiling,
@@ -120,7 +120,7 @@ class _Steps:
             self.cache[key] = self._stages(rows, tokens, diagonal)
         return self.cache[key]
 
-    def _gm(self, nbytes: float, run: float, miss: float) -> float:
+    def gm(self, nbytes: float, run: float, miss: float) -> float:
         return float(self.stream.seconds(np.array(nbytes), np.array(run), np.array(run),
                                          np.array(miss)))
 
@@ -132,9 +132,9 @@ class _Steps:
 
         # MTE2: K and V of the step (BNSD: a head's rows are contiguous), the first
         # read of each from HBM and the re-reads from L2; P back through L2.
-        stream_s = (self._gm(tokens * d * b, run * d * b, self.kv_miss)
-                    + self._gm(tokens * v * b, run * v * b, self.kv_miss))
-        stream_s += self._gm(rows * tokens * b, tokens * b, 0.0)
+        stream_s = (self.gm(tokens * d * b, run * d * b, self.kv_miss)
+                    + self.gm(tokens * v * b, run * v * b, self.kv_miss))
+        stream_s += self.gm(rows * tokens * b, tokens * b, 0.0)
         if t.pipeline == 1:
             stream_s += 2 * loads * HBM_LATENCY_S
 
@@ -156,7 +156,7 @@ class _Steps:
                               self.dtype)
 
 
-def _unit(steps: _Steps, t: PrefillTiling, rows: int, tokens: int,
+def unit_cost(steps: StepCosts, t: PrefillTiling, rows: int, tokens: int,
           causal: bool, band: bool = False) -> tuple[float, Stages]:
     """(seconds, summed stages) of one unit over ``tokens`` keys; ``band``: a sliding
     window cuts the unit's first block too, which is masked like the diagonal."""
@@ -264,7 +264,7 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
     warm = looped and l2_resident(profile, shape)
     miss = kv_miss(shape, t, l2_hit=warm)
     io_miss = 0.0 if warm else 1.0
-    steps = _Steps(profile, shape, t, miss, aivs)
+    steps = StepCosts(profile, shape, t, miss, aivs)
     d, v, b = shape.head_dim, shape.v_dim, shape.dtype_bytes
     unit_s = np.empty(blocks)
     cube_s = np.empty(blocks)
@@ -274,10 +274,10 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
         rows = min(t.q_tile, shape.seq_len - i * t.q_tile)
         tokens = visible_tokens(shape, t, i)
         handed += handover_bytes(rows, tokens, v, b, math.ceil(tokens / t.kv_tile))
-        seconds, stages = _unit(steps, t, rows, tokens, shape.causal, band_cut(shape, t, i))
+        seconds, stages = unit_cost(steps, t, rows, tokens, shape.causal, band_cut(shape, t, i))
         # Q in once, O out once.
-        io = (steps._gm(rows * d * b, d * b, io_miss)
-              + steps._gm(rows * v * b, v * b, io_miss))
+        io = (steps.gm(rows * d * b, d * b, io_miss)
+              + steps.gm(rows * v * b, v * b, io_miss))
         unit_s[i] = seconds + io + steps.final_s(rows)
         cube_s[i] = _cube_side(t, stages, math.ceil(tokens / t.kv_tile)) + io
         sums += (stages.stream, stages.cube, stages.vector)

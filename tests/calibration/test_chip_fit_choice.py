@@ -1,0 +1,47 @@
+"""Which constants a family keeps (the shipped ones, a scale, a scale and an overhead)
+and how wide the band it states is, on few kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aoe_optuna.calibration.chip_fit import fit_chip, predictive_errors, refusal
+from aoe_optuna.calibration.spread_prior import PRIOR_KERNELS, pooled_variance, within_source
+
+
+def test_a_family_whose_misses_are_per_shape_keeps_the_shipped_constants() -> None:
+    """Seven kernels off by ±15% about no offset (a shape trend, not the chip): a scale
+    would fit the half's noise, so the family is refused with the reason."""
+    model = np.array([10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0])
+    measured = model * np.exp([0.15, -0.15, 0.12, -0.1, 0.14, -0.16, 0.02])
+    chip = fit_chip(model, measured)
+    assert not chip.offset.clear
+    why = refusal(chip)
+    assert why is not None and "a scale would fit noise" in why and "7 kernels" in why
+
+
+def test_a_clear_offset_is_fitted_and_its_band_is_narrower_than_the_shipped_ones() -> None:
+    model = np.array([10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0])
+    measured = 1.5 * model * np.exp([0.03, -0.02, 0.01, -0.03, 0.02, 0.0, -0.01])
+    chip = fit_chip(model, measured)
+    assert chip.offset.clear and refusal(chip) is None
+    assert chip.scale == pytest.approx(1.5, rel=0.02)
+    assert chip.leave_one_out.high < chip.shipped.high
+
+
+def test_three_kernels_that_agree_state_the_prior_spread_not_their_own() -> None:
+    """Three kernels within 1% of the model do not make a 1% band: their variance is
+    pooled with the shipped model's within-source spread, and thirty that agree as well
+    state a much narrower band (their own weighs more)."""
+    prior, df = within_source()
+    assert prior > 0.0 and df > 10  # from the shipped held-out figures
+    few = predictive_errors(np.array([100.0, 101.0, 99.0]), np.array([100.0, 100.0, 100.0]))
+    assert few.high > 10 * 0.01  # ten times their own scatter
+    rng = np.random.default_rng(0)
+    many_measured = 100.0 * np.exp(rng.normal(0, 0.01, 30))
+    many = predictive_errors(np.full(30, 100.0), many_measured)
+    assert many.high < few.high / 2
+    variance, pooled_df = pooled_variance(0.0, 2)
+    assert pooled_df == 2 + PRIOR_KERNELS and variance == pytest.approx(
+        PRIOR_KERNELS * prior / pooled_df)
