@@ -20,7 +20,6 @@ from types import ModuleType
 
 import numpy as np
 from scipy.optimize import least_squares
-from scipy.stats import spearmanr
 
 from aoe_optuna.aicore.pipes import launch, transfer
 from aoe_optuna.calibration import residuals as calibration
@@ -192,6 +191,8 @@ def sweeps(rows: Sequence[calibration.Row]) -> list[Sweep]:
         f = r.figure
         if f.config is not None:
             groups.setdefault((tag(f), f.soc, f.m, f.n, f.k, f.dtype), []).append(r)
+    from scipy.stats import spearmanr  # here: scipy.stats costs every process ~1 s to import
+
     out = []
     for (source, soc, m, n, k, dtype), rs in groups.items():
         if len(rs) < 2:

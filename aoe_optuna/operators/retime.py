@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats
+from scipy.special import ndtri, stdtrit  # scipy.stats costs ~1 s to import
 
 from aoe_optuna.certify.race import RaceRules, RaceState, next_timings, race_state
 
@@ -63,11 +63,11 @@ class Retimed:
             return (self.mean_s, self.mean_s)
         mean = math.log(self.mean_s)
         if self.spread:
-            half = float(stats.norm.ppf(0.5 + level / 2)) * self.spread / math.sqrt(n)
+            half = float(ndtri(0.5 + level / 2)) * self.spread / math.sqrt(n)
         else:
             logs = [math.log(x) for x in self.latencies_s]
             sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-            half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+            half = float(stdtrit(n - 1, 0.5 + level / 2)) * sd / math.sqrt(n)
         return (math.exp(mean - half), math.exp(mean + half))
 
 

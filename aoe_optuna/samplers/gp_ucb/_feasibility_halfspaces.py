@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from aoe_optuna.samplers.blas_threads import one_blas_thread
 
@@ -45,6 +44,8 @@ class HalfspaceFeasibility:
         """None while nothing has failed: then every config is taken as likely to succeed."""
         if x_failed.shape[0] == 0:
             return None
+        from scipy.optimize import minimize  # here: GP-UCB's start needs no scipy.optimize
+
         x = _with_bias(np.concatenate([x_ok, x_failed]))
         ok = np.concatenate([np.ones(x_ok.shape[0]), np.zeros(x_failed.shape[0])])
         d = x.shape[1] - 1

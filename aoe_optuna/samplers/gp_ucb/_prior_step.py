@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
-from scipy.stats import spearmanr
 
 from aoe_optuna.samplers.gp_ucb._model import FittedGP, Posterior, fit_gp
 from aoe_optuna.samplers.gp_ucb._prior_model import (
@@ -123,6 +122,8 @@ def trust(name: str, f: np.ndarray, y: np.ndarray, model: PriorModel) -> dict[st
     GP explains the measurements as well), the rank correlation of its scores with the
     measured values so far; and the prior-mean GP's hyperparameters (the next fit's
     start)."""
+    from scipy.stats import spearmanr  # here: scipy.stats costs every process ~1 s to import
+
     corr = float(spearmanr(f, y).statistic) if f.shape[0] >= 3 and np.ptp(f) > 0 else None
     out: dict[str, Any] = {"name": name, "measured": int(f.shape[0]),
                            "mechanism": "mean" if model.weight is not None else "feature"}

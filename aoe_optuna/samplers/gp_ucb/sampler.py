@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from optuna.distributions import BaseDistribution, FloatDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
@@ -41,15 +40,7 @@ from aoe_optuna.samplers.gp_ucb._local import (
     local_steps_pay,
     near_any,
 )
-from aoe_optuna.samplers.gp_ucb._model import FitError, Hyper, Posterior, fit_gp
 from aoe_optuna.samplers.gp_ucb._prior_scores import PriorScores
-from aoe_optuna.samplers.gp_ucb._prior_step import (
-    PRIOR_EVIDENCE_FROM,
-    prior_as_input,
-    prior_first,
-    prior_in_mean,
-    trust,
-)
 from aoe_optuna.samplers.gp_ucb._pruned_ranking import CandidateModel, best_first
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
 from aoe_optuna.samplers.gp_ucb.settings import (
@@ -62,12 +53,12 @@ from aoe_optuna.samplers.gp_ucb.settings import (
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
 from aoe_optuna.samplers.priors.base import ConfigPrior, PriorArgument, as_prior
 from aoe_optuna.samplers.settings import settings_of
-from aoe_optuna.samplers.torch_threads import one_torch_thread
 from aoe_optuna.samplers.value_grid import snap
 from aoe_optuna.space.search_space import SearchSpace
 
 if TYPE_CHECKING:
     from aoe_optuna.hardware.profile import SocProfile
+    from aoe_optuna.samplers.gp_ucb._model import Hyper
     from aoe_optuna.spec.loader import StudySpec
     from aoe_optuna.workload.gemm import Workload
 
@@ -260,14 +251,12 @@ class GPUCBSampler(ConstrainedSampler):
             _log.warning("every feasible config has been tried; falling back to random")
             return {}
         scores = self._scores_for(space, source, history.maximize)
-        with torch.random.fork_rng(), one_torch_thread():
-            torch.manual_seed(self._seed + trial.number)
-            ranked, hyper, local = self._choose(
-                inputs, history, cands, rng, _previous_hyper(trials),
-                self.search.local_patience is not None and _local_steps_pay(trials),
-                failures=self._failures_for(study, space), scores=scores,
-                previous_prior=_previous_prior_hyper(trials),
-            )
+        ranked, hyper, local = self._choose(
+            inputs, history, cands, rng, _previous_hyper(trials),
+            self.search.local_patience is not None and _local_steps_pay(trials),
+            failures=self._failures_for(study, space), scores=scores,
+            previous_prior=_previous_prior_hyper(trials), torch_seed=self._seed + trial.number,
+        )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, GP_HYPER_ATTR, hyper)
         if self._trust is not None:
@@ -303,28 +292,65 @@ class GPUCBSampler(ConstrainedSampler):
         self, encode: GPInputs, history: History, cands: Candidates,
         rng: np.random.Generator, previous: Hyper | None, local_allowed: bool = True,
         failures: ResolvedFailures | None = None, scores: PriorScores | None = None,
-        previous_prior: Any = None,
+        previous_prior: Any = None, torch_seed: int = 0,
     ) -> tuple[np.ndarray, Hyper | None, bool]:
         """Indices into ``cands``, best first, the hyperparameters fitted for them, and
         whether this was a local step (``_local``). ``failures``: how P(success) is
         learned and weighs (None: not at all). ``scores``: the prior's, if any
         (``_prior_step``); what the model makes of it is left in ``self._trust``."""
-        space = encode.space
         used_rows = np.concatenate([history.completed, history.failed, history.pending])
         used_x = encode(used_rows)
         self._trust = None
         n_startup = self.n_startup_trials
         n = history.completed.shape[0]
         design = history.n_used < n_startup or n < 2
+        f_cands = None
         if scores is not None:
+            from aoe_optuna.samplers.gp_ucb._prior_step import prior_first
+
             scores.observe(history.completed, history.values)
             f_cands = scores(cands.rows)
             first = prior_first(f_cands, scores(used_rows), self.prior_settings.top_share)
             if first is not None:  # the prior's best, before anything else
                 return _then_random(first, cands, rng), None, False
-        if design and (scores is None or n < PRIOR_EVIDENCE_FROM
+        if design and (scores is None or n < _prior_evidence_from()
                        or self.prior_settings.mechanism == "feature"):
             return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
+        return self._ranked_by_the_gp(encode, history, cands, rng, previous, local_allowed,
+                                      failures, scores, previous_prior, torch_seed,
+                                      used_x, design, f_cands)
+
+    def _ranked_by_the_gp(
+        self, encode: GPInputs, history: History, cands: Candidates,
+        rng: np.random.Generator, previous: Hyper | None, local_allowed: bool,
+        failures: ResolvedFailures | None, scores: PriorScores | None,
+        previous_prior: Any, torch_seed: int, used_x: np.ndarray, design: bool,
+        f_cands: np.ndarray | None,
+    ) -> tuple[np.ndarray, Hyper | None, bool]:
+        """``_choose`` past the space-filling start, on one torch thread with its own seed.
+        torch and BoTorch are imported here, at the first fit: a study that ends within
+        its start (a short run, a refused one) never pays their ~2 s of CPU."""
+        import torch
+
+        from aoe_optuna.samplers.torch_threads import one_torch_thread
+
+        with torch.random.fork_rng(), one_torch_thread():
+            torch.manual_seed(torch_seed)
+            return self._model_step(encode, history, cands, rng, previous, local_allowed,
+                                    failures, scores, previous_prior, used_x, design, f_cands)
+
+    def _model_step(
+        self, encode: GPInputs, history: History, cands: Candidates,
+        rng: np.random.Generator, previous: Hyper | None, local_allowed: bool,
+        failures: ResolvedFailures | None, scores: PriorScores | None,
+        previous_prior: Any, used_x: np.ndarray, design: bool, f_cands: np.ndarray | None,
+    ) -> tuple[np.ndarray, Hyper | None, bool]:
+        from aoe_optuna.samplers.gp_ucb._model import FitError, Posterior, fit_gp
+        from aoe_optuna.samplers.gp_ucb._prior_step import prior_as_input, prior_in_mean, trust
+
+        space = encode.space
+        n_startup = self.n_startup_trials
+        n = history.completed.shape[0]
         x = encode(history.completed)
         try:
             warm_iter = WARM_MAX_ITER if n % self._refit_period(n) == 0 else 0
@@ -398,6 +424,12 @@ class GPUCBSampler(ConstrainedSampler):
         top = min(RANKED, score.shape[0])
         best = np.argpartition(-score, top - 1)[:top]
         return best[np.argsort(-score[best], kind="stable")], hyper, is_local
+
+
+def _prior_evidence_from() -> int:
+    from aoe_optuna.samplers.gp_ucb._prior_step import PRIOR_EVIDENCE_FROM
+
+    return PRIOR_EVIDENCE_FROM
 
 
 def _then_random(pick: int, cands: Candidates, rng: np.random.Generator) -> np.ndarray:

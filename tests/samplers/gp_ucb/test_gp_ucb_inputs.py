@@ -5,10 +5,15 @@ from __future__ import annotations
 import numpy as np
 import optuna
 import pytest
-from scipy.stats import norm
+from scipy.stats import norm, rankdata
 
 from aoe_optuna.samplers.gp_ucb import GPUCBSampler
-from aoe_optuna.samplers.gp_ucb._targets import gaussian_copula, standardised, targets
+from aoe_optuna.samplers.gp_ucb._targets import (
+    average_ranks,
+    gaussian_copula,
+    standardised,
+    targets,
+)
 from aoe_optuna.samplers.gp_ucb._tiling_features import GPInputs, TilingFeatures
 from aoe_optuna.space.params import Param
 from aoe_optuna.space.search_space import SearchSpace
@@ -132,3 +137,9 @@ def test_a_backend_off_the_soc_gets_the_fills_without_the_core_count() -> None:
     assert inputs.tiling is not None and inputs.tiling.cores is None
     rows = spec.space.sample_feasible(5, np.random.default_rng(0))
     assert inputs(rows).shape == (5, spec.space.encoded_dim + 3)
+
+
+@pytest.mark.parametrize("values", [[3.0, 1.0, 2.0, 2.0], [5.0], [], [1.0, 1.0, 1.0],
+                                    [0.3, -2.0, 0.3, 7.0, -2.0, 0.3, 1e9]])
+def test_average_ranks_are_scipys(values: list[float]) -> None:
+    assert np.array_equal(average_ranks(np.array(values)), rankdata(values))
