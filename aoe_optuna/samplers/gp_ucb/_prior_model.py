@@ -165,27 +165,22 @@ def loss_and_gradient(theta: np.ndarray, x: torch.Tensor, f: torch.Tensor,
 
 def fit_prior_gp(x: np.ndarray, f: np.ndarray, y: np.ndarray,
                  previous: PriorHyper | None = None, max_iter: int = 100,
-                 plain: bool = False, without_prior: bool = False) -> PriorHyper:
+                 plain: bool = False) -> PriorHyper:
     """MAP hyperparameters by L-BFGS-B from ``previous`` (else a cold start). A fit that
     fails (a factorisation that breaks down) keeps the start. ``plain``: the weight held
     at 0 and the scale at 1, which is the plain GP of ``_model`` (the same kernel, mean,
-    noise and priors), fitted by the same loss. ``without_prior``: the weight held at 0,
-    the scale fitted: the model the prior's term is tested against (``_prior_step``)."""
+    noise and priors), fitted by the same loss."""
     dims = x.shape[1]
     start = previous if previous is not None else initial(dims)
     if plain:
         start = PriorHyper(start.lengthscale, start.noise, 1.0, start.constant, 0.0)
-    elif without_prior:
-        start = PriorHyper(start.lengthscale, start.noise, start.outputscale, start.constant,
-                           0.0)
     tx = torch.as_tensor(x, dtype=torch.float64)
     tx = tx - tx.mean(dim=0, keepdim=True)  # distances do not change; cancellation does
     tf = torch.as_tensor(f, dtype=torch.float64)
     ty = torch.as_tensor(y, dtype=torch.float64)
     fixed = (0.0, 0.0)
     bounds = ([BOUNDS_LOG_LS] * dims + [BOUNDS_LOG_NOISE, fixed if plain else BOUNDS_LOG_SCALE,
-                                        (-5.0, 5.0),
-                                        fixed if plain or without_prior else (0.0, MAX_WEIGHT)])
+                                        (-5.0, 5.0), fixed if plain else (0.0, MAX_WEIGHT)])
     theta0 = np.clip(start.vector(), [b[0] for b in bounds], [b[1] for b in bounds])
     if max_iter <= 0:
         return PriorHyper.from_vector(theta0)

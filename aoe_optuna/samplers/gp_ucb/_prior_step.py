@@ -8,30 +8,19 @@ GP input); ``trust`` is what the run summary says of the prior.
 
 Where the prior is not used, the search is exactly the plain sampler's: its
 space-filling start, its GP, its stored hyperparameters. The prior-mean GP
-is used only where two tests, taken afresh at every suggestion from
-``PRIOR_EVIDENCE_FROM`` measurements on (the start-up design included), both
-pass:
-
-- it explains the measurements better than the plain GP (fitted as always)
-  by more than its two extra parameters can by chance: its maximised log
-  posterior, by the same loss, exceeds the plain GP's by
-  ``EVIDENCE_PRICE * log(n)``;
-- the prior's own term pays: the log posterior exceeds that of the same
-  model with its weight held at 0 (its output scale still fitted) by
-  ``TERM_PRICE * log(n)``. The first test alone also rewards the output
-  scale, which the plain GP holds at 1: at 50-64 measurements of the RTX 3060
-  GEMM, a shuffled prior (rank correlation 0.10-0.18 with the measurements)
-  passed it by 0.4-1.9 while its scale sat at 0.55-0.65, and steered the
-  search.
-
-A prior that knows nothing (a recording's values shuffled over its configs)
-passes the second test in 8% of fits at 5 measurements and in none at 8,
-20 and 40 (1 of 12 at 12), and both tests in at most 8% at 5 and none from 8; the
-true prior passes both in 83% at 5 and in all from 8 (random designs on the
-RTX 3060 GEMM with the 2080 Ti's recording, 12 draws each). A prior that
-knows the landscape ends the design after a few configs; one that knows
-nothing leaves the run to the plain sampler, and one that seemed to know
-something on the first few measurements loses its place as more arrive.
+is used only where it explains the measurements better than the plain GP
+(fitted as always) by more than its two extra parameters can by chance: its
+maximised log posterior, by the same loss, must exceed the plain GP's by
+``EVIDENCE_PRICE * log(n)``. With the Bayesian information criterion's
+price, log(n), a prior that knows nothing (a recording's values shuffled
+over its configs) passed in 17-33% of fits at 3-5 measurements on the
+recorded GEMM pair, and such a pass ends the space-filling design; at twice
+that price and from 5 measurements on, 8% at 5 and 8 measurements and none
+from 12, while the true prior passes in 42-83% of fits from 5 and 50-100%
+from 12 (random designs, 12 draws each). From ``PRIOR_EVIDENCE_FROM``
+measurements on, this is asked at every suggestion, the start-up design
+included: a prior that knows the landscape ends the design after a few
+configs, one that knows nothing leaves the run to the plain sampler.
 """
 
 from __future__ import annotations
@@ -55,7 +44,6 @@ from aoe_optuna.samplers.gp_ucb._pruned_ranking import CandidateModel
 
 PRIOR_EVIDENCE_FROM = 5  # measurements before the prior's model can be chosen
 EVIDENCE_PRICE = 2.0  # times log(n): the log posterior the prior's model must gain
-TERM_PRICE = 1.0  # times log(n): what the prior's term must gain over weight 0
 
 
 def prior_first(f_cands: np.ndarray, f_used: np.ndarray, top_share: float) -> int | None:
@@ -80,45 +68,24 @@ class PriorModel:
     weight: float | None  # the prior's weight in the mean (None: the prior is an input)
     scale: float | None = None
     prior_hyper: dict[str, Any] | None = None  # the prior-mean GP's, as stored
-    gain: float | None = None  # its log posterior over the plain GP's, less the price
-    null_hyper: dict[str, Any] | None = None  # the same GP's at weight 0, as stored
-    term_gain: float | None = None  # its log posterior over weight 0's, less the price
+    gain: float | None = None  # its log posterior over the plain GP's, less log(n)
 
 
 def prior_in_mean(plain: FittedGP, x: np.ndarray, f: np.ndarray, y: np.ndarray,
                   x_pending: np.ndarray, x_cands: np.ndarray, f_cands: np.ndarray,
                   previous_prior: Any, warm_iter: int, cold_iter: int) -> PriorModel:
-    """Fit the GP with the prior in its mean and the same GP at weight 0 (each
-    warm-started from ``previous_prior``, the record ``trust`` stored last), and weigh
-    the first against the ``plain`` GP fitted for the same suggestion and against the
-    second (the module's docstring)."""
-    record = previous_prior if isinstance(previous_prior, dict) else {}
-    dims = x.shape[1]
-    start = PriorHyper.from_stored(record.get("hyper"), dims)
+    """Fit the GP with the prior in its mean (warm-started from ``previous_prior``) and
+    weigh it against the ``plain`` GP fitted for the same suggestion."""
+    start = PriorHyper.from_stored(previous_prior, x.shape[1])
     hyper = fit_prior_gp(x, f, y, start, cold_iter if start is None else warm_iter)
-    null_start = PriorHyper.from_stored(record.get("hyper_without_prior"), dims)
-    null = fit_prior_gp(x, f, y, null_start if null_start is not None else hyper,
-                        cold_iter if null_start is None else warm_iter, without_prior=True)
     gain = evidence_gain(x, f, y, plain, hyper)
-    term_gain = prior_term_gain(x, f, y, null, hyper)
     post = PriorPosterior(hyper, x, f, y).condition_on_pending(x_pending)
     model = CandidateModel(lambda: post.predict(x_cands, f_cands),
                            lambda: post.mean_and_bound(x_cands, f_cands),
                            lambda idx: post.std(x_cands[idx]))
-    in_use = gain > 0 and term_gain > 0
+    in_use = gain > 0
     return PriorModel(model, plain.hyper, in_use, hyper.weight if in_use else 0.0,
-                      hyper.outputscale, hyper.stored(), gain, null.stored(), term_gain)
-
-
-def prior_term_gain(x: np.ndarray, f: np.ndarray, y: np.ndarray, null: PriorHyper,
-                    hyper: PriorHyper) -> float:
-    """The prior-mean GP's log posterior over the same GP's at weight 0 (``null``, its
-    scale fitted), less ``TERM_PRICE * log(n)`` for the weight."""
-    n = y.shape[0]
-    null_loss = min(loss_at(null, x, f, y),
-                    loss_at(PriorHyper(hyper.lengthscale, hyper.noise, hyper.outputscale,
-                                       hyper.constant, 0.0), x, f, y))
-    return float(n * (null_loss - loss_at(hyper, x, f, y)) - TERM_PRICE * math.log(max(n, 2)))
+                      hyper.outputscale, hyper.stored(), gain)
 
 
 def evidence_gain(x: np.ndarray, f: np.ndarray, y: np.ndarray, plain: FittedGP,
@@ -167,10 +134,6 @@ def trust(name: str, f: np.ndarray, y: np.ndarray, model: PriorModel) -> dict[st
         out["residual_scale"] = round(model.scale, 4)
     if model.gain is not None:
         out["evidence_gain"] = round(model.gain, 3)
-    if model.term_gain is not None:
-        out["term_gain"] = round(model.term_gain, 3)
     if model.prior_hyper is not None:
         out["hyper"] = model.prior_hyper
-    if model.null_hyper is not None:
-        out["hyper_without_prior"] = model.null_hyper
     return out

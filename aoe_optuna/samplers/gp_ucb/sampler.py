@@ -266,7 +266,7 @@ class GPUCBSampler(ConstrainedSampler):
                 inputs, history, cands, rng, _previous_hyper(trials),
                 self.search.local_patience is not None and _local_steps_pay(trials),
                 failures=self._failures_for(study, space), scores=scores,
-                previous_prior=_previous_prior_record(trials),
+                previous_prior=_previous_prior_hyper(trials),
             )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, GP_HYPER_ATTR, hyper)
@@ -412,13 +412,12 @@ def _local_steps_pay(trials: Sequence[FrozenTrial]) -> bool:
     return local_steps_pay(done.count(TrialState.COMPLETE), done.count(TrialState.FAIL))
 
 
-def _previous_prior_record(trials: Sequence[FrozenTrial]) -> Any:
-    """The prior's record (``_prior_step.trust``) of the latest trial that stored the
-    prior-mean GP's hyperparameters: the next fits' warm starts."""
+def _previous_prior_hyper(trials: Sequence[FrozenTrial]) -> Any:
+    """The prior-mean GP's hyperparameters of the latest trial that stored them."""
     for t in reversed(trials):
         record = t.system_attrs.get(GP_PRIOR_ATTR)
         if isinstance(record, dict) and "hyper" in record:
-            return record
+            return record["hyper"]
     return None
 
 
