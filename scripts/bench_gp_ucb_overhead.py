@@ -10,7 +10,11 @@ max wall time per suggestion (by default the sampler fits its hyperparameters
 on every ask below 300 completed trials and on every 3rd above, where the max
 is a fit), the CPU seconds of the same asks (the sampler runs on one thread,
 so on a machine shared with other work they are what a suggestion costs it)
-and the peak resident memory (ru_maxrss). ``--kwargs`` passes sampler
+the seconds its threads waited for a core while ready to run and the times
+they blocked (Linux's schedstat and context switches: on a machine loaded by
+other work, wall = CPU + that wait, and a sampler that blocked on a thread,
+a lock or storage would show here), and the peak
+resident memory (ru_maxrss). ``--kwargs`` passes sampler
 arguments; ``--against-kwargs`` times this checkout with other arguments in a
 second worker, ask by ask in turn as ``--against`` does.
 
@@ -88,6 +92,22 @@ def _study(args: argparse.Namespace) -> tuple[Any, Any, Callable[[np.ndarray], f
     return study, space, value
 
 
+def _scheduling() -> tuple[float, int]:
+    """(seconds this process's threads have waited on a run queue, ready to run; times
+    they gave up the core themselves: blocked on a lock, a file, another thread), from
+    /proc (0.0, 0 where the kernel does not give them)."""
+    queued, blocked = 0, 0
+    try:
+        for task in Path("/proc/self/task").iterdir():
+            queued += int((task / "schedstat").read_text().split()[1])
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    blocked += int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0, 0
+    return queued / 1e9, blocked
+
+
 def worker(args: argparse.Namespace) -> None:
     """Answer "ask" lines on stdin with one JSON line each: seconds and the proposal."""
     import optuna
@@ -98,15 +118,18 @@ def worker(args: argparse.Namespace) -> None:
     for line in sys.stdin:
         if line.strip() != "ask":
             break
-        t, cpu = time.perf_counter(), time.process_time()
+        t, cpu, (queued, blocked) = time.perf_counter(), time.process_time(), _scheduling()
         trial = study.ask(dists)
         seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+        after = _scheduling()
+        queued, blocked = after[0] - queued, after[1] - blocked
         v = value(space.index(trial.params))
         if v is None:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
         else:
             study.tell(trial, v)
-        print(json.dumps({"s": seconds, "cpu": cpu, "params": trial.params}, default=str),
+        print(json.dumps({"s": seconds, "cpu": cpu, "queued": queued, "blocked": blocked,
+                          "params": trial.params}, default=str),
               flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"peak_mb": peak_mb}), flush=True)
@@ -124,6 +147,8 @@ class Worker:
         self.n_feasible = self._read()["n_feasible"]
         self.times: list[float] = []
         self.cpu: list[float] = []
+        self.queued: list[float] = []
+        self.blocked = 0
         self.proposals: list[dict[str, Any]] = []
 
     def _read(self) -> dict[str, Any]:
@@ -141,6 +166,8 @@ class Worker:
         out = self._read()
         self.times.append(out["s"])
         self.cpu.append(out["cpu"])
+        self.queued.append(out["queued"])
+        self.blocked += out["blocked"]
         self.proposals.append(out["params"])
 
     def close(self) -> float:
@@ -152,14 +179,17 @@ class Worker:
         return float(peak)
 
 
-def _summary(name: str, times: list[float], cpu: list[float], n: int, peak_mb: float) -> str:
+def _summary(name: str, times: list[float], cpu: list[float], queued: list[float],
+             blocked: int, n: int, peak_mb: float) -> str:
     later = times[1:] or times
     return (f"{name}: seconds per suggestion at {n}..{n + len(times) - 1} completed: "
             f"median {statistics.median(times):.3f}, mean after the first "
             f"{statistics.mean(later):.3f}, max after the first {max(later):.3f}, "
             f"first {times[0]:.3f} (caches, a cold fit); CPU seconds: median "
             f"{statistics.median(cpu):.3f}, mean after the first "
-            f"{statistics.mean(cpu[1:] or cpu):.3f}; peak RSS {peak_mb:.0f} MB")
+            f"{statistics.mean(cpu[1:] or cpu):.3f}; waiting for a core: median "
+            f"{statistics.median(queued):.3f}; blocked {blocked} times in all; "
+            f"peak RSS {peak_mb:.0f} MB")
 
 
 def main() -> None:
@@ -211,12 +241,14 @@ def main() -> None:
         for w in workers if k % 2 == 0 else workers[::-1]:
             w.ask()
     for w in workers:
-        print(_summary(w.name, w.times, w.cpu, args.n, w.close()))
+        print(_summary(w.name, w.times, w.cpu, w.queued, w.blocked, args.n, w.close()))
     if len(workers) == 2:
         new, old = workers
         same = sum(a == b for a, b in zip(new.proposals, old.proposals, strict=True))
         ratio = statistics.median(new.times) / statistics.median(old.times)
-        print(f"median ratio this/against {ratio:.2f}; identical proposals {same}/{args.asks}")
+        cpu_ratio = statistics.median(new.cpu) / statistics.median(old.cpu)
+        print(f"median ratio this/against {ratio:.2f} (CPU {cpu_ratio:.2f}); "
+              f"identical proposals {same}/{args.asks}")
 
 
 if __name__ == "__main__":

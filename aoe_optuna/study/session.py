@@ -179,6 +179,14 @@ class Session(ABC):
                                "it runs on this process only")
         if self.storage_url == IN_MEMORY:
             raise SessionError("a study held in memory cannot run on worker processes")
+        if self.sampler_choice.prior is not None:
+            # a worker rebuilds its sampler from the study's storage and its command line;
+            # an object in this process reaches neither, and a prior lost on the way
+            # would leave the workers searching without it and nothing saying so
+            raise SessionError("a prior given as an object (SamplerRequest.prior) cannot "
+                               "reach worker processes: name it in the spec's prior (or "
+                               "aoe-tune --prior), which each worker builds, or run on one "
+                               "process")
         plan = WorkerPlan(self.storage_url, self.study.study_name, self.sampler_choice,
                           budget, stale_after_s, max_idle, module=self.worker_module,
                           builders=builders, host_devices=n_workers)

@@ -22,9 +22,20 @@ def test_the_bound_is_never_below_the_std_and_the_mean_is_predicts() -> None:
     cands = np.random.default_rng(1).random((3000, 5))
     mean, std = post.predict(cands)
     bound_mean, bound = post.mean_and_bound(cands)
-    np.testing.assert_array_equal(bound_mean, mean)
+    np.testing.assert_allclose(bound_mean, mean, rtol=0, atol=1e-5)  # float32 blocks
     assert (bound >= std - 1e-6).all() and (bound <= 1.0).all()
     np.testing.assert_allclose(post.std(cands[:50]), std[:50], rtol=1e-5, atol=1e-6)
+
+
+def test_the_bound_blocks_in_cache_give_one_blocks_values_and_ranking() -> None:
+    post = _posterior(n=1000)
+    cands = np.random.default_rng(2).random((5000, 5))
+    blocked = post.mean_and_bound(cands)  # 262 rows a block at 1,000 trials
+    whole = post.mean_and_bound(cands, chunk=8192)
+    for a, b in zip(blocked, whole, strict=True):  # to float32's rounding
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+    top = [np.argsort(-ucb(m, s, 9.0))[:16] for m, s in (blocked, whole)]
+    np.testing.assert_array_equal(top[0], top[1])
 
 
 def test_the_pruned_ranking_is_the_full_one_with_a_fraction_of_the_stds() -> None:
