@@ -72,6 +72,7 @@ class OperatorTuning:
         self.model = JointModel(JointInputs(spec.space, op, cores), scale)
         self.baseline = _baseline_row(spec)
         self._fitted_at = -1
+        self._settled = False  # the last fit started afresh (see :meth:`settle`)
         self.next_gain = math.inf  # the optimistic cut its next round could make
 
     @property
@@ -101,6 +102,22 @@ class OperatorTuning:
         if self._fitted_at != len(got.latency_s):
             self.model.fit(np.array(got.rows), np.array(got.ms), np.array(got.latency_s))
             self._fitted_at = len(got.latency_s)
+            self._settled = False
+        return True
+
+    def settle(self) -> bool:
+        """The fit a kernel set is chosen from: from the GP's own start, so an interrupted
+        and resumed run chooses what one uninterrupted run over the same measurements
+        chooses (the fits while measuring are warm-started, path by path); False while
+        nothing succeeded."""
+        got = self.study.measured
+        if not got.latency_s:
+            return False
+        if not (self._settled and self._fitted_at == len(got.latency_s)):
+            self.model.fit(np.array(got.rows), np.array(got.ms), np.array(got.latency_s),
+                           fresh=True)
+            self._fitted_at = len(got.latency_s)
+            self._settled = True
         return True
 
     def measured_rows(self) -> np.ndarray:

@@ -56,3 +56,36 @@ def test_a_run_resumes_to_an_exact_budget_and_never_measures_a_pair_twice(tmp_pa
     for choice in results[0].sets:
         assert choice.ranges[0].low == 1 and choice.ranges[-1].high == 48
     assert results[0].sets[-1].weighted_s >= results[0].limit_s - 1e-12
+
+
+
+@pytest.mark.slow  # GP fits over a few rounds: seconds
+def test_an_interrupted_run_chooses_what_its_stored_measurements_say(tmp_path):
+    """The sets are a function of the stored measurements, not of the warm-started fits
+    a process made while it measured: a run that measured all along, and one interrupted
+    after 12 measurements and resumed, each choose what a process reading their storage
+    afresh chooses."""
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = steps.operators[:1]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    options = TunerOptions(budget=20, warmup=6, round=2, pool=200)
+
+    def tuner(name: str, budget: int) -> KernelSetTuner:
+        return KernelSetTuner(open_storage(f"sqlite:///{tmp_path / name}"), "run", SPEC, ops,
+                              tuned, make_backend(SPEC),
+                              TunerOptions(**{**options.__dict__, "budget": budget}))
+
+    whole = tuner("whole.db", 20)
+    whole.run()  # refitted, warm-started, after every round
+    cut = tuner("cut.db", 12)
+    cut.run()
+    outcome.outcomes(cut.units)  # the interrupted process chose once before it stopped
+    resumed = tuner("cut.db", 20)
+    resumed.run()  # its fits warm-started from its own first fit at 12
+    assert resumed.used == whole.used == 20
+    for ran, name in ((whole, "whole.db"), (resumed, "cut.db")):
+        chosen = outcome.outcomes(ran.units)[0]
+        afresh = outcome.outcomes(tuner(name, 20).units)[0]
+        assert afresh.configs == chosen.configs
+        assert np.array_equal(afresh.latency_s, chosen.latency_s)
+        assert afresh.sets == chosen.sets
