@@ -45,6 +45,7 @@ WARMUP = 10  # measurements per operator before its model steers
 ROUND = 4  # measurements per operator between two fits of its model
 POOL = 2000  # fresh uniform feasible candidates per round
 INCUMBENTS = 8  # configs whose one-parameter neighbours join the candidates
+VERIFY = 0.25  # the share of the budget, at its end, that checks what the sets ship
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,12 @@ class TunerOptions:
     warmup: int = WARMUP
     round: int = ROUND
     pool: int = POOL
+    verify: float = VERIFY
+
+    @property
+    def explore_until(self) -> int:
+        """Measurements after which the budget checks the sets' claims first."""
+        return self.budget - int(round(self.budget * self.verify))
 
 
 class OperatorTuning:
@@ -161,13 +168,36 @@ class OperatorTuning:
                    count - len(check))
         return [(rows[p.row], int(self.tuned[p.shape]), p.gain_s) for p in [*new, *check]]
 
+    def checks(self, count: int) -> list[tuple[np.ndarray, int, float]]:
+        """Up to ``count`` (config row, M, exposure) the sets of 1 to K_MAX kernels ship
+        unmeasured, the largest exposure first: a set with its ranges is a claim about
+        each tuning shape in them, and these are the ones no measurement has checked."""
+        if not self.refit():
+            return []
+        got = self.study.measured
+        done = self.measured_rows()
+        mean = np.empty((len(done), len(self.tuned)))
+        std = np.empty_like(mean)
+        measured = np.zeros_like(mean, dtype=bool)
+        ids = self.space.flat_id(done)
+        for j, m in enumerate(self.tuned.tolist()):
+            mean[:, j], std[:, j] = self.model.predict_log(done, int(m))
+            measured[:, j] = [(int(f), int(m)) in got.pairs for f in ids]
+        choices = choose_sets(np.exp(mean), self.tuned, self.tuned_weight, K_MAX)
+        shipped, _ = _set_terms(choices, self.tuned, np.exp(mean), len(done))
+        picks = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, measured), count)
+        return [(done[p.row], int(self.tuned[p.shape]), p.gain_s) for p in picks]
+
     def _candidates(self, rng: np.random.Generator, pool: int, done: np.ndarray,
                     done_mean: np.ndarray, choices: list[KernelSetChoice]) -> np.ndarray:
         """The measured configs (first, in their order), then fresh uniform feasible ones
         and the one-parameter neighbours of the incumbents: the kernels of the sets of
-        one and two, then each tuning shape's best, the heaviest shapes first."""
+        one and two, then each tuning shape's best, the shapes that carry the most of
+        the mix's time first (weight x latency: a prefill of 8,192 tokens weighs 60 of
+        128's, a batch of 256 several of 1's, at the same share of the mix)."""
         winner = np.argmin(done_mean, axis=0)
-        heavy_first = np.argsort(-self.tuned_weight, kind="stable")
+        carried = self.tuned_weight * np.exp(done_mean.min(axis=0))
+        heavy_first = np.argsort(-carried, kind="stable")
         lead = [r for c in choices[:2] for r in c.rows] + [int(winner[j]) for j in heavy_first]
         incumbents = done[list(dict.fromkeys(lead))[:INCUMBENTS]]
         got = self.study.measured
@@ -229,6 +259,8 @@ class KernelSetTuner:
                 unit = min(cold, key=lambda u: u.measured)
                 self._measure(unit, *unit.design(rng))
                 continue
+            if self.used >= o.explore_until and self._check():
+                continue
             for u in self.units:
                 if u.next_gain == math.inf:
                     u.next_gain = self._score(u, rng)
@@ -242,6 +274,21 @@ class KernelSetTuner:
                 self._measure(unit, row, m)
             unit.next_gain = math.inf  # scored again after its refit
             self._report(unit)
+
+    def _check(self) -> bool:
+        """One round of checks, for the operator whose sets ship the most exposed unmeasured
+        pair; False when every shipped pair is measured (the budget left explores)."""
+        first = [(u, u.checks(1)) for u in self.units]
+        first = [(u, c[0][2]) for u, c in first if c]
+        if not first:
+            return False
+        unit = max(first, key=lambda uc: uc[1])[0]
+        for row, m, _exposure in unit.checks(min(self.options.round,
+                                                 self.options.budget - self.used)):
+            self._measure(unit, row, m)
+        unit.next_gain = math.inf
+        self._report(unit)
+        return True
 
     def _score(self, unit: OperatorTuning, rng: np.random.Generator) -> float:
         best = unit.proposals(rng, 1, self.options.pool)

@@ -89,3 +89,29 @@ def test_an_interrupted_run_chooses_what_its_stored_measurements_say(tmp_path):
         assert afresh.configs == chosen.configs
         assert np.array_equal(afresh.latency_s, chosen.latency_s)
         assert afresh.sets == chosen.sets
+
+
+@pytest.mark.slow  # GP fits over a few rounds: seconds
+def test_the_checks_are_pairs_the_sets_ship_that_no_measurement_saw(tmp_path):
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = steps.operators[:1]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    run = KernelSetTuner(open_storage(f"sqlite:///{tmp_path / 'ks.db'}"), "run", SPEC, ops,
+                         tuned, make_backend(SPEC),
+                         TunerOptions(budget=10, warmup=6, round=2, pool=200, verify=0.0))
+    run.run()
+    unit = run.units[0]
+    got = unit.study.measured
+    measured_ids = {int(f) for f in SPEC.space.flat_id(np.array(got.rows))}
+    checks = unit.checks(50)
+    assert checks, "a set of 8 over 6 shapes from 10 measurements ships unmeasured pairs"
+    for row, m, exposure in checks:
+        fid = int(SPEC.space.flat_id(row[None, :])[0])
+        assert fid in measured_ids  # a config that built and ran
+        assert (fid, m) not in got.pairs and m in tuned[0].tolist()
+        assert exposure > 0
+    assert [c[2] for c in checks] == sorted((c[2] for c in checks), reverse=True)
+    for row, m, _ in checks:  # measured, they are no longer checks
+        run._measure(unit, row, m)
+    assert not {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in unit.checks(50)
+                } & {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in checks}
