@@ -32,7 +32,8 @@ def test_a_run_resumes_to_an_exact_budget_and_never_measures_a_pair_twice(tmp_pa
     ops = steps.operators[:1]  # qkv_proj
     tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
     url = f"sqlite:///{tmp_path / 'ks.db'}"
-    options = TunerOptions(budget=12, warmup=6, round=2, pool=200)
+    # the last half of each budget checks what the sets ship (the checks' path too)
+    options = TunerOptions(budget=12, warmup=6, round=2, pool=200, verify=0.5)
 
     def tuner(budget: int) -> KernelSetTuner:
         return KernelSetTuner(open_storage(url), "run", SPEC, ops, tuned, make_backend(SPEC),
