@@ -15,7 +15,13 @@ equally likely (``"weighting": "log"``):
 * ``nearest`` and ``pow2``, given K kernels' worth of tuned shapes, each at its
   exhaustive optimum (the best a per-shape tuning could ship): the weighted quantiles
   (i + 0.5) / K of the mix, a held-out M served by the nearest in log M; or K powers
-  of two spread over the range, an M served by the smallest one at or above it.
+  of two spread over the range, an M served by the smallest one at or above it;
+* ``tuned``: the same two rules with the same shapes, each shape tuned instead by a
+  GP-UCB study of its own (the simulator's noise drawn per seed), the kernel set's
+  budget split evenly over every operator's shapes: what per-shape tuning ships for
+  the measurements the kernel set spends (``--budgets``; ``--ks`` the K to tune for).
+  A shape's study is cached in ``--folder``/shapes, and a smaller share of the
+  budget reads a prefix of it (GP-UCB proposes one config after another).
 
 Every figure is the true (noise-free) weighted latency of the mix's held-out shapes:
 per operator, 24 strata of equal weight of the M that are not tuning shapes, one M
@@ -29,8 +35,10 @@ held-out M at its exhaustive optimum over the space. The exhaustive optima take
         --budgets 500,1000 --out /tmp/kset_joint.jsonl
     nice .venv/bin/python scripts/bench_kernel_set.py separate --cases decode --seeds 0 \\
         --budget 3200 --out /tmp/kset_separate.jsonl
+    nice .venv/bin/python scripts/bench_kernel_set.py tuned --cases decode --seeds 0 \\
+        --budgets 500 --out /tmp/kset_tuned.jsonl
     .venv/bin/python scripts/bench_kernel_set.py report /tmp/kset_joint.jsonl \\
-        /tmp/kset_separate.jsonl
+        /tmp/kset_separate.jsonl /tmp/kset_tuned.jsonl
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ from aoe_optuna.kernel_set import outcome
 from aoe_optuna.kernel_set.acquisition import shape_weights
 from aoe_optuna.kernel_set.operator_mix import OperatorMix, from_model
 from aoe_optuna.kernel_set.selection import K_MAX, dispatch
-from aoe_optuna.kernel_set.tuner import KernelSetTuner, TunerOptions
+from aoe_optuna.kernel_set.tuner import VERIFY, KernelSetTuner, TunerOptions
 from aoe_optuna.kernel_set.tuning_shapes import DEFAULT_COUNT, tuning_shapes
 from aoe_optuna.operators.scheduler import make_scheduler
 from aoe_optuna.operators.state import best_measured
@@ -195,6 +203,110 @@ def baselines(case: Case) -> dict[str, list[float]]:
     return out
 
 
+# ------------------------------------------------------------------ the baselines, tuned
+def shape_spec(case: Case, op: OperatorMix, m: int) -> StudySpec:
+    """The case's spec with one GEMM of ``op`` at ``m`` as its workload: the study a
+    per-shape tuning of that shape runs."""
+    path, _ = CASES[case.name]
+    doc = copy.deepcopy(read_document(str(path)))
+    doc["workload"] = {"shapes": [{"name": f"{op.name}-m{m}", "M": int(m), "K": op.K,
+                                   "N": op.N, "dtype": op.dtype, "count": 1}]}
+    doc["max_search_time"] = None
+    return spec_from_dict(doc, source=f"{path} [{op.name} M={m}]")
+
+
+def shape_study(case: Case, op: OperatorMix, m: int, budget: int, seed: int,
+                folder: Path) -> list[tuple[float, dict[str, Any]]]:
+    """A GP-UCB study of one shape, ``budget`` measurements with the simulator's noise
+    drawn for ``seed``: (measured cost, 1 / tokens/s, config) of each, in order (cached in
+    ``folder``; a shorter budget is a prefix, as GP-UCB proposes one after another)."""
+    from aoe_optuna.study.run.objective import MeasurementFailed, suggest_config
+    from aoe_optuna.study.session import IN_MEMORY, SamplerRequest, StudySession
+
+    folder.mkdir(parents=True, exist_ok=True)
+    f = folder / f"{case.name}_{op.N}x{op.K}_M{m}_s{seed}.json"
+    done = json.loads(f.read_text()) if f.exists() else []
+    if len(done) >= budget:
+        return [(float(v), c) for v, c in done[:budget]]
+    spec = shape_spec(case, op, m)
+    backend = copy.copy(case.sim)
+    backend.seed = int(seed)  # the noise of this seed's measurements
+    session = StudySession.open(IN_MEMORY, spec, f"shape-{m}-{seed}",
+                                SamplerRequest("gp-ucb", {}, seed),
+                                storage=optuna.storages.InMemoryStorage(), backend=backend,
+                                enqueue_baseline_now=False)
+    study, objective = session.study, session.objective()
+    out: list[tuple[float, dict[str, Any]]] = []
+    while len(out) < budget:
+        trial = study.ask()
+        config = suggest_config(trial, session.space)
+        try:
+            value = objective(trial)
+        except optuna.TrialPruned:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            continue
+        except MeasurementFailed:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            out.append((float("inf"), dict(config)))
+            continue
+        study.tell(trial, value)
+        out.append((1.0 / value, dict(config)))  # one GEMM: s per token, as its latency
+    write_atomic(f, json.dumps(out))
+    return out
+
+
+def tuned_baselines(case: Case, budget: int, seed: int, folder: Path,
+                    ks: Sequence[int] = range(1, K_MAX + 1)) -> dict[str, list[float | None]]:
+    """The nearest-tuned-shape and power-of-two rules with K kernels' worth of tuned
+    shapes per operator, each tuned by a GP-UCB study of its own, the ``budget`` split
+    evenly over the shapes of every operator (the kernel set's measurements, per-shape):
+    each shape ships its best measured config. K = 1..K_MAX (None: a K not in ``ks``)."""
+    out: dict[str, list[float | None]] = {"nearest": [], "pow2": []}
+    varying = case.varying()
+    for k in range(1, K_MAX + 1):
+        if k not in ks:
+            out["nearest"].append(None)
+            out["pow2"].append(None)
+            continue
+        totals = {"nearest": 0.0, "pow2": 0.0}
+        for i in varying:
+            op = case.ops[i]
+            ms = np.array([m for m, _ in case.held[i]])
+            ws = np.array([w for _, w in case.held[i]])
+            for rule, shapes in (("nearest", quantile_shapes(op, k)),
+                                 ("pow2", pow2_buckets(op, k))):
+                each = max(1, budget // (len(varying) * len(shapes)))
+                ship = {}
+                for t in shapes:
+                    got = shape_study(case, op, t, each, seed, folder)
+                    ship[t] = min(got, key=lambda g: g[0])[1]
+                if rule == "nearest":
+                    serve = [shapes[int(np.argmin(np.abs(np.log2(m) - np.log2(shapes))))]
+                             for m in ms]
+                else:
+                    serve = [next(p for p in shapes if p >= m) for m in ms]
+                totals[rule] += sum(w * case.true(ship[t], op, [m])[0]
+                                    for t, m, w in zip(serve, ms, ws, strict=True))
+        for rule in out:
+            out[rule].append(totals[rule])
+        print(f"tuned baselines {case.name} s{seed} @{budget}: K={k} " + ", ".join(
+            f"{rule} {totals[rule] / case.optimum_s():.4f}" for rule in out), flush=True)
+    return out
+
+
+def run_tuned_baselines(case: Case, seed: int, budget: int, folder: Path, out: Path,
+                        ks: Sequence[int]) -> None:
+    start = time.time()
+    got = tuned_baselines(case, budget, seed, folder, ks)
+    _append(out, {"kind": "tuned", "case": case.name, "seed": seed, "budget": budget,
+                  "seconds": time.time() - start, "optimum_s": case.optimum_s(), **got})
+    opt = case.optimum_s()
+    print(f"tuned baselines {case.name} s{seed} @{budget}: " + ", ".join(
+        f"K={k} nearest {n / opt:.4f} pow2 {p / opt:.4f}"
+        for k, n, p in zip(range(1, K_MAX + 1), got["nearest"], got["pow2"], strict=True)
+        if n is not None and p is not None), flush=True)
+
+
 # ------------------------------------------------------------------ joint
 def held_out_of_sets(case: Case, results: list[outcome.OperatorOutcome]) -> dict[str, Any]:
     """Per K, the true held-out weighted latency of the sets (ranges as chosen) and of the
@@ -253,12 +365,12 @@ def k_median(cost: np.ndarray, start: Sequence[int], k: int) -> list[int]:
 
 
 def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
-              out: Path) -> None:
+              out: Path, verify: float = VERIFY) -> None:
     storage = optuna.storages.RDBStorage(f"sqlite:///{folder}/{case.name}-s{seed}.db")
     for budget in budgets:
         start = time.time()
         tuner = KernelSetTuner(storage, f"bench-{case.name}", case.spec, case.ops, case.tuned,
-                               case.sim, TunerOptions(budget=budget, seed=seed))
+                               case.sim, TunerOptions(budget=budget, seed=seed, verify=verify))
         tuner.run()
         spent = time.time() - start
         results = outcome.outcomes(tuner.units)
@@ -266,6 +378,7 @@ def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
         predicted = [sum(r.best_for(k).weighted_s for r in results)
                      for k in range(1, K_MAX + 1)]
         row = {"kind": "joint", "case": case.name, "seed": seed, "budget": budget,
+               "verify": verify,
                "used": tuner.used,
                "builds": sum(u.study.measured.builds for u in tuner.units),
                "seconds": spent, "optimum_s": case.optimum_s(), "predicted_s": predicted,
@@ -337,13 +450,20 @@ def report(paths: Sequence[Path], oracle_dir: Path, ops: Sequence[str] = ()) -> 
         base = baselines(case)
         opt = case.optimum_s()
         joint = [r for r in rows if r["kind"] == "joint" and r["case"] == name]
+        tuned = [r for r in rows if r["kind"] == "tuned" and r["case"] == name]
         print(f"\n### {name}: held-out weighted latency / per-shape optimum "
               f"({opt * 1e6:.1f} us per mean step)\n")
-        print("| K | " + " | ".join(f"joint {r['budget']} s{r['seed']}" for r in joint)
+        extra = [(f"{rule} GP-UCB {r['budget']} s{r['seed']}", r[rule]) for r in tuned
+                 for rule in ("nearest", "pow2")]
+        print("| K | " + " | ".join(f"joint {r['budget']} s{r['seed']}"
+                                   + ("" if r.get("verify", VERIFY) else " no checks")
+                                   for r in joint)
+              + "".join(f" | {label}" for label, _ in extra)
               + " | nearest (exh.) | pow2 (exh.) |")
-        print("|---" * (len(joint) + 3) + "|")
+        print("|---" * (len(joint) + len(extra) + 3) + "|")
         for k in range(K_MAX):
             cells = [f"{r['sets'][k] / opt:.4f} ({r['kernels'][k]})" for r in joint]
+            cells += ["-" if v[k] is None else f"{v[k] / opt:.4f}" for _, v in extra]
             print(f"| {k + 1} | " + " | ".join(cells)
                   + f" | {base['nearest'][k] / opt:.4f} | {base['pow2'][k] / opt:.4f} |")
         print("\nk-median reassignment of the same configs, K = 4: "
@@ -357,6 +477,29 @@ def report(paths: Sequence[Path], oracle_dir: Path, ops: Sequence[str] = ()) -> 
                 print(f"\nseparate studies s{r['seed']} (nearest tuned shape, "
                       f"{r['seconds']:.0f} s): " + ", ".join(
                           f"{t['used']}: {t['held_out_s'] / opt:.4f}" for t in r["trace"]))
+        paired(rows, name, opt)
+
+
+def paired(rows: Sequence[dict[str, Any]], name: str, opt: float) -> None:
+    """Per seed, the kernel set of 4 and the separate studies of the same seed: the
+    measurements the separate studies take to reach the set's held-out latency."""
+    separate = {r["seed"]: r for r in rows if r["kind"] == "separate" and r["case"] == name}
+    lines = []
+    for r in rows:
+        if r["kind"] != "joint" or r["case"] != name or r["seed"] not in separate:
+            continue
+        target = r["sets"][3]
+        sep = separate[r["seed"]]
+        reach = next((t["used"] for t in sep["trace"] if t["held_out_s"] <= target), None)
+        last = sep["trace"][-1]
+        ratio = (f"{reach} ({reach / r['used']:.1f}x)" if reach is not None
+                 else f"not within {last['used']} ({last['used'] / r['used']:.1f}x; "
+                      f"{last['held_out_s'] / opt:.4f} there)")
+        lines.append(f"| {r['seed']} | {r['used']} | {target / opt:.4f} | {ratio} |")
+    if lines:
+        print("\n| seed | joint measurements | joint K = 4 | separate studies reach it after |")
+        print("|---|---:|---:|---|")
+        print("\n".join(lines))
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
@@ -368,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["oracle", "joint", "separate", "report"])
+    p.add_argument("what", choices=["oracle", "joint", "separate", "tuned", "report"])
     p.add_argument("paths", nargs="*", type=Path)
     p.add_argument("--cases", default="decode,prefill")
     p.add_argument("--ops", default="", help="only these operators (comma separated names: "
@@ -376,6 +519,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0")
     p.add_argument("--budgets", default="500,1000")
     p.add_argument("--budget", type=int, default=3200)
+    p.add_argument("--verify", type=float, default=VERIFY,
+                   help="joint: the share of the budget that checks the sets' claims")
+    p.add_argument("--ks", default=",".join(str(k) for k in range(1, K_MAX + 1)),
+                   help="tuned: the K to tune the baselines' shapes for")
     p.add_argument("--out", type=Path, default=Path("/tmp/kset_bench.jsonl"))
     p.add_argument("--folder", type=Path, default=Path("/tmp/kset_bench"))
     p.add_argument("--oracle-dir", type=Path,
@@ -398,9 +545,13 @@ def main(argv: list[str] | None = None) -> int:
         for seed in seeds:
             if args.what == "joint":
                 run_joint(case, seed, [int(b) for b in args.budgets.split(",")], args.folder,
-                          args.out)
+                          args.out, args.verify)
             elif args.what == "separate":
                 run_separate(case, seed, args.budget, args.out)
+            elif args.what == "tuned":
+                for budget in [int(b) for b in args.budgets.split(",")]:
+                    run_tuned_baselines(case, seed, budget, args.folder / "shapes", args.out,
+                                        [int(k) for k in args.ks.split(",")])
     return 0
 
 

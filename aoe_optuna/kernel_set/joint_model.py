@@ -14,7 +14,9 @@ cpu backend): what is left to learn is how far from its bound each config runs, 
 varies far less across M than the latency itself (a prefill of 8,192 tokens runs
 about 60x a prefill of 128). The GP is the GP-UCB sampler's
 (:mod:`aoe_optuna.samplers.gp_ucb._model`: Matern-5/2 with a length scale per input,
-fitted by marginal likelihood, hyperparameters warm-started between fits).
+fitted by marginal likelihood, hyperparameters warm-started between fits while the
+run measures; the fit a kernel set is chosen from starts afresh, so the choice is a
+function of the stored measurements, whichever fits came before).
 """
 
 from __future__ import annotations
@@ -84,13 +86,16 @@ class JointModel:
     def fitted(self) -> bool:
         return self._posterior is not None
 
-    def fit(self, rows: np.ndarray, ms: np.ndarray, latency_s: np.ndarray) -> None:
-        """Fit to measured latencies of ``rows`` at ``ms`` (one per row)."""
+    def fit(self, rows: np.ndarray, ms: np.ndarray, latency_s: np.ndarray,
+            fresh: bool = False) -> None:
+        """Fit to measured latencies of ``rows`` at ``ms`` (one per row): warm-started
+        from the last fit's hyperparameters, or, ``fresh``, from the GP's own start (a
+        fit that depends on the measurements alone, not on the fits before it)."""
         x = np.concatenate([self.inputs(r[None, :], int(m)) for r, m in zip(rows, ms,
                                                                           strict=True)])
         y = self._target(latency_s, ms)
         self._mean, self._std = float(y.mean()), float(y.std()) or 1.0
-        fit: FittedGP = fit_gp(x, (y - self._mean) / self._std, self.hyper)
+        fit: FittedGP = fit_gp(x, (y - self._mean) / self._std, None if fresh else self.hyper)
         self.hyper = fit.hyper
         self._posterior = Posterior(fit)
 

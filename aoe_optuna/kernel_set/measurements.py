@@ -103,9 +103,10 @@ class OperatorStudy:
             out.failed.add(fid)
             out.n_failed += 1
             return
-        self.study.add_trial(create_trial(value=result.latency_s * 1e6, params=params,
+        value = float(result.latency_s) * 1e6
+        self.study.add_trial(create_trial(value=value, params=params,
                                           distributions=self._dists, user_attrs=attrs))
         out.rows.append(row.copy())
         out.ms.append(int(m))
-        out.latency_s.append(float(result.latency_s))
+        out.latency_s.append(value * 1e-6)  # as a run that reads it back sees it
         out.pairs.add((fid, int(m)))

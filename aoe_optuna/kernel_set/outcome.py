@@ -66,7 +66,7 @@ def outcomes(units: Sequence[OperatorTuning], k_max: int = K_MAX) -> list[Operat
 
 
 def _outcome(unit: OperatorTuning, k_max: int) -> OperatorOutcome:
-    unit.refit()
+    unit.settle()
     rows = unit.measured_rows()
     latency = unit.model.latency(rows, unit.op.m)
     sets = choose_sets(latency, unit.op.m, unit.op.weight, k_max if unit.op.varies else 1)

@@ -56,9 +56,8 @@ def open_run(storage_url: str, spec: StudySpec | None, name: str,
     if plan is None and stored is None:
         raise StudyError(f"study {name!r} is not a kernel-set run; pass --config SPEC to "
                          "start one")
-    # a resume without --config takes the stored spec as stored: one rebuilt from it
-    # need not compare equal to it (a backend's constraints are added again)
-    parent, spec = load_or_create(found.storage, name, spec, found.spec.roofline_tokens_per_s())
+    parent, spec = load_or_create(found.storage, name, found.spec,
+                                  found.spec.roofline_tokens_per_s())
     if plan is None:
         plan = KernelSetPlan.from_document(stored, parent.user_attrs.get(SOURCE_ATTR, "stored"))
     else:

@@ -9,7 +9,13 @@ neighbours of the incumbents (the kernels of the current sets of one and two, th
 best measured config at each tuning shape) and the configs already measured, whose new
 shapes are a timing only where the backend keeps its builds (the simulator's charge,
 the cpu and npu backends' build caches). The operator whose best pick could cut the
-most seconds per mean step gets the next round.
+most seconds per mean step gets the next round. With ``verify``, the end of the budget
+checks the sets' claims first: the (config, tuning shape) pairs the sets of 1 to 8
+kernels ship that no measurement has seen, the most exposed first (weight x how far
+above its prediction the latency could be), each round re-choosing the sets from the
+refitted model; what is left once every shipped pair is measured explores as before.
+It is off by default: the measurements it takes are the exploration's, which the
+small operators of a decode step lose.
 
 Everything read is recomputed from the operators' studies (:mod:`.measurements`), so
 the same call resumes an interrupted run.
@@ -45,6 +51,10 @@ WARMUP = 10  # measurements per operator before its model steers
 ROUND = 4  # measurements per operator between two fits of its model
 POOL = 2000  # fresh uniform feasible candidates per round
 INCUMBENTS = 8  # configs whose one-parameter neighbours join the candidates
+# the share of the budget, at its end, that checks what the sets ship: none by default,
+# since a quarter cost decode 0.2-0.5 points of its set of 4 on each of three seeds and
+# changed prefill by less than 0.1 (docs/benchmarks/kernel_sets.md)
+VERIFY = 0.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,12 @@ class TunerOptions:
     warmup: int = WARMUP
     round: int = ROUND
     pool: int = POOL
+    verify: float = VERIFY
+
+    @property
+    def explore_until(self) -> int:
+        """Measurements after which the budget checks the sets' claims first."""
+        return self.budget - int(round(self.budget * self.verify))
 
 
 class OperatorTuning:
@@ -72,6 +88,7 @@ class OperatorTuning:
         self.model = JointModel(JointInputs(spec.space, op, cores), scale)
         self.baseline = _baseline_row(spec)
         self._fitted_at = -1
+        self._settled = False  # the last fit started afresh (see :meth:`settle`)
         self.next_gain = math.inf  # the optimistic cut its next round could make
 
     @property
@@ -101,6 +118,22 @@ class OperatorTuning:
         if self._fitted_at != len(got.latency_s):
             self.model.fit(np.array(got.rows), np.array(got.ms), np.array(got.latency_s))
             self._fitted_at = len(got.latency_s)
+            self._settled = False
+        return True
+
+    def settle(self) -> bool:
+        """The fit a kernel set is chosen from: from the GP's own start, so an interrupted
+        and resumed run chooses what one uninterrupted run over the same measurements
+        chooses (the fits while measuring are warm-started, path by path); False while
+        nothing succeeded."""
+        got = self.study.measured
+        if not got.latency_s:
+            return False
+        if not (self._settled and self._fitted_at == len(got.latency_s)):
+            self.model.fit(np.array(got.rows), np.array(got.ms), np.array(got.latency_s),
+                           fresh=True)
+            self._fitted_at = len(got.latency_s)
+            self._settled = True
         return True
 
     def measured_rows(self) -> np.ndarray:
@@ -144,13 +177,36 @@ class OperatorTuning:
                    count - len(check))
         return [(rows[p.row], int(self.tuned[p.shape]), p.gain_s) for p in [*new, *check]]
 
+    def checks(self, count: int) -> list[tuple[np.ndarray, int, float]]:
+        """Up to ``count`` (config row, M, exposure) the sets of 1 to K_MAX kernels ship
+        unmeasured, the largest exposure first: a set with its ranges is a claim about
+        each tuning shape in them, and these are the ones no measurement has checked."""
+        if not self.refit():
+            return []
+        got = self.study.measured
+        done = self.measured_rows()
+        mean = np.empty((len(done), len(self.tuned)))
+        std = np.empty_like(mean)
+        measured = np.zeros_like(mean, dtype=bool)
+        ids = self.space.flat_id(done)
+        for j, m in enumerate(self.tuned.tolist()):
+            mean[:, j], std[:, j] = self.model.predict_log(done, int(m))
+            measured[:, j] = [(int(f), int(m)) in got.pairs for f in ids]
+        choices = choose_sets(np.exp(mean), self.tuned, self.tuned_weight, K_MAX)
+        shipped, _ = _set_terms(choices, self.tuned, np.exp(mean), len(done))
+        picks = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, measured), count)
+        return [(done[p.row], int(self.tuned[p.shape]), p.gain_s) for p in picks]
+
     def _candidates(self, rng: np.random.Generator, pool: int, done: np.ndarray,
                     done_mean: np.ndarray, choices: list[KernelSetChoice]) -> np.ndarray:
         """The measured configs (first, in their order), then fresh uniform feasible ones
         and the one-parameter neighbours of the incumbents: the kernels of the sets of
-        one and two, then each tuning shape's best, the heaviest shapes first."""
+        one and two, then each tuning shape's best, the shapes that carry the most of
+        the mix's time first (weight x latency: a prefill of 8,192 tokens weighs 60 of
+        128's, a batch of 256 several of 1's, at the same share of the mix)."""
         winner = np.argmin(done_mean, axis=0)
-        heavy_first = np.argsort(-self.tuned_weight, kind="stable")
+        carried = self.tuned_weight * np.exp(done_mean.min(axis=0))
+        heavy_first = np.argsort(-carried, kind="stable")
         lead = [r for c in choices[:2] for r in c.rows] + [int(winner[j]) for j in heavy_first]
         incumbents = done[list(dict.fromkeys(lead))[:INCUMBENTS]]
         got = self.study.measured
@@ -212,6 +268,8 @@ class KernelSetTuner:
                 unit = min(cold, key=lambda u: u.measured)
                 self._measure(unit, *unit.design(rng))
                 continue
+            if self.used >= o.explore_until and self._check():
+                continue
             for u in self.units:
                 if u.next_gain == math.inf:
                     u.next_gain = self._score(u, rng)
@@ -225,6 +283,21 @@ class KernelSetTuner:
                 self._measure(unit, row, m)
             unit.next_gain = math.inf  # scored again after its refit
             self._report(unit)
+
+    def _check(self) -> bool:
+        """One round of checks, for the operator whose sets ship the most exposed unmeasured
+        pair; False when every shipped pair is measured (the budget left explores)."""
+        first = [(u, u.checks(1)) for u in self.units]
+        first = [(u, c[0][2]) for u, c in first if c]
+        if not first:
+            return False
+        unit = max(first, key=lambda uc: uc[1])[0]
+        for row, m, _exposure in unit.checks(min(self.options.round,
+                                                 self.options.budget - self.used)):
+            self._measure(unit, row, m)
+        unit.next_gain = math.inf
+        self._report(unit)
+        return True
 
     def _score(self, unit: OperatorTuning, rng: np.random.Generator) -> float:
         best = unit.proposals(rng, 1, self.options.pool)

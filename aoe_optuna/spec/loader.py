@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ from aoe_optuna.hardware.profile import (
     load_profile,
     profile_from_dict,
 )
+from aoe_optuna.space.constraints import ExpressionRule, Rule
 from aoe_optuna.space.params import KNOWN_PARAMS, to_code
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.backend import option_error
@@ -371,7 +373,9 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
         constants = {k: v for k, v in base.fixed.items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)}
         names = expression_names(base.params, constants)
-        rules = parse_constraints(source, constraints, names, categories_of(base.params))
+        rules = _own_constraints(
+            parse_constraints(source, constraints, names, categories_of(base.params)),
+            base.rules)
         space = build_space(source, base.params, [*base.rules, *rules], bool(rules), base.fixed)
         return space, True
     params = parse_params(Section(source, "search_space", top.data.get("search_space",
@@ -382,11 +386,21 @@ def _space(top: Section, source: str, profile: SocProfile, workload: Workload,
         if pname not in tuned:
             constants[pname] = to_code(pname, info.default)
     names = expression_names(params, constants)
-    rules = parse_constraints(source, constraints, names, categories_of(params))
-    space = build_space(source, params, [*rules, *_device_rules(cls, profile, workload),
-                                         *_kernel_rules(cls, profile, workload, params)],
-                        bool(rules))
+    given = [*_device_rules(cls, profile, workload), *_kernel_rules(cls, profile, workload, params)]
+    rules = _own_constraints(
+        parse_constraints(source, constraints, names, categories_of(params)), given)
+    space = build_space(source, params, [*rules, *given], bool(rules))
     return space, False
+
+
+def _own_constraints(parsed: list[ExpressionRule], given: Sequence[Rule]) -> list[ExpressionRule]:
+    """The spec's constraints less those the backend or the hardware adds itself.
+
+    A spec's canonical form lists every expression rule of its space, a backend's (the
+    cpu backend's tile rules) among them, so a spec rebuilt from it (a stored spec)
+    names them again; each is kept once, so the rebuilt spec equals the one stored."""
+    own = {(r.name, r.text) for r in given if isinstance(r, ExpressionRule)}
+    return [r for r in parsed if (r.name, r.text) not in own]
 
 
 def _kernel_rules(cls: type[BackendBase], profile: SocProfile, workload: Workload,

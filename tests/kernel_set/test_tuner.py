@@ -32,7 +32,8 @@ def test_a_run_resumes_to_an_exact_budget_and_never_measures_a_pair_twice(tmp_pa
     ops = steps.operators[:1]  # qkv_proj
     tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
     url = f"sqlite:///{tmp_path / 'ks.db'}"
-    options = TunerOptions(budget=12, warmup=6, round=2, pool=200)
+    # the last half of each budget checks what the sets ship (the checks' path too)
+    options = TunerOptions(budget=12, warmup=6, round=2, pool=200, verify=0.5)
 
     def tuner(budget: int) -> KernelSetTuner:
         return KernelSetTuner(open_storage(url), "run", SPEC, ops, tuned, make_backend(SPEC),
@@ -56,3 +57,62 @@ def test_a_run_resumes_to_an_exact_budget_and_never_measures_a_pair_twice(tmp_pa
     for choice in results[0].sets:
         assert choice.ranges[0].low == 1 and choice.ranges[-1].high == 48
     assert results[0].sets[-1].weighted_s >= results[0].limit_s - 1e-12
+
+
+
+@pytest.mark.slow  # GP fits over a few rounds: seconds
+def test_an_interrupted_run_chooses_what_its_stored_measurements_say(tmp_path):
+    """The sets are a function of the stored measurements, not of the warm-started fits
+    a process made while it measured: a run that measured all along, and one interrupted
+    after 12 measurements and resumed, each choose what a process reading their storage
+    afresh chooses."""
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = steps.operators[:1]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    options = TunerOptions(budget=20, warmup=6, round=2, pool=200)
+
+    def tuner(name: str, budget: int) -> KernelSetTuner:
+        return KernelSetTuner(open_storage(f"sqlite:///{tmp_path / name}"), "run", SPEC, ops,
+                              tuned, make_backend(SPEC),
+                              TunerOptions(**{**options.__dict__, "budget": budget}))
+
+    whole = tuner("whole.db", 20)
+    whole.run()  # refitted, warm-started, after every round
+    cut = tuner("cut.db", 12)
+    cut.run()
+    outcome.outcomes(cut.units)  # the interrupted process chose once before it stopped
+    resumed = tuner("cut.db", 20)
+    resumed.run()  # its fits warm-started from its own first fit at 12
+    assert resumed.used == whole.used == 20
+    for ran, name in ((whole, "whole.db"), (resumed, "cut.db")):
+        chosen = outcome.outcomes(ran.units)[0]
+        afresh = outcome.outcomes(tuner(name, 20).units)[0]
+        assert afresh.configs == chosen.configs
+        assert np.array_equal(afresh.latency_s, chosen.latency_s)
+        assert afresh.sets == chosen.sets
+
+
+@pytest.mark.slow  # GP fits over a few rounds: seconds
+def test_the_checks_are_pairs_the_sets_ship_that_no_measurement_saw(tmp_path):
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = steps.operators[:1]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    run = KernelSetTuner(open_storage(f"sqlite:///{tmp_path / 'ks.db'}"), "run", SPEC, ops,
+                         tuned, make_backend(SPEC),
+                         TunerOptions(budget=10, warmup=6, round=2, pool=200, verify=0.0))
+    run.run()
+    unit = run.units[0]
+    got = unit.study.measured
+    measured_ids = {int(f) for f in SPEC.space.flat_id(np.array(got.rows))}
+    checks = unit.checks(50)
+    assert checks, "a set of 8 over 6 shapes from 10 measurements ships unmeasured pairs"
+    for row, m, exposure in checks:
+        fid = int(SPEC.space.flat_id(row[None, :])[0])
+        assert fid in measured_ids  # a config that built and ran
+        assert (fid, m) not in got.pairs and m in tuned[0].tolist()
+        assert exposure > 0
+    assert [c[2] for c in checks] == sorted((c[2] for c in checks), reverse=True)
+    for row, m, _ in checks:  # measured, they are no longer checks
+        run._measure(unit, row, m)
+    assert not {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in unit.checks(50)
+                } & {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in checks}
