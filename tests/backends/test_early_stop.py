@@ -25,7 +25,9 @@ def test_a_clearly_slower_candidate_stops_at_the_minimum_repeats() -> None:
     policy = TimingPolicy(warmup=0, min_repeats=4, max_repeats=50, rel_precision=1e-6,
                           max_seconds=5.0, stop_above_s=SLEEP_S / 4)
     result = time_call(nap, policy)
-    assert result.cut_short and result.repeats == 4
+    # 4 on a quiet machine; one nap stretched by a busy one widens the interval a round
+    # or two, still far from the 50 a candidate not cut short takes
+    assert result.cut_short and result.repeats <= 6, result.repeats
     low, high = median_interval(result.samples)
     assert SLEEP_S / 4 * 1.1 < low <= result.median_s <= high
 
