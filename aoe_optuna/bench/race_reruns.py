@@ -85,9 +85,11 @@ def _frozen(stored: dict[str, Any]) -> Any:
 
 
 def races(case: Case, seed: int, found: dict[str, Any], reruns: int,
-          settings: Any) -> dict[str, Any]:
+          settings: Any, argmins: Sequence[int] = ()) -> dict[str, Any]:
     """The race of the search ``found`` (of :func:`search`) rerun ``reruns`` times with
-    fresh draws, and the argmin of its measured configs redrawn as often."""
+    fresh draws, and the argmin of its measured configs redrawn as often (``argmins``:
+    those redraws as an earlier call made them; the draws are seeded, so they are the
+    same)."""
     from aoe_optuna.study.race.outcome import certified_of
     from aoe_optuna.study.race.run import new_record, reserve, run_race
 
@@ -105,10 +107,14 @@ def races(case: Case, seed: int, found: dict[str, Any], reruns: int,
 
     searched = found["searched"]
     first = new_record(trials, searched, settings, found["rel_noise"], None)
-    raced, argmins = [], []
+    raced: list[dict[str, Any]] = []
+    redone: list[int] = []
     for k in range(reruns):
-        redrawn = {n: remeasure(p, 500_000 + k)[0] or math.inf for n, p in params.items()}
-        argmins.append(min(redrawn, key=lambda n: (redrawn[n], n)))
+        if k < len(argmins):
+            redone.append(argmins[k])
+        else:
+            redrawn = {n: remeasure(p, 500_000 + k)[0] or math.inf for n, p in params.items()}
+            redone.append(min(redrawn, key=lambda n: (redrawn[n], n)))
         if first is None:  # a budget too small to race: the argmin stands alone
             continue
         fresh = dataclasses.replace(first, draw_base=1 + 1000 * k, costs={}, rel_se={},
@@ -126,7 +132,7 @@ def races(case: Case, seed: int, found: dict[str, Any], reruns: int,
         "case": case.name, "seed": seed, "searched": searched,
         "contenders": [] if first is None else first.contenders,
         "best_true_s": best_true, "argmin": argmin, "argmin_true_s": truth[argmin],
-        "argmin_reruns": argmins, "argmin_reruns_true_s": [truth[a] for a in argmins],
+        "argmin_reruns": redone, "argmin_reruns_true_s": [truth[a] for a in redone],
         "races": raced,
     }
 
@@ -199,6 +205,17 @@ def recorded_file(text: str) -> str:
     return space_file(text)
 
 
+def park_level(text: str) -> float:
+    """An argparse type: a chance from 0 to 0.49 (the race's ``park``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 0.49:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 0.49, got {text!r}")
+    return value
+
+
 def build_parser() -> Any:
     ap = parser(NAME, __doc__, EXAMPLE)
     ap.add_argument("--space", action="append", required=True, type=recorded_file,
@@ -214,6 +231,9 @@ def build_parser() -> Any:
     ap.add_argument("--epsilon", type=float, default=None, help="the tie margin (0.01)")
     ap.add_argument("--race-budget", type=float, default=None,
                     help="re-timings as a share of the search's measurements (0.2)")
+    ap.add_argument("--park", type=park_level, default=None,
+                    help="stop timing a rival less likely than this to be faster than "
+                    "the leader (0.2; 0: time every open rival to the end)")
     ap.add_argument("--out", type=Path, required=True,
                     help="folder of race.jsonl (one line per space and seed; an "
                     "interrupted run resumes) and report.md")
@@ -227,8 +247,8 @@ def _race(argv: list[str]) -> int:
     from aoe_optuna.spec.race import RaceSettings
 
     args = build_parser().parse_args(argv)
-    kw = {k: v for k, v in (("epsilon", args.epsilon), ("budget", args.race_budget))
-          if v is not None}
+    kw = {k: v for k, v in (("epsilon", args.epsilon), ("budget", args.race_budget),
+                            ("park", args.park)) if v is not None}
     settings = RaceSettings(**kw)
     cases = [Case.from_path(p, noise="recorded") for p in args.space]
     if any(c.kind == "spec" for c in cases):
@@ -280,7 +300,8 @@ def _rerace(done: list[dict[str, Any]], cases: Sequence[Case], reruns: int, sett
     for row in done:
         case = by_name.get(row["case"])
         if case is not None and "search" in row:
-            row = {**row, **races(case, row["seed"], row["search"], reruns, settings)}
+            row = {**row, **races(case, row["seed"], row["search"], reruns, settings,
+                                  row.get("argmin_reruns", ()))}
             _say(row)
         if case is None or "search" in row:
             out.append(row)
