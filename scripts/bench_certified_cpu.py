@@ -81,8 +81,10 @@ def referee(spec_path: str, configs: list[dict]) -> tuple[str, set[str], int, di
         return (1.0 / ev.tokens_per_s if ev.ok else None), ev.rel_se
 
     n = len(distinct)
+    # a referee times every rival to the end: a parked rival would count as agreeing
+    # for want of timings
     rules = RaceRules(epsilon=spec.race.epsilon, confidence=spec.race.confidence,
-                      min_rounds=2, max_rounds=10)
+                      min_rounds=2, max_rounds=10, park=0.0)
     record = RaceRecord(after=0, contenders=list(range(n)), first=dict.fromkeys(range(n), 1.0),
                         budget=10 * n, rules=rules)
     record = run_race(record, dict(enumerate(distinct)), remeasure)
