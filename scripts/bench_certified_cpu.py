@@ -24,8 +24,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import optuna
 
+from aoe_optuna.certify.blocks import round_adjusted_means
 from aoe_optuna.certify.race import RaceRules
 from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.study.create import best_trial
@@ -64,27 +66,40 @@ def key(config: dict) -> str:
     return json.dumps(config, sort_keys=True)
 
 
-def referee(spec_path: str, configs: list[dict]) -> tuple[str, set[str], int]:
-    """Race ``configs`` (distinct) on the spec's backend: (winner key, tie set keys, timings)."""
+def referee(spec_path: str, configs: list[dict]) -> tuple[str, set[str], int, dict[str, dict]]:
+    """Race ``configs`` (distinct) on the spec's backend: (winner key, tie set keys, timings,
+    per config: its re-timed mean over the winner's, round-adjusted, and its verdict)."""
     spec = load_spec(spec_path)
     evaluator = Evaluator.of_spec(spec)
     distinct = list({key(c): c for c in configs}.values())
     if len(distinct) == 1:
-        return key(distinct[0]), {key(distinct[0])}, 0
+        return key(distinct[0]), {key(distinct[0])}, 0, {key(distinct[0]): {
+            "over_winner": 1.0, "verdict": "winner"}}
 
     def remeasure(config: dict, draw: int) -> tuple[float | None, float | None]:
         ev = evaluator.remeasure(spec.space.full_config(config), draw)
         return (1.0 / ev.tokens_per_s if ev.ok else None), ev.rel_se
 
     n = len(distinct)
+    # a referee times every rival to the end: a parked rival would count as agreeing
+    # for want of timings
     rules = RaceRules(epsilon=spec.race.epsilon, confidence=spec.race.confidence,
-                      min_rounds=2, max_rounds=10)
+                      min_rounds=2, max_rounds=10, park=0.0)
     record = RaceRecord(after=0, contenders=list(range(n)), first=dict.fromkeys(range(n), 1.0),
                         budget=10 * n, rules=rules)
     record = run_race(record, dict(enumerate(distinct)), remeasure)
     won = certified_of(record)
     assert won is not None
-    return key(distinct[won.winner]), {key(distinct[c]) for c in won.tie_set}, record.spent
+    timed = [c for c in range(n) if record.costs[c]]
+    means = dict(zip(timed, np.exp(round_adjusted_means(
+        [np.log(record.costs[c]) for c in timed])), strict=True))
+    verdict = {won.winner: "winner", **dict.fromkeys(won.ties, "tied or open"),
+               **dict.fromkeys(won.slower, "slower")}
+    detail = {key(distinct[c]): {"over_winner": means[c] / means[won.winner],
+                                 "verdict": verdict.get(c, "failed"),
+                                 "timings": len(record.costs[c])} for c in timed}
+    return (key(distinct[won.winner]), {key(distinct[c]) for c in won.tie_set}, record.spent,
+            detail)
 
 
 def main() -> int:
@@ -103,18 +118,23 @@ def main() -> int:
     report = {}
     for what in ("winner", "argmin"):
         picks = [key(r[what]) for r in rows]
-        w, ties, spent = referee(args.spec, [r[what] for r in rows])
+        w, ties, spent, detail = referee(args.spec, [r[what] for r in rows])
         agree = sum(p in ties for p in picks)
         same = Counter(picks).most_common(1)[0][1]
         own_ties = sum(any(key(r["winner"]) in {key(t) for t in s["ties"]} | {key(s["winner"])}
                            for s in rows if s is not r) for r in rows) if what == "winner" else None
         report[what] = {"distinct": len(set(picks)), "same_as_most_common": same,
                         "agree_with_referee": agree, "referee_ties": len(ties),
-                        "referee_timings": spent, "in_another_runs_tie_set": own_ties}
+                        "referee_timings": spent, "in_another_runs_tie_set": own_ties,
+                        "referee": [detail.get(p) for p in picks]}
         print(f"{what}: {len(set(picks))} distinct of {len(picks)}; the most common one "
               f"{same} times; {agree} of {len(picks)} the referee's winner or tied with it "
               f"within epsilon ({spent} referee timings)"
               + (f"; {own_ties} in another run's tie set" if own_ties is not None else ""))
+        for r, p in zip(rows, picks, strict=True):
+            d = detail.get(p) or {}
+            print(f"  run {r['seed']}: cost {d.get('over_winner', float('nan')):.3f}x the "
+                  f"referee's winner's, {d.get('verdict', 'not timed')}")
     (args.out / "report.json").write_text(json.dumps({"runs": rows, "report": report},
                                                      indent=1) + "\n")
     return 0

@@ -43,14 +43,12 @@ def agreement(picks: Sequence[tuple[int, Sequence[int]]]) -> float:
     return sum(b[0] == a[0] or b[0] in a[1] for a, b in pairs) / len(pairs)
 
 
-def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
-             settings: Any) -> dict[str, Any]:
-    """The search of ``seed`` on ``case``, its race rerun ``reruns`` times, and the argmin
-    redrawn as often."""
+def search(case: Case, seed: int, sampler: str, budget: int) -> dict[str, Any]:
+    """The search of ``seed`` on ``case``: each measured config's params, first cost
+    (seconds per run, as measured) and recorded mean, and the noise the race is told."""
     import optuna
 
-    from aoe_optuna.study.race.outcome import certified_of
-    from aoe_optuna.study.race.run import measured_noise, new_record, reserve, run_race
+    from aoe_optuna.study.race.run import measured_noise
     from aoe_optuna.study.run.loop import Budget
     from aoe_optuna.study.run.objective import count_measured
     from aoe_optuna.study.session import IN_MEMORY, SamplerRequest, SpaceSession
@@ -65,23 +63,58 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
     session.run(Budget(n_measurements=budget), max_idle=50 * budget)
     trials = [t for t in session.study.get_trials(deepcopy=False)
               if t.state == optuna.trial.TrialState.COMPLETE and "repeat_of" not in t.user_attrs]
+    rel_noise = max(n for n in (measured_noise(trials),
+                                backend.timing_noise({"path": case.path}), 0.0) if n is not None)
+    return {
+        "searched": count_measured(session.study.get_trials(deepcopy=False)),
+        "rel_noise": rel_noise,
+        "trials": [{"number": t.number, "params": dict(t.params), "value": float(t.value),  # type: ignore[arg-type]
+                    "true_s": backend.recorded_latency_s(space.full_config(t.params))}
+                   for t in trials],
+    }
+
+
+def _frozen(stored: dict[str, Any]) -> Any:
+    """A stored search's trial as the race reads it (its number, params and value)."""
+    from optuna.trial import FrozenTrial, TrialState
+
+    return FrozenTrial(number=stored["number"], state=TrialState.COMPLETE,
+                       value=stored["value"], datetime_start=None, datetime_complete=None,
+                       params=stored["params"], distributions={}, user_attrs={},
+                       system_attrs={}, intermediate_values={}, trial_id=stored["number"])
+
+
+def races(case: Case, seed: int, found: dict[str, Any], reruns: int,
+          settings: Any, argmins: Sequence[int] = ()) -> dict[str, Any]:
+    """The race of the search ``found`` (of :func:`search`) rerun ``reruns`` times with
+    fresh draws, and the argmin of its measured configs redrawn as often (``argmins``:
+    those redraws as an earlier call made them; the draws are seeded, so they are the
+    same)."""
+    from aoe_optuna.study.race.outcome import certified_of
+    from aoe_optuna.study.race.run import new_record, reserve, run_race
+
+    built = build_case(case)
+    evaluator, space = _evaluator_for_seed(built.evaluator, seed), built.space
+    trials = [_frozen(t) for t in found["trials"]]
     params = {t.number: dict(t.params) for t in trials}
-    truth = {t.number: backend.recorded_latency_s(space.full_config(t.params)) for t in trials}
+    truth = {t["number"]: t["true_s"] for t in found["trials"]}
     best_true = min(truth.values())
-    argmin = max(trials, key=lambda t: (float(t.value), -t.number)).number  # type: ignore[arg-type]
+    argmin = max(trials, key=lambda t: (float(t.value), -t.number)).number
 
     def remeasure(p: Any, draw: int) -> tuple[float | None, float | None]:
         ev = evaluator.remeasure(space.full_config(p), draw)
         return (1.0 / ev.tokens_per_s if ev.ok else None), ev.rel_se
 
-    searched = count_measured(session.study.get_trials(deepcopy=False))
-    rel_noise = max(n for n in (measured_noise(trials),
-                                backend.timing_noise({"path": case.path}), 0.0) if n is not None)
-    first = new_record(trials, searched, settings, rel_noise, None)
-    races, argmins = [], []
+    searched = found["searched"]
+    first = new_record(trials, searched, settings, found["rel_noise"], None)
+    raced: list[dict[str, Any]] = []
+    redone: list[int] = []
     for k in range(reruns):
-        redrawn = {n: remeasure(p, 500_000 + k)[0] or math.inf for n, p in params.items()}
-        argmins.append(min(redrawn, key=lambda n: (redrawn[n], n)))
+        if k < len(argmins):
+            redone.append(argmins[k])
+        else:
+            redrawn = {n: remeasure(p, 500_000 + k)[0] or math.inf for n, p in params.items()}
+            redone.append(min(redrawn, key=lambda n: (redrawn[n], n)))
         if first is None:  # a budget too small to race: the argmin stands alone
             continue
         fresh = dataclasses.replace(first, draw_base=1 + 1000 * k, costs={}, rel_se={},
@@ -91,16 +124,26 @@ def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
                           max_contenders=settings.contenders)
         c = certified_of(record)
         assert c is not None
-        races.append({"winner": c.winner, "ties": list(c.ties), "spent": c.spent,
+        raced.append({"winner": c.winner, "ties": list(c.ties), "spent": c.spent,
                       "pcs": c.pcs, "reason": c.reason, "rounds": c.rounds,
-                      "true": truth[c.winner], "contenders": len(record.contenders)})
+                      "true": truth[c.winner], "contenders": list(record.contenders),
+                      "timings": {str(n): len(v) for n, v in record.costs.items()}})
     return {
-        "case": case.name, "seed": seed, "sampler": sampler, "searched": searched,
+        "case": case.name, "seed": seed, "searched": searched,
         "contenders": [] if first is None else first.contenders,
         "best_true_s": best_true, "argmin": argmin, "argmin_true_s": truth[argmin],
-        "argmin_reruns": argmins, "argmin_reruns_true_s": [truth[a] for a in argmins],
-        "races": races,
+        "argmin_reruns": redone, "argmin_reruns_true_s": [truth[a] for a in redone],
+        "races": raced,
     }
+
+
+def one_seed(case: Case, seed: int, sampler: str, budget: int, reruns: int,
+             settings: Any) -> dict[str, Any]:
+    """The search of ``seed`` on ``case``, its race rerun ``reruns`` times, and the argmin
+    redrawn as often; the search is kept in the row, so the races can be rerun on it."""
+    found = search(case, seed, sampler, budget)
+    return {**races(case, seed, found, reruns, settings), "sampler": sampler,
+            "search": found}
 
 
 def _stat(f: Any, xs: Sequence[float]) -> float:
@@ -162,6 +205,17 @@ def recorded_file(text: str) -> str:
     return space_file(text)
 
 
+def park_level(text: str) -> float:
+    """An argparse type: a chance from 0 to 0.49 (the race's ``park``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 0.49:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 0.49, got {text!r}")
+    return value
+
+
 def build_parser() -> Any:
     ap = parser(NAME, __doc__, EXAMPLE)
     ap.add_argument("--space", action="append", required=True, type=recorded_file,
@@ -177,9 +231,15 @@ def build_parser() -> Any:
     ap.add_argument("--epsilon", type=float, default=None, help="the tie margin (0.01)")
     ap.add_argument("--race-budget", type=float, default=None,
                     help="re-timings as a share of the search's measurements (0.2)")
+    ap.add_argument("--park", type=park_level, default=None,
+                    help="stop timing a rival less likely than this to be faster than "
+                    "the leader (0.2; 0: time every open rival to the end)")
     ap.add_argument("--out", type=Path, required=True,
                     help="folder of race.jsonl (one line per space and seed; an "
                     "interrupted run resumes) and report.md")
+    ap.add_argument("--rerace", action="store_true",
+                    help="rerun the races of the searches stored in --out's race.jsonl "
+                    "(the searches are not run again)")
     return ap
 
 
@@ -187,8 +247,8 @@ def _race(argv: list[str]) -> int:
     from aoe_optuna.spec.race import RaceSettings
 
     args = build_parser().parse_args(argv)
-    kw = {k: v for k, v in (("epsilon", args.epsilon), ("budget", args.race_budget))
-          if v is not None}
+    kw = {k: v for k, v in (("epsilon", args.epsilon), ("budget", args.race_budget),
+                            ("park", args.park)) if v is not None}
     settings = RaceSettings(**kw)
     cases = [Case.from_path(p, noise="recorded") for p in args.space]
     if any(c.kind == "spec" for c in cases):
@@ -196,6 +256,8 @@ def _race(argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "race.jsonl"
     done = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+    if args.rerace:
+        done = _rerace(done, cases, args.reruns, settings, log)
     have = {(d["case"], d["seed"]) for d in done}
     _init_worker()
     for case in cases:
@@ -206,11 +268,7 @@ def _race(argv: list[str]) -> int:
             done.append(row)
             with log.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            races = row["races"]
-            print(f"  {case.name} seed {seed}: {len(row['contenders'])} contenders, "
-                  f"winners {sorted({r['winner'] for r in races})}, argmin {row['argmin']}, "
-                  f"{np.mean([r['spent'] for r in races]) if races else 0:.1f} re-timings",
-                  flush=True)
+            _say(row)
     summaries = {}
     for case in cases:
         rows = [d for d in done if d["case"] == case.name]
@@ -220,6 +278,35 @@ def _race(argv: list[str]) -> int:
     (args.out / "summary.json").write_text(json.dumps(summaries, indent=1) + "\n")
     print(report)
     return 0
+
+
+def _say(row: dict[str, Any]) -> None:
+    raced = row["races"]
+    print(f"  {row['case']} seed {row['seed']}: {len(row['contenders'])} contenders, "
+          f"winners {sorted({r['winner'] for r in raced})}, argmin {row['argmin']}, "
+          f"{np.mean([r['spent'] for r in raced]) if raced else 0:.1f} re-timings",
+          flush=True)
+
+
+def _rerace(done: list[dict[str, Any]], cases: Sequence[Case], reruns: int, settings: Any,
+            log: Path) -> list[dict[str, Any]]:
+    """The rows of ``done`` of ``cases`` that hold their search, raced again; the rows
+    without one are dropped (their seeds run in full). ``log`` rewritten as it goes."""
+    from aoe_optuna.atomic_write import write_atomic
+
+    by_name = {c.name: c for c in cases}
+    _init_worker()
+    out = []
+    for row in done:
+        case = by_name.get(row["case"])
+        if case is not None and "search" in row:
+            row = {**row, **races(case, row["seed"], row["search"], reruns, settings,
+                                  row.get("argmin_reruns", ()))}
+            _say(row)
+        if case is None or "search" in row:
+            out.append(row)
+    write_atomic(log, "".join(json.dumps(r) + "\n" for r in out))
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

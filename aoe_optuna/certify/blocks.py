@@ -59,3 +59,28 @@ def quantile(p: float, df: int) -> float:
 def cdf(x: float, df: int) -> float:
     """Student's t distribution function (df < 0: the normal's)."""
     return float(ndtr(x)) if df < 0 else float(stdtr(df, x))
+
+
+def round_adjusted_means(rows: list[np.ndarray], iterations: int = 50) -> np.ndarray:
+    """Each candidate's mean log cost with the rounds' shared drift taken out: the least
+    squares fit of ``y[c, r] = mu_c + beta_r`` on a table where candidate ``c`` was timed
+    in rounds ``0 .. len(rows[c]) - 1`` (a candidate that left the race has fewer). With
+    complete rounds it is each candidate's own mean; where some left early, a round
+    that was slow for those still racing does not count against them."""
+    n = max((len(y) for y in rows), default=0)
+    if n == 0:
+        return np.full(len(rows), math.nan)
+    mask = np.zeros((len(rows), n), dtype=bool)
+    y = np.zeros((len(rows), n))
+    for i, row in enumerate(rows):
+        mask[i, :len(row)] = True
+        y[i, :len(row)] = row
+    beta = np.zeros(n)
+    mu = np.zeros(len(rows))
+    per_row, per_round = mask.sum(axis=1), np.maximum(mask.sum(axis=0), 1)
+    for _ in range(iterations):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu = ((y - beta) * mask).sum(axis=1) / per_row
+        beta = np.where(mask, y - mu[:, None], 0.0).sum(axis=0) / per_round
+        beta -= beta.mean()  # rounds average to none: a complete table gives own means
+    return mu

@@ -14,11 +14,19 @@ still in the race are compared on log cost:
 * a rival whose interval lies under ``log(1 + epsilon)`` ties with the leader (it is at
   most epsilon slower, and the leader is no more than epsilon slower than it); one
   whose interval lies above zero, past epsilon, is slower; either leaves the race. The
-  others stay in it.
+  others stay in it;
+* an open rival that is unlikely to be faster than the leader at all (the chance, read
+  off its difference's t distribution at this look alone, below ``park``) is parked: it
+  stays open (not separated, so in the tie set) but is no longer timed, and the budget
+  goes to the candidates that could still be the best. The last open rival is never
+  parked: the leader and it race on.
 
 The race is over when no rival is left open or the candidates reach ``max_rounds``;
-the caller also ends it when its budget cannot pay for another round. Everything is
-recomputed from the history, so a race stopped anywhere resumes from what is stored.
+the caller also ends it when its budget cannot pay for another round. The winner is
+then the candidate of the lowest round-adjusted mean among those not found slower
+(:func:`winner_of`): when the budget ends a race undecided, the best estimate among
+the survivors, not the last leader. Everything is recomputed from the history, so a
+race stopped anywhere resumes from what is stored.
 """
 
 from __future__ import annotations
@@ -30,13 +38,21 @@ from typing import Literal
 
 import numpy as np
 
-from aoe_optuna.certify.blocks import cdf, own_sigma, quantile, residual_sigma, with_floor
+from aoe_optuna.certify.blocks import (
+    cdf,
+    own_sigma,
+    quantile,
+    residual_sigma,
+    round_adjusted_means,
+    with_floor,
+)
 
 Outcome = Literal["slower", "tied", "open"]
 DEFAULT_EPSILON = 0.01
 DEFAULT_CONFIDENCE = 0.95
 MIN_ROUNDS = 2
 MAX_ROUNDS = 10
+DEFAULT_PARK = 0.2
 
 
 @dataclass(frozen=True)
@@ -47,10 +63,11 @@ class RaceRules:
     confidence: float = DEFAULT_CONFIDENCE
     min_rounds: int = MIN_ROUNDS
     max_rounds: int = MAX_ROUNDS
+    park: float = DEFAULT_PARK  # 0: every open rival is timed to the end
 
     def __post_init__(self) -> None:
         if not (0 <= self.epsilon < 1 and 0 < self.confidence < 1
-                and 1 <= self.min_rounds <= self.max_rounds):
+                and 1 <= self.min_rounds <= self.max_rounds and 0 <= self.park < 0.5):
             raise ValueError(f"inconsistent race rules {self}")
 
     @property
@@ -99,6 +116,7 @@ class RaceState:
     rounds: int  # complete rounds of the active candidates
     done: bool
     reason: str
+    parked: tuple[Hashable, ...] = ()  # open rivals no longer timed (unlikely faster)
 
     @property
     def tied(self) -> list[Hashable]:
@@ -136,6 +154,7 @@ def race_state(history: Mapping[Hashable, Sequence[float]], rules: RaceRules,
     alpha = rules.test_alpha(k0 - 1)
     active = list(order)
     verdicts: dict[Hashable, Verdict] = {}
+    parked: list[Hashable] = []
     rounds = min((len(history[c]) for c in active), default=0)
     n = rules.min_rounds
     while len(active) >= 2 and n <= rules.max_rounds \
@@ -144,13 +163,16 @@ def race_state(history: Mapping[Hashable, Sequence[float]], rules: RaceRules,
                      alpha, floor)
         for v in look:
             verdicts[v.rival] = v
-        active = [c for c in active if c not in verdicts or verdicts[c].outcome == "open"]
+        parked += _to_park(look, rules.park)
+        active = [c for c in active if c not in parked
+                  and (c not in verdicts or verdicts[c].outcome == "open")]
         rounds = n
         n += 1
     if len(active) >= 2:
         rounds = min(len(history[c]) for c in active)
     leader = _leader(active, history) if active else None
     verdicts.pop(leader, None)  # a rival once, it leads now: it has no verdict against itself
+    held = tuple(c for c in parked if c != leader)
     if k0 == 0:
         return RaceState(None, (), {}, 0, True, "no candidate")
     if k0 == 1 or len(active) == 1:
@@ -158,10 +180,34 @@ def race_state(history: Mapping[Hashable, Sequence[float]], rules: RaceRules,
         done = own >= rules.min_rounds
         reason = "no rival" if k0 == 1 else "every rival decided"
         return RaceState(leader, tuple(active), verdicts, own, done,
-                         reason if done else "timing the winner")
+                         reason if done else "timing the winner", held)
     at_max = all(len(history[c]) >= rules.max_rounds for c in active)
     return RaceState(leader, tuple(active), verdicts, rounds, at_max,
-                     f"{rules.max_rounds} rounds" if at_max else "racing")
+                     f"{rules.max_rounds} rounds" if at_max else "racing", held)
+
+
+def _to_park(look: Sequence[Verdict], level: float) -> list[Hashable]:
+    """The open rivals of ``look`` unlikely to be faster than the leader (below
+    ``level``), all but the likeliest open rival: the leader keeps one rival to race."""
+    still = sorted((v for v in look if v.outcome == "open"),
+                   key=lambda v: -v.p_better_by_margin(0.0))
+    return [v.rival for v in still[1:] if v.p_better_by_margin(0.0) < level]
+
+
+def winner_of(state: RaceState, history: Mapping[Hashable, Sequence[float]]) -> Hashable | None:
+    """The race's winner: the lowest round-adjusted mean log cost
+    (:func:`aoe_optuna.certify.blocks.round_adjusted_means`) among the candidates not
+    found slower (the leader, its ties, its open rivals), each from all its re-timings;
+    the leader where they have none."""
+    if state.leader is None:
+        return None
+    survivors = [state.leader, *(c for c in state.verdicts
+                                 if state.verdicts[c].outcome != "slower")]
+    rows = [logs(history[c]) for c in survivors]
+    if any(len(y) == 0 for y in rows):
+        return state.leader
+    means = round_adjusted_means(rows)
+    return survivors[int(np.argmin(means))]
 
 
 def _leader(active: Sequence[Hashable], history: Mapping[Hashable, Sequence[float]]

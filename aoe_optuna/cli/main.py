@@ -354,13 +354,13 @@ def _tune(args: argparse.Namespace) -> int:
               + (f"; {builders} builder{'s' if builders != 1 else ''}" if builders else "")
               + (" (the npu default; --builders 0: none)"
                  if builders and args.builders is None else "")]
-    # one line in a log (a piped run's lines are records), fitted to a terminal's width
+    # broken between whole items at the console's width (a terminal's, else $COLUMNS or
+    # 80), as the run's summary is
     note = session.backend.noise_note()
     if note is not None:  # a recording's measurements: drawn from its repeats, or not
         header[-1] += ";"
         header.append(f"measurements: {note}")
-    for line in wrap_items(header, width if view.console.is_terminal else sys.maxsize,
-                           sep=" "):
+    for line in wrap_items(header, width, sep=" "):
         print(line, file=sys.stderr)
     try:
         with view:

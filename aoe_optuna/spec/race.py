@@ -6,6 +6,8 @@ Keys (all optional)::
              "confidence": 0.95,   // every statement of the race holds together at 95%
              "budget": 0.2,        // re-timings: at most 20% of the search's measurements
              "contenders": 5,      // configs raced at most
+             "park": 0.2,          // stop timing a rival less likely than this to be
+                                   // faster than the leader (it stays in the tie set)
              "patience": null}     // end the search after this many measurements in a
                                    // row that beat the best by no more than epsilon
 
@@ -23,13 +25,14 @@ from aoe_optuna.certify.contenders import MAX_CONTENDERS
 from aoe_optuna.certify.race import (
     DEFAULT_CONFIDENCE,
     DEFAULT_EPSILON,
+    DEFAULT_PARK,
     MAX_ROUNDS,
     MIN_ROUNDS,
     RaceRules,
 )
 from aoe_optuna.spec.format import Section
 
-KEYS = ("epsilon", "confidence", "budget", "contenders", "patience")
+KEYS = ("epsilon", "confidence", "budget", "contenders", "park", "patience")
 DEFAULT_BUDGET = 0.2
 
 
@@ -42,6 +45,7 @@ class RaceSettings:
     budget: float = DEFAULT_BUDGET
     contenders: int = MAX_CONTENDERS
     patience: int | None = None
+    park: float = DEFAULT_PARK
 
     def measurements(self, searched: int) -> int:
         """The race's re-timing budget after ``searched`` measurements."""
@@ -53,10 +57,15 @@ class RaceSettings:
         round the budget pays for (two candidates a round, at least)."""
         per_round = 2 if contenders >= 2 else 1
         rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, budget // per_round))
-        return RaceRules(self.epsilon, self.confidence, MIN_ROUNDS, rounds)
+        return RaceRules(self.epsilon, self.confidence, MIN_ROUNDS, rounds, self.park)
 
     def as_doc(self) -> dict[str, Any]:
-        return asdict(self)
+        """The canonical form; ``park`` only where it is not the default, so a study made
+        with a race section before the key existed is the same study."""
+        doc = asdict(self)
+        if doc["park"] == DEFAULT_PARK:
+            del doc["park"]
+        return doc
 
 
 def parse_race(section: Section) -> RaceSettings:
@@ -67,7 +76,9 @@ def parse_race(section: Section) -> RaceSettings:
     contenders = section.integer("contenders", MAX_CONTENDERS, 1, 50)
     patience = section.integer("patience", 1, 1, 1_000_000) if section.has("patience") \
         else None
+    park = section.number("park", DEFAULT_PARK, low=0.0, high=0.49)
     assert epsilon is not None and confidence is not None and budget is not None
+    assert park is not None
     if confidence >= 1 or confidence <= 0.5:
         raise section.error("confidence", "a number above 0.5 and below 1", confidence)
-    return RaceSettings(epsilon, confidence, budget, contenders, patience)
+    return RaceSettings(epsilon, confidence, budget, contenders, patience, park)

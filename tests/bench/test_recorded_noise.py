@@ -61,3 +61,23 @@ def test_bench_race_refuses_a_spec_in_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("aoe-tune bench race: error: --space: expected recorded spaces (Kernel "
                    "Tuner cache files)")
+
+
+def test_bench_race_reruns_its_races_on_the_stored_searches(tmp_path, monkeypatch):
+    path = noisy_cache(tmp_path)
+    out = tmp_path / "race"
+    argv = ["bench", "race", "--space", str(path), "--seeds", "1", "--reruns", "3",
+            "--budget", "10", "--race-budget", "1.0", "--sampler", "random", "--out", str(out)]
+    assert aoe_tune(argv) == 0
+    (row,) = [json.loads(line) for line in (out / "race.jsonl").read_text().splitlines()]
+    assert len(row["search"]["trials"]) == row["searched"] == 10
+    import aoe_optuna.bench.race_reruns as rr
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("--rerace ran a search")
+
+    monkeypatch.setattr(rr, "search", no_search)
+    assert aoe_tune([*argv, "--reruns", "4", "--rerace"]) == 0
+    (again,) = [json.loads(line) for line in (out / "race.jsonl").read_text().splitlines()]
+    assert again["search"] == row["search"] and len(again["races"]) == 4
+    assert again["races"][:3] == row["races"]  # the same draws: the same races

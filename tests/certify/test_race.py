@@ -7,9 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from aoe_optuna.certify.blocks import residual_sigma
+from aoe_optuna.certify.blocks import residual_sigma, round_adjusted_means
 from aoe_optuna.certify.contenders import band, contenders
-from aoe_optuna.certify.race import RaceRules, next_timings, race_state, winner_interval
+from aoe_optuna.certify.race import (
+    RaceRules,
+    RaceState,
+    Verdict,
+    next_timings,
+    race_state,
+    winner_interval,
+    winner_of,
+)
 
 
 def simulate(true: dict[int, float], sigma: float, drift: float, rules: RaceRules,
@@ -103,3 +111,47 @@ def test_contenders_lie_within_the_noise_band_plus_epsilon():
     assert contenders(costs, 0.001, 0.01, max_contenders=2) == [0, 3]
     assert contenders(costs, None, 0.01) == [0]
     assert contenders([float("inf")], 0.01, 0.01) == []
+
+
+def test_round_adjusted_means_take_a_slow_spell_out_of_those_who_raced_through_it():
+    # rounds 2-3 ran 50% slow; candidate 2 left the race before them
+    y = [np.log([1.0, 1.0, 1.5, 1.5]), np.log([1.1, 1.1, 1.65, 1.65]), np.log([1.05, 1.05])]
+    mu = round_adjusted_means(y)
+    assert np.exp(mu - mu[0]) == pytest.approx([1.0, 1.1, 1.05])  # own means: 1, 1.1, 0.86
+    complete = [np.log([1.0, 1.2]), np.log([2.0, 2.2])]
+    assert round_adjusted_means(complete) == pytest.approx([c.mean() for c in complete])
+
+
+def test_rivals_unlikely_to_be_faster_are_parked_and_the_close_pair_races_on():
+    true = {0: 1.0, 1: 1.002, 2: 1.03, 3: 1.035, 4: 1.04}
+    rounds = {}
+    for park in (0.0, 0.05):
+        rules = RaceRules(epsilon=0.001, max_rounds=12, park=park)
+        h, spent = simulate(true, 0.01, 0.0, rules, 24, seed=3)
+        st = race_state(h, rules)
+        rounds[park] = min(len(h[0]), len(h[1]))
+        assert spent <= 24 and st.leader in (0, 1)
+    # without parking the far three are timed until they are found slower (3-4 rounds);
+    # parked at the first look (open, not separated), they leave their rounds to the pair
+    assert [len(h[c]) for c in (2, 3, 4)] == [2, 2, 2] and rounds[0.05] > rounds[0.0]
+    assert set(st.parked) == {2, 3, 4}
+    assert not set(st.parked) & set(st.slower) and set(st.parked) <= set(st.open)
+
+
+def test_the_last_open_rival_is_never_parked():
+    rules = RaceRules(epsilon=0.0, max_rounds=10, park=0.45)
+    st = race_state({0: [1.0, 1.0], 1: [1.02, 1.021]}, rules, floor=0.01)
+    assert st.open == [1] and not st.parked and not st.done
+
+
+def test_the_winner_is_the_survivors_best_adjusted_mean_not_the_last_leader():
+    tied = Verdict(rival=1, leader=0, rounds=2, diff=0.0, se=0.001, df=4, low=-0.003,
+                   high=0.003, outcome="tied")
+    slower = Verdict(rival=2, leader=0, rounds=2, diff=0.1, se=0.001, df=4, low=0.09,
+                     high=0.11, outcome="slower")
+    st = RaceState(leader=0, active=(0,), verdicts={1: tied, 2: slower}, rounds=4, done=True,
+                   reason="every rival decided")
+    history = {0: [1.0, 1.02, 1.02, 1.02], 1: [1.0, 1.0], 2: [0.5, 0.5]}
+    assert winner_of(st, history) == 1  # 1.0 against 1.02 over the rounds both ran
+    history[1] = [1.0, 1.03]
+    assert winner_of(st, history) == 0

@@ -25,6 +25,10 @@ def test_a_given_section_is_stored_whole():
     assert spec.canonical()["race"] == {"epsilon": 0.02, "confidence": 0.95, "budget": 0.2,
                                         "contenders": 5, "patience": 30}
     assert spec_from_dict(spec.canonical()).race == spec.race
+    parked = spec_from_dict({"race": {"park": 0.0}})
+    assert parked.race.park == 0.0 and parked.race.rules(20, 5).park == 0.0
+    assert parked.canonical()["race"]["park"] == 0.0
+    assert spec_from_dict(parked.canonical()).race == parked.race
 
 
 @pytest.mark.parametrize("race,expected", [
@@ -32,6 +36,7 @@ def test_a_given_section_is_stored_whole():
     ({"confidence": 1.0}, "key 'race.confidence': expected"),
     ({"contenders": 0}, "key 'race.contenders': expected an integer from 1"),
     ({"patience": 0}, "key 'race.patience': expected an integer from 1"),
+    ({"park": 0.5}, "key 'race.park': expected a finite number at least 0 and at most 0.49"),
     ({"rounds": 3}, "key 'race.rounds': expected one of the keys epsilon"),
 ])
 def test_bad_keys_are_refused_in_one_line(race, expected):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from optuna.trial import FrozenTrial
 
-from aoe_optuna.certify.race import RaceState, race_state, winner_interval
+from aoe_optuna.certify.race import RaceState, race_state, winner_interval, winner_of
 from aoe_optuna.study.race.record import RaceRecord
 
 
@@ -26,7 +26,9 @@ class Certified:
     ties: tuple[int, ...]
     open: tuple[int, ...]
     slower: tuple[int, ...]
-    pcs: float | None  # None: not known (no race)
+    # None: not known (no race). The race's statement about its last leader; where the
+    # survivors' best estimate is another config of the leader's tie set, that one wins
+    pcs: float | None
     spent: int  # re-timings this race took
     rounds: int
     contenders: tuple[int, ...]
@@ -74,20 +76,24 @@ def state_of(record: RaceRecord) -> RaceState:
 def certified_of(record: RaceRecord) -> Certified | None:
     """The verdict a stored race gives (None when every contender failed again)."""
     state = state_of(record)
-    if state.leader is None:
+    best = winner_of(state, {c: record.costs[c] for c in record.contenders})
+    if best is None:
         return None
-    w = int(state.leader)  # type: ignore[call-overload]
+    w = int(best)  # type: ignore[call-overload]
     others = [record.costs[c] for c in record.contenders if c != w and c not in record.failed]
     slower = [*record.retired, *(int(c) for c in state.slower)]  # type: ignore[call-overload]
     mean, lo, hi = winner_interval(record.costs[w], record.rules.confidence,
                                    floor_of(record), others)
     if not math.isfinite(mean):  # not re-timed yet: its first timing
         mean = lo = hi = record.first[w]
-    ties = [int(c) for c in state.tied + state.open]  # type: ignore[call-overload]
+    # the leader's ties and open rivals; where the survivors' best estimate is one of
+    # them, it wins and the leader takes its place in the tie set
+    ties = [int(c) for c in [state.leader, *state.tied, *state.open]  # type: ignore[call-overload]
+            if c != w]
     return Certified(
         winner=w, value=1.0 / mean, interval=(1.0 / hi, 1.0 / lo),
         first_value=1.0 / record.first[w], ties=tuple(ties),
-        open=tuple(int(c) for c in state.open),  # type: ignore[call-overload]
+        open=tuple(int(c) for c in state.open if c != w),  # type: ignore[call-overload]
         slower=tuple(slower),
         pcs=state.pcs(record.rules), spent=record.spent, rounds=state.rounds,
         contenders=tuple(record.contenders), epsilon=record.rules.epsilon,

@@ -65,7 +65,8 @@ class RaceRecord:
             "first": {str(k): v for k, v in self.first.items()},
             "budget": self.budget, "draw_base": self.draw_base, "noise": self.noise,
             "rules": {"epsilon": r.epsilon, "confidence": r.confidence,
-                      "min_rounds": r.min_rounds, "max_rounds": r.max_rounds},
+                      "min_rounds": r.min_rounds, "max_rounds": r.max_rounds,
+                      "park": r.park},
             "costs": {str(k): v for k, v in self.costs.items()},
             "rel_se": {str(k): [None if x != x else x for x in v]
                        for k, v in self.rel_se.items()},
@@ -80,7 +81,8 @@ class RaceRecord:
         if not isinstance(raw, dict):
             return None
         try:
-            rules = RaceRules(**raw["rules"])
+            # a race stored before parking existed replays as it was run: no parking
+            rules = RaceRules(**{"park": 0.0, **raw["rules"]})
             return cls(
                 after=int(raw["after"]), contenders=[int(c) for c in raw["contenders"]],
                 first={int(k): float(v) for k, v in raw["first"].items()},
