@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from aoe_optuna.cli.main import main
 from tests.support.pg_server import postgres_server, server_bin
+from tests.support.run_banner import joined_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -87,7 +88,7 @@ def _run_and_export(secret_url: str, form: str, gemm: Path, folder: Path) -> Non
 def _check_masked_where_shown(folder: Path, form: str, masked: str) -> None:
     """The URL is shown, masked: in the header, the next steps, each KB entry, the kernel."""
     run = (folder / "run.log").read_text()
-    header = [line for line in run.splitlines() if line.startswith(f"study {form} in ")]
+    header = [line for line in joined_lines(run) if line.startswith(f"study {form} in ")]
     assert len(header) == 1 and masked in header[0], run
     assert run.count(masked) >= 3, run  # the header and the two next: commands
     assert masked in (folder / "ops.log").read_text()

@@ -12,6 +12,7 @@ import optuna
 import pytest
 
 from aoe_optuna.cli.main import main
+from tests.support.run_banner import joined_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 AOE = str(ROOT / "studies" / "aoe_config.json")
@@ -24,7 +25,7 @@ needs_non_root = pytest.mark.skipif(
 
 def _one_line_error(err: str) -> str:
     """The run's error is one line (after the banner, when the study had opened)."""
-    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("study ")]
+    lines = [ln for ln in joined_lines(err) if not ln.startswith("study ")]
     assert len(lines) == 1, err
     assert lines[0].startswith("aoe-tune: error:") and "Traceback" not in err
     return lines[0]

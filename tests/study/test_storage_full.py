@@ -21,6 +21,8 @@ import optuna
 import pytest
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
+from tests.support.run_banner import joined_lines
+
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 SPEC = Path(__file__).resolve().parents[2] / "studies" / "qwen25_7b_decode_910b2.json"
 ROOM_BYTES = 24_000  # a few trials' records past what the first run stored
@@ -61,12 +63,12 @@ def test_a_write_failing_mid_run_is_one_line_and_keeps_what_was_stored(
     run = _tune(url, 400, tmp_path, limit=path.stat().st_size + ROOM_BYTES)
 
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
-    lines = [ln for ln in run.stderr.strip().splitlines() if not ln.startswith("study ")]
+    lines = [ln for ln in joined_lines(run.stderr) if not ln.startswith("study ")]
     assert len(lines) == 1, run.stderr[-3000:]
     assert lines[0].startswith(f"aoe-tune: error: storage {url}: ")
     assert ("File too large: the file size limit (ulimit -f) was reached" if kind == "journal"
             else "(is the disk full? what was stored is kept") in lines[0]
-    assert run.stderr.startswith("study s in ")  # it failed mid-run, not on opening
+    assert joined_lines(run.stderr)[0].startswith("study s in ")  # failed mid-run, not opening
     now = _completed(url)
     assert {n: now[n] for n in stored} == stored
     if kind == "journal":  # every record whole: another worker may append at once
