@@ -104,6 +104,18 @@ def _log_normal(v: torch.Tensor, prior: Any) -> tuple[torch.Tensor, torch.Tensor
     return logp, -(1.0 + (lv - mu) / var) / v
 
 
+def matern52(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Matern-5/2 correlations of the rows of ``z`` (inputs over lengthscales), with the
+    scaled distances ``rho = sqrt(5) r`` and ``exp(-rho)`` the gradients reuse; built in
+    place, one n x n buffer at a time."""
+    norms = (z * z).sum(-1)
+    sq = (norms[:, None] + norms[None, :]).addmm_(z, z.T, alpha=-2.0).clamp_min_(0.0)
+    sq.diagonal().zero_()
+    rho = sq.sqrt_().mul_(math.sqrt(5.0))
+    e = torch.exp(-rho)
+    return (rho * (1.0 / 3.0) + 1.0).mul_(rho).add_(1.0).mul_(e), rho, e
+
+
 def _loss_and_gradient(
     x: torch.Tensor, y: torch.Tensor, ls: torch.Tensor, noise: torch.Tensor,
     constant: torch.Tensor, noise_prior: Any, ls_prior: Any,
@@ -117,13 +129,7 @@ def _loss_and_gradient(
     """
     n = y.shape[-1]
     ls = ls.reshape(-1)
-    z = x / ls
-    norms = (z * z).sum(-1)
-    sq = (norms[:, None] + norms[None, :]).addmm_(z, z.T, alpha=-2.0).clamp_min_(0.0)
-    sq.diagonal().zero_()
-    rho = sq.sqrt_().mul_(math.sqrt(5.0))
-    e = torch.exp(-rho)
-    k = (rho * (1.0 / 3.0) + 1.0).mul_(rho).add_(1.0).mul_(e)
+    k, rho, e = matern52(x / ls)
     k.diagonal().add_(noise.reshape(()))
     chol = psd_safe_cholesky(k)
     a = torch.cholesky_solve((y - constant).unsqueeze(-1), chol)

@@ -35,6 +35,7 @@ import torch
 from scipy.optimize import minimize
 
 from aoe_optuna.samplers.blas_threads import one_blas_thread
+from aoe_optuna.samplers.gp_ucb._mll import matern52
 from aoe_optuna.samplers.gp_ucb._model import Posterior
 from aoe_optuna.samplers.torch_threads import one_torch_thread
 
@@ -135,13 +136,7 @@ def loss_and_gradient(theta: np.ndarray, x: torch.Tensor, f: torch.Tensor,
     t = torch.as_tensor(theta, dtype=torch.float64)
     ls, noise, scale = t[:d].exp(), t[d].exp(), t[d + 1].exp()
     c, w = t[d + 2], t[d + 3]
-    z = x / ls
-    norms = (z * z).sum(-1)
-    sq = (norms[:, None] + norms[None, :]).addmm_(z, z.T, alpha=-2.0).clamp_min_(0.0)
-    sq.diagonal().zero_()
-    rho = sq.sqrt_().mul_(math.sqrt(5.0))
-    e = torch.exp(-rho)
-    m = (rho * (1.0 / 3.0) + 1.0).mul_(rho).add_(1.0).mul_(e)
+    m, rho, e = matern52(x / ls)
     k = m * scale
     k.diagonal().add_(noise)
     chol = torch.linalg.cholesky(k)
