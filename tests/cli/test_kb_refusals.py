@@ -20,6 +20,7 @@ import pytest
 
 from aoe_optuna.cli.main import main
 from aoe_optuna.spec.format import read_document
+from tests.support.refusal import refused
 
 ROOT = Path(__file__).resolve().parents[2]
 AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
@@ -33,16 +34,6 @@ SHAPE_STUDY = "ops/gemm_16x512x512_fp16/16x512x512"  # the operator run's study 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([AOE_TUNE, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=300)
-
-
-def _refused(run: subprocess.CompletedProcess[str], *needles: str) -> str:
-    """The one-line refusal of a command: exit 2, no traceback, each needle in it."""
-    err = run.stderr.strip()
-    assert run.returncode == 2, (run.returncode, run.stdout, err)
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, (needle, err)
-    return err
 
 
 def _spec(folder: Path) -> Path:
@@ -74,7 +65,7 @@ def test_a_steps_tokens_and_a_shapes_tflops_are_never_compared(tmp_path: Path) -
     # an operator run into the step's knowledge base: refused before the storage is made
     ops = _run("operators", "--config", spec, "--storage", "sqlite:///ops.db", "--study-name",
                "ops", "--n-trials", "8", "--no-progress", "--kb", str(kb), cwd=tmp_path)
-    _refused(ops, f"--kb: {kb}: {KEY}: the held entry's value is tokens/s of a step of shapes "
+    refused(ops, f"--kb: {kb}: {KEY}: the held entry's value is tokens/s of a step of shapes "
              f"(2 shapes) (study step), the new one's TFLOPS of the GEMM shape itself (study "
              f"{SHAPE_STUDY}): another unit, not comparable; write it to another knowledge base "
              "file (--kb), or give --kb-replace to replace the held entry")
@@ -90,7 +81,7 @@ def test_a_steps_tokens_and_a_shapes_tflops_are_never_compared(tmp_path: Path) -
     # export of one shape's study: the shape's own figure, refused over the step's
     shape = ["export", "--storage", "sqlite:///ops.db", "--study-name", SHAPE_STUDY,
              "--kb", str(kb), "--header", "kb.h"]
-    _refused(_run(*shape, cwd=tmp_path), f"--kb: {kb}: {KEY}: the held entry's value is "
+    refused(_run(*shape, cwd=tmp_path), f"--kb: {kb}: {KEY}: the held entry's value is "
              "tokens/s of a step", "--kb-replace")
     assert kb.read_bytes() == held and not (tmp_path / "kb.h").exists()
     replaced = _run(*shape, "--kb-replace", cwd=tmp_path)
@@ -111,7 +102,7 @@ def test_a_steps_tokens_and_a_shapes_tflops_are_never_compared(tmp_path: Path) -
     # and a step study into the shapes' knowledge base is refused before it measures
     again = _run("--config", spec, "--storage", "sqlite:///step2.db", "--study-name", "step2",
                  "--n-trials", "3", "--no-progress", "--kb", str(kb), cwd=tmp_path)
-    _refused(again, f"--kb: {kb}: ", "the held entry's value is TFLOPS of the GEMM shape "
+    refused(again, f"--kb: {kb}: ", "the held entry's value is TFLOPS of the GEMM shape "
              "itself", "the new one's tokens/s of a step of shapes (2 shapes) (study step2)")
     assert not (tmp_path / "step2.db").exists()
 
@@ -171,7 +162,7 @@ def test_export_refuses_a_config_outside_its_ops_space_and_writes_no_header(
     before = bad.read_bytes()
     run = _run("export", "--storage", f"sqlite:///{study / 'aoe.db'}", "--study-name", "s",
                "--kb", str(bad), "--header", "kb.h", cwd=tmp_path)
-    _refused(run, f"aoe-tune export: error: --kb: {bad}: {where}", expected)
+    refused(run, f"aoe-tune export: error: --kb: {bad}: {where}", expected)
     assert bad.read_bytes() == before and not (tmp_path / "kb.h").exists()
 
 
@@ -183,7 +174,7 @@ def test_a_run_refuses_a_config_outside_its_ops_space_before_the_storage(
     bad = _bad_kb(tmp_path, index, config)
     run = _run(*command, "--config", str(_spec(tmp_path)), "--storage", "sqlite:///aoe.db",
                "--n-trials", "2", "--no-progress", "--kb", str(bad), cwd=tmp_path)
-    _refused(run, f"--kb: {bad}: {where}", expected)
+    refused(run, f"--kb: {bad}: {where}", expected)
     assert not (tmp_path / "aoe.db").exists()
 
 

@@ -14,6 +14,7 @@ import optuna
 import pytest
 
 from aoe_optuna.cli.main import main
+from tests.support.refusal import refused
 
 AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 CC = shutil.which("gcc")
@@ -57,15 +58,6 @@ def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=600)
 
 
-def _refused(run: subprocess.CompletedProcess[str], *needles: str) -> str:
-    err = run.stderr.strip()
-    assert run.returncode == 2, (run.returncode, run.stdout, err)
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, (needle, err)
-    return err
-
-
 @pytest.mark.parametrize(("log", "args", "needles"), [
     ("", (), ("empty.csv", "line 1", "a header naming one of batch, seq_len")),
     ("batch,count\n", (), ("rows", "at least one row")),
@@ -86,7 +78,7 @@ def test_a_bad_mix_or_k_is_one_line_and_writes_nothing(tmp_path, monkeypatch, ca
     code = main(["kernel-set", "--config", str(spec), "--mix", mix, "--storage",
                  "sqlite:///ks.db", "--kb", "kb.json", "--header", "ks.h", *args])
     out = capsys.readouterr()
-    _refused(subprocess.CompletedProcess([], code, out.out, out.err), *needles)
+    refused(subprocess.CompletedProcess([], code, out.out, out.err), *needles)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
@@ -131,7 +123,7 @@ def test_a_run_exports_a_set_whose_c_dispatch_is_right_for_every_m(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "on batch 1..32 (3 values, inside.csv: serving log)" in run.stdout
     (tmp_path / "outside.csv").write_text("batch,count\n1,9\n48,3\n")
-    _refused(_run(tmp_path, "--storage", url, "--study-name", NAME, "--evaluate",
+    refused(_run(tmp_path, "--storage", url, "--study-name", NAME, "--evaluate",
                   "outside.csv"), "M 48 of qkv_proj/4608x3584 lies outside every range",
              "(M 1..32)")
     assert (tmp_path / "ks.db").stat().st_size == size
@@ -144,5 +136,5 @@ def test_more_kernels_than_good_configs_is_refused_after_the_run_writing_no_file
     run = _run(tmp_path, "--config", str(spec), "--mix", MIX, "--storage", "sqlite:///ks.db",
                "--n-trials", "14", "--k", "2", "--kb", "kb.json", "--header", "ks.h",
                "--no-progress")
-    _refused(run, "--k 2: no operator has 2 distinct good configs", "--k 1 or fewer")
+    refused(run, "--k 2: no operator has 2 distinct good configs", "--k 1 or fewer")
     assert not (tmp_path / "kb.json").exists() and not (tmp_path / "ks.h").exists()
