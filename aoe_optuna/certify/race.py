@@ -183,7 +183,7 @@ def race_state(history: Mapping[Hashable, Sequence[float]], rules: RaceRules,
                          reason if done else "timing the winner", held)
     at_max = all(len(history[c]) >= rules.max_rounds for c in active)
     return RaceState(leader, tuple(active), verdicts, rounds, at_max,
-                     f"{rules.max_rounds} rounds" if at_max else "racing", held)
+                     f"at its limit of {rules.max_rounds} rounds" if at_max else "racing", held)
 
 
 def _to_park(look: Sequence[Verdict], level: float) -> list[Hashable]:
