@@ -10,4 +10,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
+# The suite starts hundreds of aoe-tune processes: where PYTHONDONTWRITEBYTECODE is set
+# each would compile the package anew (~0.2 s of CPU each) and each pytest worker would
+# rewrite every test module again; the caches land in the ignored __pycache__ folders.
+unset PYTHONDONTWRITEBYTECODE
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist worksteal "$@"
