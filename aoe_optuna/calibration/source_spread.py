@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import stdtr  # Student t's CDF as a plain ufunc (scipy.stats' is slow)
 
 Groups = Sequence[Sequence[float]]  # log ratios, one sequence per source
 
@@ -63,6 +62,8 @@ class SourceSpread:
         return math.sqrt(self.tau2 + self.sigma2 + self.var_mu)
 
     def cdf(self, y: float) -> float:
+        from scipy.special import stdtr  # Student t's CDF, at first use (scipy.stats is slow)
+
         return float(stdtr(self.df, (y - self.mu) / max(self.scale, 1e-12)))
 
 

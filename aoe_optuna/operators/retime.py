@@ -19,8 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy.special import ndtri, stdtrit  # scipy.stats costs ~1 s to import
-
+from aoe_optuna.certify.blocks import quantile
 from aoe_optuna.certify.race import RaceRules, RaceState, next_timings, race_state
 
 BAND_SIGMAS = 2.5  # a candidate is within this many noise sigmas of the best (of a difference)
@@ -63,11 +62,11 @@ class Retimed:
             return (self.mean_s, self.mean_s)
         mean = math.log(self.mean_s)
         if self.spread:
-            half = float(ndtri(0.5 + level / 2)) * self.spread / math.sqrt(n)
+            half = quantile(0.5 + level / 2, -1) * self.spread / math.sqrt(n)
         else:
             logs = [math.log(x) for x in self.latencies_s]
             sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-            half = float(stdtrit(n - 1, 0.5 + level / 2)) * sd / math.sqrt(n)
+            half = quantile(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
         return (math.exp(mean - half), math.exp(mean + half))
 
 

@@ -27,7 +27,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtri
 
 from aoe_optuna.workload.gemm import Gemm
 
@@ -57,6 +56,8 @@ def measurement_cost_s(latency_s: float, build_s: float, warmup: int, repeats: i
 
 def int8_relative_error(k: int) -> float:
     """Relative RMS error of an int8 GEMM of depth ``k`` vs the unquantized one."""
+    from scipy.special import ndtri  # at first use: most processes never need it
+
     expected_max = float(ndtri(1.0 - 0.25 / k))  # |N(0,1)| max of k draws ~ N quantile 1-1/(4k)
     step = expected_max / INT8_LEVELS
     return float(np.sqrt(2.0) * step / np.sqrt(12.0))
