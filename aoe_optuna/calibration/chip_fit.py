@@ -88,8 +88,11 @@ def predictive_errors(predicted: np.ndarray, measured: np.ndarray) -> Errors:
     y = np.log(predicted / measured)
     variance, df = pooled_variance(float(np.sum((y - y.mean()) ** 2)), len(y) - 1)
     fit = SourceSpread(float(y.mean()), variance, 0.0, variance / len(y), df, len(y), len(y))
-    return Errors(abs_error_quantile(fit, 0.5), abs_error_quantile(fit, QUANTILE), NEW_KERNEL,
-                  len(y))
+    # never narrower than the kernels' own errors: a t on their variance understates a
+    # family whose misses bunch into groups (a dtype's rows one way, another's the other)
+    own = errors(predicted, measured)
+    return Errors(max(abs_error_quantile(fit, 0.5), own.median),
+                  max(abs_error_quantile(fit, QUANTILE), own.high), NEW_KERNEL, len(y))
 
 
 def errors(predicted: np.ndarray, measured: np.ndarray) -> Errors:
@@ -132,6 +135,17 @@ class ChipFit:
     loo_predicted_us: tuple[float, ...]
     observed: tuple[float, float]  # the kernels' own median |error|: leave-one-out, shipped
     offset: Offset  # the shipped model's mean log error on these kernels
+
+    def stated(self, written: bool) -> Errors:
+        """The band the calibration states for a new kernel of the family: its
+        leave-one-out band where written; where refused, the shipped model's on these
+        kernels, never narrower than the leave-one-out one (the same kernels' residuals
+        support no narrower band, whichever constants are kept)."""
+        if written:
+            return self.leave_one_out
+        loo, shipped = self.leave_one_out, self.shipped
+        return Errors(max(loo.median, shipped.median), max(loo.high, shipped.high),
+                      shipped.high_is, shipped.kernels)
 
     def constants(self) -> FamilyConstants:
         """The family's constants as a profile holds them, with its errors."""

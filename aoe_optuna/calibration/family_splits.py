@@ -5,12 +5,13 @@ Every published source is treated as a user's chip: for each kernel family it ti
 of its figures are calibrated the way the command does (:func:`.chip_fit.fit_families`:
 the family's scale and launch fitted, or refused and the shipped model kept), and the
 other half is predicted. The error it reports is the family's stated band
-(:func:`.chip_fit.predictive_errors`: the leave-one-out's, or the shipped profile's
-where the family is refused); a prediction is within it when the other half's figure
-falls inside the stated 80th-percentile mark. The model a source is calibrated on
-never saw it: a GEMM source's leave-one-source-out fold (the constants stored in
-``bands.json``), the attention and vector models as they are (no constant of theirs
-was fitted to any figure), each figure simulated as its source timed it.
+(:meth:`.chip_fit.ChipFit.stated`: the leave-one-out's, or where the family is refused
+the shipped profile's, no narrower than the leave-one-out's); a prediction is within it
+when the other half's figure falls inside the stated 80th-percentile mark. The model a
+source is calibrated on never saw it: a GEMM source's leave-one-source-out fold (the
+constants stored in ``bands.json``), the attention and vector models as they are (no
+constant of theirs was fitted to any figure), each figure simulated as its source timed
+it.
 ``scripts/calibration_splits.py`` prints the table.
 """
 
@@ -70,10 +71,10 @@ def split_once(figures: Figures, rng: np.random.Generator) -> Split:
     shipped = np.abs(model[other] / published[other] - 1.0)
     if outcome.written and outcome.fit is not None:
         predicted = outcome.fit.scale * model[other] + outcome.fit.launch_us
-        reported = outcome.fit.leave_one_out
+        reported = outcome.fit.stated(True)
     else:  # refused: the shipped model stays, with the error it has on the fitted half
         predicted = model[other]
-        reported = (outcome.fit.shipped if outcome.fit is not None
+        reported = (outcome.fit.stated(False) if outcome.fit is not None
                     else predictive_errors(model[fitted], published[fitted]))
     errors = np.abs(predicted / published[other] - 1.0)
     return Split(outcome.written, reported.median, reported.high, tuple(errors.tolist()),

@@ -172,6 +172,9 @@ def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
               f"{loo:.1%})")
         print(f"    shipped profile {o.fit.shipped.text()} (these kernels' median "
               f"{shipped:.1%})")
+        print(f"    stated          {o.fit.stated(o.written).text()}"
+              + ("" if o.written else " (the shipped model, no narrower than its "
+                 "leave-one-out)"))
     if not any(o.written for o in outcomes):
         raise UsageError("calibration refused: " + "; ".join(
             str(o.refused).removeprefix(f"family {o.family} refused: ") + f" ({o.family})"

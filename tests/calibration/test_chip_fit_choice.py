@@ -45,3 +45,30 @@ def test_three_kernels_that_agree_state_the_prior_spread_not_their_own() -> None
     variance, pooled_df = pooled_variance(0.0, 2)
     assert pooled_df == 2 + PRIOR_KERNELS and variance == pytest.approx(
         PRIOR_KERNELS * prior / pooled_df)
+
+
+def test_a_band_is_never_narrower_than_the_kernels_own_errors() -> None:
+    """Twelve kernels whose misses bunch in two groups (a dtype's rows 25% fast, the
+    rest within 2%): a t on their pooled variance would put the 80th percentile under
+    the fast group, which holds a third of them; the stated band reaches it."""
+    model = np.full(12, 100.0)
+    measured = model / np.exp([-0.29] * 4 + [0.02, -0.02, 0.01, -0.01, 0.0, 0.02, -0.02,
+                                             0.01])
+    errors = np.abs(model / measured - 1.0)
+    band = predictive_errors(model, measured)
+    assert band.high >= float(np.quantile(errors, 0.8))
+    assert band.median >= float(np.median(errors))
+
+
+def test_a_refused_family_states_no_narrower_band_than_its_leave_one_out() -> None:
+    """Refused, the family keeps the shipped model but states the wider of that model's
+    band and the scale fit's leave-one-out band on the same kernels; fitted, it states
+    its leave-one-out band."""
+    model = np.array([10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0])
+    measured = model * np.exp([0.15, -0.15, 0.12, -0.1, 0.14, -0.16, 0.02])
+    chip = fit_chip(model, measured)
+    assert refusal(chip) is not None
+    stated = chip.stated(False)
+    assert stated.high >= max(chip.shipped.high, chip.leave_one_out.high)
+    assert stated.median >= max(chip.shipped.median, chip.leave_one_out.median)
+    assert chip.stated(True) == chip.leave_one_out

@@ -52,6 +52,7 @@ from aoe_optuna.aicore.attention.steps import (
 )
 from aoe_optuna.aicore.gemm.traffic import L2_USABLE_FRACTION
 from aoe_optuna.aicore.pipes.launch import MIX_HEAD_S
+from aoe_optuna.aicore.pipes.shared_memory import contended, l2_seconds
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.prefill_attention import (
     PrefillAttention,
@@ -270,10 +271,12 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
     cube_s = np.empty(blocks)
     sums = np.zeros(3)
     handed = 0.0  # bytes one copy of the units hands between cube and vector through GM
+    streamed = 0.0  # K, V and Q bytes one copy of the units reads, O bytes it writes
     for i in range(blocks):
         rows = min(t.q_tile, shape.seq_len - i * t.q_tile)
         tokens = visible_tokens(shape, t, i)
         handed += handover_bytes(rows, tokens, v, b, math.ceil(tokens / t.kv_tile))
+        streamed += tokens * (d + v) * b + rows * (d + v) * b
         seconds, stages = unit_cost(steps, t, rows, tokens, shape.causal, band_cut(shape, t, i))
         # Q in once, O out once.
         io = (steps.gm(rows * d * b, d * b, io_miss)
@@ -286,11 +289,13 @@ def prefill_attention_cost(profile: SocProfile, shape: PrefillAttention,
     busiest = float(loads.max())
     floor = roofline_s(profile, shape)
     # every unit's hand-over goes through L2 at once (a small workspace each, reused
-    # step after step, so it stays there); the K/V, Q and O reads that miss L2 through HBM
-    shared_s = max(copies * handed / (profile.l2_bandwidth_gbs * 1e9),
-                   (0.0 if warm else shape.hbm_bytes) / profile.hbm_bandwidth())
+    # step after step, so it stays there) beside the K/V each unit streams; the K/V, Q
+    # and O reads that miss L2 through HBM; with every core busy the cores together
+    # meet L2's rates and the kernel slows as a queue does near a shared limit
+    l2_s = l2_seconds(profile, copies * (handed / 2 + streamed), copies * handed / 2)
+    hbm_s = (0.0 if warm else shape.hbm_bytes) / profile.hbm_bandwidth()
     return PrefillCost(
-        total_s=max(max(busiest, shared_s) + MIX_HEAD_S, floor), busiest_core_s=busiest,
+        total_s=max(contended(busiest, l2_s, hbm_s) + MIX_HEAD_S, floor), busiest_core_s=busiest,
         mean_core_s=float(loads.mean()), stream_s=float(sums[0] * copies),
         cube_s=float(sums[1] * copies), vector_s=float(sums[2] * copies),
         units=blocks * copies, busy_cores=int(np.count_nonzero(loads)), roofline_s=floor,

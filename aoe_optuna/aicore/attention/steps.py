@@ -124,10 +124,9 @@ def flash_cube_s(profile: SocProfile, rows: int, qk_dim: int, v_dim: int, tokens
 def handover_bytes(rows: int, tokens: int, v_dim: int, dtype_bytes: int, steps: int) -> float:
     """GM bytes a unit's cube and vector cores hand each other: the fp32 scores written
     by FixPipe and read by the vector cores, P written back and read by the cube, and
-    each step's fp32 PV partial out and in. Every unit of the chip moves them through
-    the same memory system at once, so together they are held to HBM bandwidth: the
-    floor that keeps a kernel with every core busy well under one core's rate times the
-    cores (pto-isa's flash kernel: 68.8 us on one core, 107.8 us on 16, S_kv 8192)."""
+    each step's fp32 PV partial out and in, half of them written and half read. Every
+    unit of the chip moves them through L2 at once (a small workspace, reused), so
+    together they meet L2's read and write rates (:mod:`..pipes.shared_memory`)."""
     return (rows * tokens * (2 * ACCUMULATOR_BYTES + 2 * dtype_bytes)
             + steps * rows * v_dim * 2 * ACCUMULATOR_BYTES)
 

@@ -58,6 +58,7 @@ from aoe_optuna.aicore.attention.steps import (
     handover_bytes,
 )
 from aoe_optuna.aicore.pipes.launch import MIX_HEAD_S
+from aoe_optuna.aicore.pipes.shared_memory import contended, l2_seconds
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.space.prefill_attention import PrefillAttention, PrefillTiling
 
@@ -175,7 +176,8 @@ def fia_prefill_cost(profile: SocProfile, shape: PrefillAttention, *,
     total_rows = shape.group * shape.seq_len
     io_miss = 0.0 if warm else 1.0
     loads = np.zeros(len(dealing.cores))
-    handed = 0.0
+    handed = 0.0  # bytes the cube and vector cores hand each other through L2
+    streamed = 0.0  # K, V and Q bytes the blocks read, O bytes they write
     for core, segments in enumerate(dealing.cores):
         parts: list[tuple[FlashStages, int]] = []
         for s in segments:
@@ -190,16 +192,20 @@ def fia_prefill_cost(profile: SocProfile, shape: PrefillAttention, *,
             loads[core] += (steps.gm(rows * d * b, d * b, io_miss)
                             + steps.gm(rows * v * b, v * b, io_miss) + steps.final_s(rows))
             handed += handover_bytes(rows, tokens, v, b, math.ceil(tokens / S_INNER))
+            streamed += tokens * (d + v) * b + rows * (d + v) * b
         if parts:
             loads[core] += _pipelined(parts)
     combine = max((combine_s(profile, min(M_BASE, total_rows - row * M_BASE), n, v, b)
                    for (_, row), n in dealing.split.items()), default=0.0)
     busiest = float(loads.max())
-    shared = max(handed / (profile.l2_bandwidth_gbs * 1e9),
-                 (0.0 if warm else shape.hbm_bytes) / profile.hbm_bandwidth())
+    # every block's hand-over is written and read once, its K/V read through L2 (from
+    # HBM once): with every core busy at long sequences the cores together meet L2's
+    # rates, and the kernel slows as a queue does near a shared limit
+    l2 = l2_seconds(profile, handed / 2 + streamed, handed / 2)
+    hbm = (0.0 if warm else shape.hbm_bytes) / profile.hbm_bandwidth()
     floor = roofline_s(profile, shape)
     used = loads[loads > 0]
-    return FiaPrefillCost(max(max(busiest, shared) + combine + MIX_HEAD_S, floor), busiest,
+    return FiaPrefillCost(max(contended(busiest, l2, hbm) + combine + MIX_HEAD_S, floor), busiest,
                           float(used.mean()) if used.size else 0.0, combine, int(used.size),
                           dealing.max_split, floor)
 

@@ -44,6 +44,8 @@ UB_FACTOR = {"fp16": 12288, "bf16": 12288, "fp32": 10240}  # UB_FACTOR_B16 / _B3
 UB_RESERVED = 1024  # UB_USED
 MERGE_N_BYTES_PER_ELEMENT = 16  # numColAlignWeight
 MERGE_N_BYTES_PER_ROW = 260
+NORMAL_TAIL_ISSUES = {False: 2, True: 4}  # a Normal row's vector instructions after its sum
+# (by whether the input is cast: fp16/bf16 True)
 
 
 @dataclass(frozen=True)
@@ -119,10 +121,13 @@ def _normal_row_cycles(width: int, dtype: str) -> tuple[float, float]:
     gamma = float(vp.instruction_cycles("mul", width))
     summed = cast_x + square + halving_sum_cycles(width) + vp.SCALAR_ROUND_TRIP_CYCLES
     total = summed + scale + cast_gamma + gamma + cast_y
-    # the scalar unit waits for the row's sum (V->S) before it issues anything more, so
-    # the next row's copy-in leaves no earlier than that, nor before the input is free
-    # (after the cast in fp16/bf16, after the scaling in fp32)
-    frees_input = summed if dtype != "fp32" else total - gamma
+    # the scalar unit waits for the row's sum (V->S) before it issues anything more, then
+    # issues in program order the row's last vector instructions (Muls, gamma's cast and
+    # Mul, the cast out: four in fp16/bf16; Muls and Mul in fp32) and its copy-out before
+    # the next row's copy-in, which also waits for the input buffer (free after the cast
+    # in fp16/bf16, after the scaling in fp32)
+    issued = (NORMAL_TAIL_ISSUES[dtype != "fp32"] + 1) * vp.ISSUE_CYCLES
+    frees_input = summed + (issued if dtype != "fp32" else max(issued, scale))
     return total, frees_input
 
 
@@ -143,7 +148,8 @@ def _merge_n_pass_cycles(rows: int, width: int, col_align: int, dtype: str,
     broadcast = float(vp.instruction_cycles("dup", elements))  # rstd over the rows
     scale = 2 * float(vp.instruction_cycles("mul", elements))  # by rstd, by gamma
     total = cast_x + square + sums + rstd + broadcast + scale + cast_y
-    frees_input = cast_x if dtype != "fp32" else total - cast_y
+    # fp16/bf16 free the input once cast; fp32 once scaled by rstd, before gamma's Mul
+    frees_input = cast_x if dtype != "fp32" else total - scale / 2
     return total, frees_input
 
 
@@ -195,8 +201,8 @@ def rms_norm_cost(profile: SocProfile, rows: int, width: int, dtype: str) -> Rms
     gamma = float(vp.copy_seconds(profile, row_bytes, row_bytes, row_bytes, cores))
     core_s = gamma + copy_in + passes * period + copy_out
     read = float(rows * row_bytes + row_bytes)
-    chip = vp.chip_floor_s(profile, read, float(rows * row_bytes),
-                           vp.partial_runs(2 * rows, row_bytes))  # each row in and out
+    chip = float(vp.chip_floor_s(profile, read, float(rows * row_bytes),
+                                 vp.partial_runs(2 * rows, row_bytes)))  # each row in and out
     return RmsNormCost(KERNEL_LAUNCH_S + max(core_s, chip), copy_in, compute, copy_out,
                        passes, chip, t)
 

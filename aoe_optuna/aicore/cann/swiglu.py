@@ -167,9 +167,9 @@ def swiglu_cost(profile: SocProfile, rows: int, half: int, dtype: str) -> SwiGlu
         core_s = copy_in + (n - 1) * max(copy_in, compute, copy_out) + compute + copy_out
     else:
         core_s = n * (copy_in + compute + copy_out)
-    chip = vp.chip_floor_s(profile, float(rows * 2 * half * b), float(rows * half * b),
-                           vp.partial_runs(3 * rows * math.ceil(half / t.base_cols),
-                                           t.base_cols * b))  # a run per row and half
+    chip = float(vp.chip_floor_s(profile, float(rows * 2 * half * b), float(rows * half * b),
+                                 vp.partial_runs(3 * rows * math.ceil(half / t.base_cols),
+                                           t.base_cols * b)))  # a run per row and half
     return SwiGluCost(KERNEL_LAUNCH_S + max(core_s, chip), copy_in, compute, copy_out, chip, t)
 
 

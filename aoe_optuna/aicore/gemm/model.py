@@ -34,15 +34,12 @@ from aoe_optuna.aicore.gemm import (
 )
 from aoe_optuna.aicore.gemm.geometry import Geometry, block_geometry
 from aoe_optuna.aicore.pipes import cube, launch, transfer
+from aoe_optuna.aicore.pipes.shared_memory import CONTENTION_P
 from aoe_optuna.hardware.capacity import element_bytes, hardware_rules, l1_tile_k
 from aoe_optuna.hardware.profile import DTYPE_BYTES, SocProfile
 from aoe_optuna.space.params import default_config, to_code
 from aoe_optuna.workload.gemm import Gemm
 
-# Queueing near a shared limit: the wave time is the p-norm of the core's own
-# time and the HBM and L2 floors (p -> infinity would be a hard max). Assumed:
-# a wave whose core demand equals the HBM supply runs 19% slower than either.
-CONTENTION_P = 4.0
 OUTPUT_ALIGN_SETUP_CYCLES = 24.0  # assumed: the extra FixPipe stride setup per block
 
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from aoe_optuna.aicore.gemm.geometry import Geometry
+from aoe_optuna.aicore.pipes.transfer import L2_USABLE_FRACTION
 
-L2_USABLE_FRACTION = 0.75  # assumed: set conflicts and other tenants keep L2 from full use
 L2_SECTOR_BYTES = 128  # assumed access granularity (the reference gives a 512 B line only)
 
 

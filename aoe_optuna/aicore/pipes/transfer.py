@@ -83,6 +83,7 @@ def l0c_to_gm() -> MoverFit:
 
 
 LINE_BYTES = 512  # L2 cache line (reference: alignment section)
+L2_USABLE_FRACTION = 0.75  # assumed: set conflicts and other tenants keep L2 from full use
 
 
 @dataclass(frozen=True)

