@@ -184,8 +184,8 @@ def table(summaries: dict[str, dict[str, float]]) -> str:
     for name, s in summaries.items():
         lines.append(
             f"| {name} | {s['seeds']} | {s['race_gap_mean']:+.3%} / {s['race_gap_max']:+.3%} "
-            f"| {s['race_within_half_pct']:.0%} | {s['argmin_gap_mean']:+.3%} / "
-            f"{s['argmin_gap_max']:+.3%} | {s['argmin_within_half_pct']:.0%} | "
+            f"| {s['race_within_half_pct']:.1%} | {s['argmin_gap_mean']:+.3%} / "
+            f"{s['argmin_gap_max']:+.3%} | {s['argmin_within_half_pct']:.1%} | "
             f"{s['race_agree_mean']:.1%} / {s['race_agree_min']:.1%} | "
             f"{s['argmin_agree_mean']:.1%} / {s['argmin_agree_min']:.1%} | "
             f"{s['spent_mean']:.1%} / {s['spent_max']:.1%} | {s['ties_mean']:.1f} | "
