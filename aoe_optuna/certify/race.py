@@ -1,5 +1,9 @@
 """A race's verdict from its re-timings: the leader, its rivals' fates, when to stop.
 
+Two ways to spend the rounds: every open rival in each round (here, with parking), or
+after the first rounds the leader and its most ambiguous rival (``RaceRules.pairs``,
+:mod:`.pairs`); :func:`race_state` replays either.
+
 The race's history holds, per candidate, its costs (lower is better) in the order of
 the rounds it was timed in; round ``r`` of every candidate was timed in one interleaved
 pass. The candidates' first timings are not in it: they are the ones the selection
