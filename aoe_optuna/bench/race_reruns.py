@@ -184,8 +184,8 @@ def table(summaries: dict[str, dict[str, float]]) -> str:
     for name, s in summaries.items():
         lines.append(
             f"| {name} | {s['seeds']} | {s['race_gap_mean']:+.3%} / {s['race_gap_max']:+.3%} "
-            f"| {s['race_within_half_pct']:.0%} | {s['argmin_gap_mean']:+.3%} / "
-            f"{s['argmin_gap_max']:+.3%} | {s['argmin_within_half_pct']:.0%} | "
+            f"| {s['race_within_half_pct']:.1%} | {s['argmin_gap_mean']:+.3%} / "
+            f"{s['argmin_gap_max']:+.3%} | {s['argmin_within_half_pct']:.1%} | "
             f"{s['race_agree_mean']:.1%} / {s['race_agree_min']:.1%} | "
             f"{s['argmin_agree_mean']:.1%} / {s['argmin_agree_min']:.1%} | "
             f"{s['spent_mean']:.1%} / {s['spent_max']:.1%} | {s['ties_mean']:.1f} | "
@@ -231,9 +231,14 @@ def build_parser() -> Any:
     ap.add_argument("--epsilon", type=float, default=None, help="the tie margin (0.01)")
     ap.add_argument("--race-budget", type=float, default=None,
                     help="re-timings as a share of the search's measurements (0.2)")
+    ap.add_argument("--allocation", choices=("pairs", "rounds"), default=None,
+                    help="after two rounds of all, time the leader and its most "
+                    "ambiguous rival each round (pairs, the default), or every open "
+                    "rival (rounds)")
     ap.add_argument("--park", type=park_level, default=None,
-                    help="stop timing a rival less likely than this to be faster than "
-                    "the leader (0.2; 0: time every open rival to the end)")
+                    help="with --allocation rounds: stop timing a rival less likely than "
+                    "this to be faster than the leader (0.2; 0: time every open rival "
+                    "to the end)")
     ap.add_argument("--out", type=Path, required=True,
                     help="folder of race.jsonl (one line per space and seed; an "
                     "interrupted run resumes) and report.md")
@@ -248,7 +253,8 @@ def _race(argv: list[str]) -> int:
 
     args = build_parser().parse_args(argv)
     kw = {k: v for k, v in (("epsilon", args.epsilon), ("budget", args.race_budget),
-                            ("park", args.park)) if v is not None}
+                            ("park", args.park), ("allocation", args.allocation))
+          if v is not None}
     settings = RaceSettings(**kw)
     cases = [Case.from_path(p, noise="recorded") for p in args.space]
     if any(c.kind == "spec" for c in cases):

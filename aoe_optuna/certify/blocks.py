@@ -12,6 +12,8 @@ means has variance ``2 sigma^2 / n`` however large the drift.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -88,3 +90,79 @@ def round_adjusted_means(rows: list[np.ndarray], iterations: int = 50) -> np.nda
         beta = np.where(mask, y - mu[:, None], 0.0).sum(axis=0) / per_round
         beta -= beta.mean()  # rounds average to none: a complete table gives own means
     return mu
+
+
+@dataclass(frozen=True)
+class BlockFit:
+    """Timings in incomplete rounds (each round times some of the candidates) fitted as
+    ``y = mu_c + beta_r + e``: ``mu``, each candidate's mean log cost (NaN where it has no
+    timing); ``sigma`` and ``df``, one timing's noise within a round and its degrees of
+    freedom (nan and 0 with none left); ``drift``, the rounds' spread as the data show
+    it, relative to ``sigma`` (the variance ratio ``gamma``)."""
+
+    mu: np.ndarray
+    sigma: float
+    df: int
+    gamma: float
+    _cov: np.ndarray  # of mu, in units of sigma^2
+    _gram: np.ndarray
+
+    def diff_se(self, i: int, j: int, sigma: float) -> float:
+        """The standard error of ``mu[i] - mu[j]`` at noise ``sigma``; inf where the
+        timings do not tie the two together (the difference is not estimable)."""
+        c = np.zeros(len(self.mu))
+        c[i], c[j] = 1.0, -1.0
+        if not np.allclose(self._gram @ (self._cov @ c), c, atol=1e-8):
+            return math.inf
+        return sigma * math.sqrt(max(float(c @ self._cov @ c), 0.0))
+
+
+def block_fit(k: int, cands: Sequence[int], rounds: Sequence[int], y: Sequence[float]
+              ) -> BlockFit:
+    """Fit log costs ``y[t]`` of candidate ``cands[t]`` timed in round ``rounds[t]`` (``k``
+    candidates) with the rounds' drift as a random effect: the recovery of inter-block
+    information (Yates, "The recovery of inter-block information in balanced incomplete
+    block designs", Annals of Eugenics 10, 1940). ``sigma`` comes from the differences
+    within rounds (drift cancels there), the drift's variance from how much more the
+    candidates' spread is once rounds are ignored (Henderson's method III). Where the
+    rounds drift, a candidate's mean is estimated within its rounds, as the race's
+    blocks do; where they do not, timings of different rounds compare directly, so two
+    rivals each timed beside the leader in rounds of their own compare as closely as
+    their timings allow. With complete rounds it is each candidate's own mean,
+    :func:`residual_sigma`, and a difference's variance ``2 sigma^2 / n``."""
+    yy = np.asarray(y, dtype=float)
+    n = len(yy)
+    ids = {r: i for i, r in enumerate(sorted(set(rounds)))}
+    x = np.zeros((n, k))
+    z = np.zeros((n, len(ids)))
+    for t, (c, r) in enumerate(zip(cands, rounds, strict=True)):
+        x[t, c] = 1.0
+        z[t, ids[r]] = 1.0
+    if n == 0:
+        nan = np.full(k, math.nan)
+        return BlockFit(nan, math.nan, 0, 0.0, np.zeros((k, k)), np.zeros((k, k)))
+    within = np.hstack([x, z[:, 1:]])
+    rss_w, df_w = _residual(within, yy)
+    rss_x, df_x = _residual(x, yy)
+    sigma2 = rss_w / df_w if df_w > 0 else math.nan
+    m_x = np.eye(n) - x @ np.linalg.pinv(x)
+    trace = float(np.trace(z.T @ m_x @ z))
+    if not (math.isfinite(sigma2) and sigma2 > 0):
+        gamma = 1e6 if trace > 1e-9 else 0.0  # no noise estimate: rounds as fixed effects
+    elif trace > 1e-9:
+        gamma = max(0.0, (rss_x - rss_w - (df_x - df_w) * sigma2) / trace) / sigma2
+    else:
+        gamma = 0.0
+    w = np.linalg.inv(np.eye(n) + gamma * (z @ z.T))
+    gram = x.T @ w @ x
+    cov = np.linalg.pinv(gram)
+    timed = x.sum(axis=0) > 0
+    mu = np.where(timed, cov @ x.T @ w @ yy, math.nan)
+    return BlockFit(mu, math.sqrt(sigma2) if math.isfinite(sigma2) else math.nan,
+                    df_w if df_w > 0 else 0, gamma, cov, gram)
+
+
+def _residual(x: np.ndarray, y: np.ndarray) -> tuple[float, int]:
+    """(residual sum of squares, degrees of freedom) of least squares of ``y`` on ``x``."""
+    coef = np.linalg.pinv(x) @ y
+    return float(((y - x @ coef) ** 2).sum()), len(y) - int(np.linalg.matrix_rank(x))

@@ -1,5 +1,9 @@
 """A race's verdict from its re-timings: the leader, its rivals' fates, when to stop.
 
+Two ways to spend the rounds: every open rival in each round (here, with parking), or
+after the first rounds the leader and its most ambiguous rival (``RaceRules.pairs``,
+:mod:`.pairs`); :func:`race_state` replays either.
+
 The race's history holds, per candidate, its costs (lower is better) in the order of
 the rounds it was timed in; round ``r`` of every candidate was timed in one interleaved
 pass. The candidates' first timings are not in it: they are the ones the selection
@@ -33,122 +37,40 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from aoe_optuna.certify.blocks import (
-    cdf,
     own_sigma,
     quantile,
     residual_sigma,
     round_adjusted_means,
     with_floor,
 )
-
-Outcome = Literal["slower", "tied", "open"]
-DEFAULT_EPSILON = 0.01
-DEFAULT_CONFIDENCE = 0.95
-MIN_ROUNDS = 2
-MAX_ROUNDS = 10
-DEFAULT_PARK = 0.2
-
-
-@dataclass(frozen=True)
-class RaceRules:
-    """What decides a race: the tie margin, the family's confidence, its rounds."""
-
-    epsilon: float = DEFAULT_EPSILON
-    confidence: float = DEFAULT_CONFIDENCE
-    min_rounds: int = MIN_ROUNDS
-    max_rounds: int = MAX_ROUNDS
-    park: float = DEFAULT_PARK  # 0: every open rival is timed to the end
-
-    def __post_init__(self) -> None:
-        if not (0 <= self.epsilon < 1 and 0 < self.confidence < 1
-                and 1 <= self.min_rounds <= self.max_rounds and 0 <= self.park < 0.5):
-            raise ValueError(f"inconsistent race rules {self}")
-
-    @property
-    def looks(self) -> int:
-        return self.max_rounds - self.min_rounds + 1
-
-    @property
-    def margin(self) -> float:
-        """epsilon on the log scale."""
-        return math.log1p(self.epsilon)
-
-    def test_alpha(self, rivals: int) -> float:
-        """Each one-sided statement's error: ``1 - confidence`` split over rivals x looks."""
-        return (1.0 - self.confidence) / (max(rivals, 1) * self.looks)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One rival against the leader at a look: mean log(rival / leader), its interval."""
-
-    rival: Hashable
-    leader: Hashable
-    rounds: int
-    diff: float
-    se: float
-    df: int
-    low: float
-    high: float
-    outcome: Outcome
-
-    def p_better_by_margin(self, margin: float) -> float:
-        """Chance that the rival is truly faster than the leader by more than ``margin``
-        (log scale), read off the difference's t distribution."""
-        if self.se <= 0:
-            return 0.0 if self.diff + margin > 0 else 1.0
-        return cdf(-(self.diff + margin) / self.se, self.df)
-
-
-@dataclass(frozen=True)
-class RaceState:
-    """Where a race stands: who leads, who is still raced, each rival's last verdict."""
-
-    leader: Hashable | None
-    active: tuple[Hashable, ...]  # the leader and the open rivals, in contender order
-    verdicts: dict[Hashable, Verdict]  # each rival's deciding (or latest) verdict
-    rounds: int  # complete rounds of the active candidates
-    done: bool
-    reason: str
-    parked: tuple[Hashable, ...] = ()  # open rivals no longer timed (unlikely faster)
-
-    @property
-    def tied(self) -> list[Hashable]:
-        return [c for c, v in self.verdicts.items() if v.outcome == "tied"]
-
-    @property
-    def slower(self) -> list[Hashable]:
-        return [c for c, v in self.verdicts.items() if v.outcome == "slower"]
-
-    @property
-    def open(self) -> list[Hashable]:
-        return [c for c, v in self.verdicts.items() if v.outcome == "open"]
-
-    def pcs(self, rules: RaceRules) -> float:
-        """A lower bound (Bonferroni) on the probability that no rival is faster than the
-        winner by more than epsilon: the probability of a correct selection within the
-        indifference zone."""
-        if self.leader is None:
-            return 0.0
-        miss = sum(v.p_better_by_margin(rules.margin) for v in self.verdicts.values())
-        return max(0.0, 1.0 - miss)
-
-
-def logs(costs: Sequence[float]) -> np.ndarray:
-    return np.log(np.asarray(costs, dtype=float))
+from aoe_optuna.certify.pairs import pairs_state
+from aoe_optuna.certify.verdict import (  # noqa: F401 (the race's names, one import away)
+    DEFAULT_CONFIDENCE,
+    DEFAULT_EPSILON,
+    DEFAULT_PARK,
+    MAX_ROUNDS,
+    MIN_ROUNDS,
+    Outcome,
+    RaceRules,
+    RaceState,
+    Verdict,
+    logs,
+)
 
 
 def race_state(history: Mapping[Hashable, Sequence[float]], rules: RaceRules,
-               floor: float | None = None, failed: Sequence[Hashable] = ()) -> RaceState:
+               floor: float | None = None, failed: Sequence[Hashable] = (),
+               joined: Mapping[Hashable, int] | None = None) -> RaceState:
     """Replay the looks of ``history`` (candidates in contender order; ``failed``: those
     whose re-timing failed, out of the race). ``floor``: the least noise of one
-    re-timing's log cost (from its own repeats), if known."""
+    re-timing's log cost (from its own repeats), if known. ``joined``: with rounds of
+    pairs, the round each candidate that joined the race late was first timed in."""
+    if rules.pairs:
+        return pairs_state(history, rules, floor, failed, joined or {})
     order = [c for c in history if c not in set(failed)]
     k0 = len(order)
     alpha = rules.test_alpha(k0 - 1)
@@ -203,6 +125,8 @@ def winner_of(state: RaceState, history: Mapping[Hashable, Sequence[float]]) -> 
         return None
     survivors = [state.leader, *(c for c in state.verdicts
                                  if state.verdicts[c].outcome != "slower")]
+    if state.means is not None:
+        return min(survivors, key=lambda c: state.means[c])  # type: ignore[index]
     rows = [logs(history[c]) for c in survivors]
     if any(len(y) == 0 for y in rows):
         return state.leader
@@ -246,6 +170,8 @@ def next_timings(state: RaceState, history: Mapping[Hashable, Sequence[float]]
     """The active candidates to time next, in this round's interleaved order: the rest of
     a round cut short, else a whole new round, rotated by one each round so no candidate
     always runs first (or right after a slow one)."""
+    if state.todo is not None:
+        return [] if state.done else list(state.todo)
     if state.done or not state.active:
         return []
     active = list(state.active)

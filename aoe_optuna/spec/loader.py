@@ -42,7 +42,8 @@ section is optional; the defaults are:
                             config may have before it counts as failed (1%: the
                             usual per-GEMM tolerance for int8 inference)
 ``race``                    ``{"epsilon": 0.01, "confidence": 0.95, "budget": 0.2,
-                            "contenders": 5, "park": 0.2, "patience": null}``:
+                            "contenders": 5, "allocation": "pairs",
+                            "park": 0.2, "patience": null}``:
                             how the winner is certified after the search
                             (:mod:`.race`)
 ==========================  ===================================================

@@ -6,8 +6,12 @@ Keys (all optional)::
              "confidence": 0.95,   // every statement of the race holds together at 95%
              "budget": 0.2,        // re-timings: at most 20% of the search's measurements
              "contenders": 5,      // configs raced at most
-             "park": 0.2,          // stop timing a rival less likely than this to be
-                                   // faster than the leader (it stays in the tie set)
+             "allocation": "pairs", // after two rounds of all, each round times the
+                                   // leader and the rival likeliest to beat it;
+                                   // "rounds": every open rival, each round
+             "park": 0.2,          // with "rounds": stop timing a rival less likely
+                                   // than this to be faster than the leader (it stays
+                                   // in the tie set)
              "patience": null}     // end the search after this many measurements in a
                                    // row that beat the best by no more than epsilon
 
@@ -32,7 +36,9 @@ from aoe_optuna.certify.race import (
 )
 from aoe_optuna.spec.format import Section
 
-KEYS = ("epsilon", "confidence", "budget", "contenders", "park", "patience")
+KEYS = ("epsilon", "confidence", "budget", "contenders", "allocation", "park", "patience")
+ALLOCATIONS = ("pairs", "rounds")
+DEFAULT_ALLOCATION = "pairs"
 DEFAULT_BUDGET = 0.2
 
 
@@ -46,6 +52,7 @@ class RaceSettings:
     contenders: int = MAX_CONTENDERS
     patience: int | None = None
     park: float = DEFAULT_PARK
+    allocation: str = DEFAULT_ALLOCATION
 
     def measurements(self, searched: int) -> int:
         """The race's re-timing budget after ``searched`` measurements."""
@@ -57,14 +64,18 @@ class RaceSettings:
         round the budget pays for (two candidates a round, at least)."""
         per_round = 2 if contenders >= 2 else 1
         rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, budget // per_round))
-        return RaceRules(self.epsilon, self.confidence, MIN_ROUNDS, rounds, self.park)
+        return RaceRules(self.epsilon, self.confidence, MIN_ROUNDS, rounds, self.park,
+                         pairs=self.allocation == "pairs")
 
     def as_doc(self) -> dict[str, Any]:
-        """The canonical form; ``park`` only where it is not the default, so a study made
-        with a race section before the key existed is the same study."""
+        """The canonical form; ``park`` and ``allocation`` only where they are not the
+        default, so a study made with a race section before the keys existed is the same
+        study."""
         doc = asdict(self)
         if doc["park"] == DEFAULT_PARK:
             del doc["park"]
+        if doc["allocation"] == DEFAULT_ALLOCATION:
+            del doc["allocation"]
         return doc
 
 
@@ -79,6 +90,7 @@ def parse_race(section: Section) -> RaceSettings:
     park = section.number("park", DEFAULT_PARK, low=0.0, high=0.49)
     assert epsilon is not None and confidence is not None and budget is not None
     assert park is not None
+    allocation = section.string("allocation", DEFAULT_ALLOCATION, ALLOCATIONS)
     if confidence >= 1 or confidence <= 0.5:
         raise section.error("confidence", "a number above 0.5 and below 1", confidence)
-    return RaceSettings(epsilon, confidence, budget, contenders, patience, park)
+    return RaceSettings(epsilon, confidence, budget, contenders, patience, park, allocation)

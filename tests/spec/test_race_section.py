@@ -17,6 +17,7 @@ def test_defaults_and_the_budget_in_re_timings():
     rules = spec.race.rules(20, 5)
     assert (rules.min_rounds, rules.max_rounds, rules.epsilon) == (2, 10, 0.01)
     assert spec.race.rules(6, 1).max_rounds == 6
+    assert rules.pairs and spec.race.allocation == "pairs"
 
 
 def test_a_given_section_is_stored_whole():
@@ -29,6 +30,11 @@ def test_a_given_section_is_stored_whole():
     assert parked.race.park == 0.0 and parked.race.rules(20, 5).park == 0.0
     assert parked.canonical()["race"]["park"] == 0.0
     assert spec_from_dict(parked.canonical()).race == parked.race
+    rounds = spec_from_dict({"race": {"allocation": "rounds"}})
+    assert not rounds.race.rules(20, 5).pairs
+    assert rounds.canonical()["race"]["allocation"] == "rounds"
+    assert "allocation" not in spec_from_dict({"race": {"allocation": "pairs"}}).canonical()[
+        "race"]
 
 
 @pytest.mark.parametrize("race,expected", [
@@ -37,6 +43,7 @@ def test_a_given_section_is_stored_whole():
     ({"contenders": 0}, "key 'race.contenders': expected an integer from 1"),
     ({"patience": 0}, "key 'race.patience': expected an integer from 1"),
     ({"park": 0.5}, "key 'race.park': expected a finite number at least 0 and at most 0.49"),
+    ({"allocation": "ocba"}, "key 'race.allocation': expected one of ['pairs', 'rounds']"),
     ({"rounds": 3}, "key 'race.rounds': expected one of the keys epsilon"),
 ])
 def test_bad_keys_are_refused_in_one_line(race, expected):

@@ -181,6 +181,37 @@ def test_a_lucky_first_timing_brings_the_configs_it_hid_into_the_race():
     assert state_leader(record) == 1
 
 
+def test_a_lucky_first_timing_brings_configs_into_a_race_of_pairs_at_their_round():
+    from aoe_optuna.certify.race import RaceRules
+    from aoe_optuna.study.race.outcome import state_of
+    from aoe_optuna.study.race.record import RaceRecord
+    from aoe_optuna.study.race.run import run_race
+
+    true = {0: 1.10, 1: 1.00, 2: 1.02, 3: 1.50}
+    record = RaceRecord(after=4, contenders=[0], first={0: 0.90}, budget=20, noise=0.01,
+                        rules=RaceRules(max_rounds=10, pairs=True))
+    run_race(record, {c: {"c": c} for c in true},
+             lambda p, draw: (true[p["c"]], None),
+             reserve=[(1, 0.97), (2, 1.03), (3, 1.40)], max_contenders=5)
+    # 0 timed alone for its two rounds; 1 and 2 join at round 2, beside it
+    assert record.contenders == [0, 1, 2] and record.joined == {1: 2, 2: 2} and record.done
+    assert state_leader(record) == 1 and record.spent <= 20
+    stored = RaceRecord.from_attr(json.loads(json.dumps(record.as_attr())))
+    assert stored is not None and stored.joined == record.joined and stored.rules.pairs
+    assert state_of(stored) == state_of(record)
+
+
+def test_a_race_stored_before_pairs_replays_in_rounds_as_it_was_run():
+    from aoe_optuna.certify.race import RaceRules
+
+    raw = RaceRecord(after=4, contenders=[0, 1], first={0: 1.0, 1: 1.0}, budget=8,
+                     rules=RaceRules(max_rounds=4)).as_attr()
+    del raw["rules"]["pairs"], raw["rules"]["park"], raw["joined"]
+    old = RaceRecord.from_attr(raw)
+    assert old is not None and not old.rules.pairs and old.rules.park == 0.0
+    assert old.joined == {}
+
+
 def state_leader(record):
     from aoe_optuna.study.race.outcome import certified_of
 

@@ -36,6 +36,7 @@ from aoe_optuna.backends.kernel_build import (
     first_lines,
     run_limited,
 )
+from aoe_optuna.backends.timing import CLOCKS
 from aoe_optuna.hardware.profile import SocProfile
 from aoe_optuna.process_liveness import pid_alive
 from aoe_optuna.space.constraints import Rule, compile_expression
@@ -70,6 +71,9 @@ _OPTIONS: dict[str, tuple[type | tuple[type, ...], Any, Any, str]] = {
                           "a non-negative relative error, e.g. 0.01"),
     "early_stop_margin": ((int, float), 0.10, lambda v: 0 <= v < 10,
                           "a relative margin such as 0.1 (0: time every config in full)"),
+    # wall: perf_counter; thread_cpu: the timing thread's CPU time, which a loaded host's
+    # waits for a core do not count (backends/timing.py)
+    "clock": (str, "wall", lambda v: v in CLOCKS, f"one of {sorted(CLOCKS)}"),
 }
 
 
@@ -116,6 +120,7 @@ class CpuBackend(BackendBase):
         seed: int = 0,
         max_accuracy_loss: float | None = None,
         early_stop_margin: float = 0.10,
+        clock: str = "wall",
         fault: str | None = None,
     ) -> None:
         for key, value in [("threads", threads), ("timeout_s", timeout_s),
@@ -123,7 +128,7 @@ class CpuBackend(BackendBase):
                            ("rel_precision", rel_precision), ("min_repeats", min_repeats),
                            ("max_repeats", max_repeats), ("max_seconds", max_seconds),
                            ("seed", seed), ("max_accuracy_loss", max_accuracy_loss),
-                           ("early_stop_margin", early_stop_margin)]:
+                           ("early_stop_margin", early_stop_margin), ("clock", clock)]:
             _check_option(key, value)
         if max_repeats < min_repeats:
             raise ValueError(f"max_repeats: expected at least min_repeats ({min_repeats}), "
@@ -136,8 +141,9 @@ class CpuBackend(BackendBase):
         self.timing_args = [
             "--min-repeats", str(min_repeats), "--max-repeats", str(max_repeats),
             "--rel-precision", repr(float(rel_precision)), "--max-seconds",
-            repr(float(max_seconds)), "--seed", str(seed),
+            repr(float(max_seconds)), "--seed", str(seed), "--clock", clock,
         ]
+        self.clock = clock
         self.max_accuracy_loss = max_accuracy_loss
         # A timing stops once clearly slower than the incumbent (its caller's stop_above_s)
         # by this margin; 0: never (see aoe_optuna.backends.timing).
@@ -259,7 +265,10 @@ class CpuBackend(BackendBase):
         config depend on here besides the config (the toolchain id found when the
         backend was made: a compiler that cannot answer was refused then)."""
         _path, version, machine, cpu = self.compiler.toolchain.split("|", 3)
-        return {"backend": self.name, "compiler": version, "cpu": f"{cpu} ({machine})"}
+        stamp = {"backend": self.name, "compiler": version, "cpu": f"{cpu} ({machine})"}
+        if self.clock != "wall":  # the wall clock's stamps stay as they were
+            stamp["clock"] = self.clock
+        return stamp
 
     def build_ahead(self, config: Mapping[str, Any], gemm: Gemm) -> BuildAhead | None:
         """Compile ``config``'s library into the build cache (the kernel is the same for

@@ -70,7 +70,7 @@ def floor_of(record: RaceRecord) -> float | None:
 
 def state_of(record: RaceRecord) -> RaceState:
     return race_state({c: record.costs[c] for c in record.contenders}, record.rules,
-                      floor_of(record), [*record.failed, *record.retired])
+                      floor_of(record), [*record.failed, *record.retired], record.joined)
 
 
 def certified_of(record: RaceRecord) -> Certified | None:

@@ -32,6 +32,8 @@ class RaceRecord:
     # rivals found slower before configs joined the race: out of it for good, so that the
     # race goes on among the leader, its ties and the joiners alone
     retired: list[int] = field(default_factory=list)
+    # rounds of pairs: the round each config that joined the race late was first timed in
+    joined: dict[int, int] = field(default_factory=dict)
     spent: int = 0
     earlier: int = 0  # re-timings earlier races of the study spent
     done: bool = False
@@ -66,11 +68,12 @@ class RaceRecord:
             "budget": self.budget, "draw_base": self.draw_base, "noise": self.noise,
             "rules": {"epsilon": r.epsilon, "confidence": r.confidence,
                       "min_rounds": r.min_rounds, "max_rounds": r.max_rounds,
-                      "park": r.park},
+                      "park": r.park, "pairs": r.pairs},
             "costs": {str(k): v for k, v in self.costs.items()},
             "rel_se": {str(k): [None if x != x else x for x in v]
                        for k, v in self.rel_se.items()},
-            "failed": self.failed, "retired": self.retired, "spent": self.spent,
+            "failed": self.failed, "retired": self.retired,
+            "joined": {str(k): v for k, v in self.joined.items()}, "spent": self.spent,
             "earlier": self.earlier,
             "done": self.done, "reason": self.reason,
             "heartbeat": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -81,8 +84,9 @@ class RaceRecord:
         if not isinstance(raw, dict):
             return None
         try:
-            # a race stored before parking existed replays as it was run: no parking
-            rules = RaceRules(**{"park": 0.0, **raw["rules"]})
+            # a race stored before parking (or rounds of pairs) existed replays as it
+            # was run: no parking, every open rival each round
+            rules = RaceRules(**{"park": 0.0, "pairs": False, **raw["rules"]})
             return cls(
                 after=int(raw["after"]), contenders=[int(c) for c in raw["contenders"]],
                 first={int(k): float(v) for k, v in raw["first"].items()},
@@ -92,7 +96,9 @@ class RaceRecord:
                 rel_se={int(k): [float("nan") if x is None else float(x) for x in v]
                         for k, v in raw.get("rel_se", {}).items()},
                 failed=[int(c) for c in raw.get("failed", [])],
-                retired=[int(c) for c in raw.get("retired", [])], spent=int(raw["spent"]),
+                retired=[int(c) for c in raw.get("retired", [])],
+                joined={int(k): int(v) for k, v in raw.get("joined", {}).items()},
+                spent=int(raw["spent"]),
                 earlier=int(raw.get("earlier", 0)), done=bool(raw["done"]),
                 reason=str(raw.get("reason", "")), heartbeat=str(raw.get("heartbeat", "")),
             )

@@ -81,18 +81,24 @@ def _widen(record: RaceRecord, state: RaceState, reserve: Sequence[tuple[int, fl
     waiting = [(t, c) for t, c in reserve if t not in record.costs]
     rounds = max(len(v) for v in record.costs.values())
     left = record.budget - record.spent
-    afford = left // (rounds + 1) if rounds else 0
+    if record.rules.pairs:  # a joiner's first rounds, each beside the leader
+        afford = left // MIN_ROUNDS - 1 if rounds else 0
+    else:  # a joiner catches up with every round taken, and one round more
+        afford = left // (rounds + 1) if rounds else 0
     room = min(max_contenders - len(record.contenders), afford)
     spread = max(record.noise, race_spread(record))
     joined = joiners(record.costs[state.leader], spread, [c for _, c in waiting],
                      record.rules.epsilon, room)
-    if joined:  # the rivals found slower stay out; the leader and its ties race the joiners
+    if joined and not record.rules.pairs:
+        # the rivals found slower stay out; the leader and its ties race the joiners
         record.retired += [int(c) for c in state.slower]  # type: ignore[call-overload]
     for i in joined:
         trial, cost = waiting[i]
         record.contenders.append(trial)
         record.first[trial] = cost
         record.costs[trial], record.rel_se[trial] = [], []
+        if record.rules.pairs:
+            record.joined[trial] = state.next_round
     return bool(joined)
 
 

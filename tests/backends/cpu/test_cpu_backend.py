@@ -187,6 +187,18 @@ def test_from_options_checks_every_key(tmp_path) -> None:
         CpuBackend.from_options({"timeout_s": "20"}, profile)
     with pytest.raises(ValueError, match="^fault: expected one of"):
         CpuBackend.from_options({"fault": "build"}, profile)
+    with pytest.raises(ValueError, match=r"^clock: expected one of \['thread_cpu', 'wall'\]"):
+        CpuBackend.from_options({"clock": "tsc"}, profile)
+
+
+def test_the_thread_cpu_clock_times_the_kernel_and_says_so_in_the_stamp(tmp_path) -> None:
+    with CpuBackend(timeout_s=60, clock="thread_cpu", work_dir=tmp_path, **FAST) as b:
+        m = b.measure(config(pipeline=2), SMALL)
+        assert m.ok, m.reason
+        assert 0 < m.latency_s < 0.5 and len(m.samples_s) >= 2
+        assert b.environment()["clock"] == "thread_cpu"
+    with CpuBackend(work_dir=tmp_path, **FAST) as wall:
+        assert "clock" not in wall.environment()  # wall clock stamps stay as they were
 
 
 def test_close_removes_the_temporary_work_dir() -> None:
