@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "gemm_4096_910b2.toml"
 PARAMS = ("tile_m", "tile_k", "tile_n", "pipeline", "l1_prefetch", "output_align")
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
-N = 300
-BAR = re.compile(r"^measurements [━─]+ (\d[\d,]*)/300 (\d+:\d\d:\d\d) ETA (\d+:\d\d:\d\d|-:--:--)$")
+N = 120  # 40 measurements at each width: enough frames to see each one laid out
+BAR = re.compile(rf"^measurements [━─]+ (\d[\d,]*)/{N} (\d+:\d\d:\d\d) "
+                 r"ETA (\d+:\d\d:\d\d|-:--:--)$")
 FRAME_START = b"\r\x1b[2K"  # rich's Live moves back over its last frame with this
 
 
@@ -75,7 +76,7 @@ def _run_in_pty(argv: list[str], widths: list[tuple[int, int]], rows: int,
             if not chunk:
                 break
             out += chunk
-            counts = re.findall(rb" ([0-9,]+)/300 ", out[-4096:])
+            counts = re.findall(rb" ([0-9,]+)/%d " % N, out[-4096:])
             measured = int(counts[-1].replace(b",", b"")) if counts else 0
             for columns, after in widths[len(resized):len(resized) + 1]:
                 if measured >= after:
@@ -113,7 +114,7 @@ def _check_frame(lines: list[str]) -> tuple[int, str, list[str], int] | None:
     frame's display, or None when it has none yet; fails on a display that lost its bar,
     a figure or a word."""
     bars = [i for i, line in enumerate(lines)
-            if line.startswith("measurements ") and "/300 " in line]
+            if line.startswith("measurements ") and f"/{N} " in line]
     if not bars:
         return None
     assert len(bars) == 1, "\n".join(lines)
@@ -136,14 +137,14 @@ def _check_frame(lines: list[str]) -> tuple[int, str, list[str], int] | None:
     return int(match.group(1).replace(",", "")), match.group(3), pairs, len(lines[i])
 
 
-@pytest.mark.slow  # 300 measurements
+@pytest.mark.slow  # 120 measurements
 def test_the_live_display_holds_in_a_terminal_at_80_100_and_200_columns(tmp_path: Path) -> None:
-    """One run of 300 measurements in a terminal of 80 columns, widened to 100 at 100
-    measurements and to 200 at 200: every frame at every width keeps the bar, N/M, the
+    """One run of 120 measurements in a terminal of 80 columns, widened to 100 at 40
+    measurements and to 200 at 80: every frame at every width keeps the bar, N/M, the
     elapsed time, the ETA and the whole best config, laid out for the width it had."""
     rows = 60
     output, resized = _run_in_pty(_tune_argv(tmp_path / "study.log", N),
-                                  [(80, 0), (100, 100), (200, 200)], rows, tmp_path)
+                                  [(80, 0), (100, N // 3), (200, 2 * N // 3)], rows, tmp_path)
     assert [c for _, c in resized] == [80, 100, 200]
     frames = _frames(output, resized, rows)
     seen = [(c, s) for c, f in frames if (s := _check_frame(f)) is not None]
