@@ -58,6 +58,7 @@ def test_tune_stores_spec_measures_baseline_first_and_resumes(tmp_path: Path) ->
     assert count_measured(_load(url, "q").get_trials()) == 20
 
 
+@pytest.mark.slow  # two GP-UCB runs, ~8 s of CPU
 def test_resume_without_sampler_flags_continues_with_the_studys_sampler(
     tmp_path: Path, capsys
 ) -> None:

@@ -51,6 +51,7 @@ def measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return [t for t in study.get_trials(deepcopy=False) if is_measured(t)]
 
 
+@pytest.mark.slow  # three operator runs, ~7 s of CPU
 def test_budget_is_exact_resume_continues_and_no_config_is_measured_twice(tmp_path, spec_file):
     lines: list[str] = []
     first = tuner(tmp_path, spec_file, 60, lines=lines).run()
@@ -118,6 +119,7 @@ def test_a_small_budget_still_reaches_every_shape_before_retiming(tmp_path, spec
     assert result.tokens_per_s > 0 and result.used <= 14
 
 
+@pytest.mark.slow  # ~7 s of CPU
 def test_warm_start_seeds_later_shapes_with_earlier_winners(tmp_path, spec_file):
     # no baseline: with one, the first shapes' early winners are often the baseline config,
     # which every shape measures anyway, and nothing new is left to seed

@@ -103,6 +103,7 @@ def test_the_registry_names_registered_samplers() -> None:
     assert constraint_aware_names() == [n for n in sampler_names() if n in CONSTRAINT_AWARE]
 
 
+@pytest.mark.slow  # 36 trials a sampler, 6-8 s of CPU
 @SAMPLERS
 def test_never_infeasible_never_already_tried(name: str, spec_file: Path, tmp_path: Path) -> None:
     """A study begun by random search (infeasible, failed and measured configs), then
@@ -163,6 +164,7 @@ def test_running_trials_configs_are_not_proposed_again(
     assert all(t.state == TrialState.RUNNING for t in running)
 
 
+@pytest.mark.slow  # 51 trials a sampler, 6-8 s of CPU
 @SAMPLERS
 def test_resumed_study_is_the_straight_run(name: str, spec_file: Path, tmp_path: Path) -> None:
     """N trials, then a fresh sampler with the same seed to M: the straight M-trial run."""

@@ -26,6 +26,7 @@ def _pop_all(url: str, out: mp.Queue) -> None:
     out.put(started)
 
 
+@pytest.mark.slow  # racing worker processes, ~15 s of CPU
 @pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
 def test_each_enqueued_trial_is_started_once_by_racing_workers(tmp_path: Path) -> None:
     """Optuna's read-check-write let 19-27 of 300 trials start twice with 4 workers."""

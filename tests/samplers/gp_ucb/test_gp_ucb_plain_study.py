@@ -77,6 +77,7 @@ def _tiled(trial: optuna.Trial) -> float:
     return width * tile / threads - (unroll - 5) ** 2
 
 
+@pytest.mark.slow  # a GP-UCB study of its own, ~6 s of CPU
 def test_a_plain_study_learns_a_divisibility_rule_from_its_failures() -> None:
     """P(success) as halfspaces (a plain study's default) stops proposing configs that
     break the rule; a vote of neighbouring outcomes keeps proposing some. Both weight
