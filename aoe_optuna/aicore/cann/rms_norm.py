@@ -199,10 +199,10 @@ def rms_norm_cost(profile: SocProfile, rows: int, width: int, dtype: str) -> Rms
     if t.mode == "split_d":
         period = copy_in + compute + copy_out
     gamma = float(vp.copy_seconds(profile, row_bytes, row_bytes, row_bytes, cores))
-    core_s = gamma + copy_in + passes * period + copy_out
+    bursts = vp.pad_bursts(2 * t.rows_per_core, row_bytes)  # the core's rows, in and out
+    core_s = gamma + copy_in + passes * period + copy_out + vp.pad_bursts_s(profile, bursts)
     read = float(rows * row_bytes + row_bytes)
-    chip = float(vp.chip_floor_s(profile, read, float(rows * row_bytes),
-                                 vp.partial_runs(2 * rows, row_bytes)))  # each row in and out
+    chip = float(vp.chip_floor_s(profile, read, float(rows * row_bytes)))
     return RmsNormCost(KERNEL_LAUNCH_S + max(core_s, chip), copy_in, compute, copy_out,
                        passes, chip, t)
 
