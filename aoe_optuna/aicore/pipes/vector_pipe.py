@@ -38,7 +38,7 @@ Where each number comes from (none was set from a vector kernel's timing):
   blocks and a masked tail (inferred: no public figure splits the two); it costs its
   core :data:`PAD_BURST_CYCLES` more, in and out alike and one after the other
   (:func:`pad_bursts_s`). Read from cann-bench's rows that are not 32 B aligned and
-  longer than a block (13 rows, 134 B to 8 KB, RmsNorm's MergeN and Normal passes and
+  longer than a block (12 rows, 134 B to 8 KB, RmsNorm's MergeN and Normal passes and
   SwiGlu's tiles): their published time less the model's without it, over the busiest
   core's bursts, has median 50 cycles (spread 16-42 ns), and only when in and out add
   does it come out alike for RmsNorm (a row in, then out) and SwiGlu (two halves in
