@@ -9,7 +9,8 @@ issue it and wait for it; a reduction's sum goes to the scalar unit and back. A
 and every run pays its own request, so rows much shorter than a tile are bound by
 their runs, not their bytes.
 
-Where each number comes from (none was set from a vector kernel's timing):
+Where each number comes from (one, :data:`PAD_BURST_CYCLES`, was read from vector kernels'
+timings, cann-bench's seen rows, which give no band):
 
 * instruction rates: msKPP's single-core tables (``hardware.measured_core.VECTOR_910B1``):
   two-operand Add/Mul/Exp half the rate of one-operand Adds/Muls, Div a quarter;
