@@ -160,3 +160,13 @@ def test_multi_n_takes_the_rows_its_buffers_hold_and_overlaps_its_passes() -> No
     serial = c.passes * (c.copy_in_s + c.compute_s + c.copy_out_s)
     assert c.total_s < 0.7 * serial
     assert c.total_s >= KERNEL_LAUNCH_S + c.chip_s
+
+
+def test_the_last_normal_row_closes_the_call_with_no_next_copy_in() -> None:
+    """One row a core: gamma, the row in, its compute and its copy-out, and no period
+    of a next row (whose copy-in would wait on this row's free)."""
+    one = cann_rms_norm.rms_norm_cost(PROFILE, 48, 4096, "fp32")
+    assert one.passes == 1
+    gamma = float(vector_pipe.copy_seconds(PROFILE, 4096 * 4, 4096 * 4, 4096 * 4, 48))
+    alone = gamma + one.copy_in_s + one.compute_s + one.copy_out_s
+    assert one.total_s == pytest.approx(KERNEL_LAUNCH_S + alone, rel=1e-6)
