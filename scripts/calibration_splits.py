@@ -6,7 +6,8 @@ Each source is a user's chip: seeded random halves of its figures of each family
 timed (four figures or more) are fitted as ``aoe-tune calibrate`` fits them, and the
 other half is predicted (aoe_optuna.calibration.family_splits). A GEMM source runs on
 its leave-one-source-out fold (the constants bands.json stores: the model that never
-saw it); the attention and vector models have no constant fitted to any figure. Prints
+saw it); the attention models have no constant fitted to any figure, the vector models
+one (a padded burst's cycles, from cann-bench's seen rows). Prints
 the table docs/benchmarks/calibration.md quotes.
 """
 

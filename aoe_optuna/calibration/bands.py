@@ -168,12 +168,16 @@ KIND_FAMILIES: dict[str, tuple[str, ...]] = {
 
 
 def chip_band(kind: str, chip: ChipCalibration, family: str | None = None) -> Band | None:
-    """A calibrated chip's own band for ``kind`` (or for one ``family`` of it): its
-    leave-one-out errors, the widest over the kind's families, where the calibration
-    fitted every one of them; None where it did not (the shipped band holds)."""
+    """A calibrated chip's own band for ``kind`` (or for one ``family`` of it): the band
+    its calibration stated for each family (a written family's leave-one-out, a refused
+    one's the shipped model's on its kernels: ``ChipFit.stated``; profiles written
+    before that hold the leave-one-out alone), the widest over the kind's families,
+    where the calibration judged every one of them; None where it did not (the
+    shipped band holds)."""
     families = (family,) if family else KIND_FAMILIES.get(kind, (kind,))
     fits = [chip.family(f) for f in families]
-    loo = [f.report.get("leave_one_out") if f is not None else None for f in fits]
+    loo = [(f.report.get("stated") or f.report.get("leave_one_out")) if f is not None
+           else None for f in fits]
     if not loo or any(not isinstance(x, Mapping) or "median" not in x for x in loo):
         return None
     widest = max(loo, key=lambda x: (float(x["high"]), float(x["median"])))

@@ -147,13 +147,19 @@ class ChipFit:
         return Errors(max(loo.median, shipped.median), max(loo.high, shipped.high),
                       shipped.high_is, shipped.kernels)
 
-    def constants(self) -> FamilyConstants:
-        """The family's constants as a profile holds them, with its errors."""
-        return FamilyConstants(round(self.scale, 5), round(self.launch_us, 4),
-                               {"kernels": self.in_sample.kernels,
-                                "in_sample": self.in_sample.document(),
-                                "leave_one_out": self.leave_one_out.document(),
-                                "shipped_profile": self.shipped.document()})
+    def constants(self, refused: str | None = None) -> FamilyConstants:
+        """The family's constants as a profile holds them, with its errors and the band
+        it states (:meth:`stated`); a ``refused`` family holds the shipped constants
+        (scale 1, no overhead) and why, so the band the profile carries is the band the
+        command printed."""
+        report = {"kernels": self.in_sample.kernels,
+                  "in_sample": self.in_sample.document(),
+                  "leave_one_out": self.leave_one_out.document(),
+                  "shipped_profile": self.shipped.document(),
+                  "stated": self.stated(refused is None).document()}
+        if refused is not None:
+            return FamilyConstants(1.0, 0.0, {**report, "refused": refused})
+        return FamilyConstants(round(self.scale, 5), round(self.launch_us, 4), report)
 
 
 def fit_chip(model: np.ndarray, measured: np.ndarray) -> ChipFit:
@@ -235,6 +241,8 @@ def fit_families(families: np.ndarray, model: np.ndarray,
 
 def chip_calibration(base: str, outcomes: list[FamilyOutcome],
                      report: dict[str, Any]) -> ChipCalibration:
-    """The profile's calibration section: every written family's constants."""
-    return ChipCalibration(base, {o.family: o.fit.constants() for o in outcomes
-                                  if o.written and o.fit is not None}, report)
+    """The profile's calibration section: every fitted family's constants, a refused one's
+    the shipped constants with the band the calibration states for it (a family with
+    too few kernels to fit is left out: the shipped band holds)."""
+    return ChipCalibration(base, {o.family: o.fit.constants(o.refused) for o in outcomes
+                                  if o.fit is not None}, report)

@@ -4,9 +4,10 @@ Every published source is treated as a user's chip: for each kernel family it ti
 (:mod:`.families`) with at least :data:`MIN_FIGURES` figures, seeded random halves
 of its figures are calibrated the way the command does (:func:`.chip_fit.fit_families`:
 the family's scale and launch fitted, or refused and the shipped model kept), and the
-other half is predicted. The error it reports is the family's stated band
-(:meth:`.chip_fit.ChipFit.stated`: the leave-one-out's, or where the family is refused
-the shipped profile's, no narrower than the leave-one-out's); a prediction is within it
+other half is predicted. The error it reports is the band the written profile carries
+for the family (:func:`.bands.chip_band` on :func:`.chip_fit.chip_calibration`: the
+leave-one-out's, or where the family is refused the shipped profile's, no narrower than
+the leave-one-out's, as :meth:`.chip_fit.ChipFit.stated` has it); a prediction is within it
 when the other half's figure falls inside the stated 80th-percentile mark. The model a
 source is calibrated on never saw it: a GEMM source's leave-one-source-out fold (the
 constants stored in ``bands.json``), the attention and vector models as they are (no
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aoe_optuna.calibration.chip_fit import MIN_KERNELS, fit_families, predictive_errors
+from aoe_optuna.calibration.bands import chip_band
+from aoe_optuna.calibration.chip_fit import MIN_KERNELS, chip_calibration, fit_families
 
 MIN_FIGURES = MIN_KERNELS + 1  # a half to fit and at least one figure to predict
 SPLITS = 5
@@ -69,16 +71,17 @@ def split_once(figures: Figures, rng: np.random.Generator) -> Split:
     outcome = fit_families(np.array([figures.family] * len(fitted)), model[fitted],
                            published[fitted])[0]
     shipped = np.abs(model[other] / published[other] - 1.0)
-    if outcome.written and outcome.fit is not None:
-        predicted = outcome.fit.scale * model[other] + outcome.fit.launch_us
-        reported = outcome.fit.stated(True)
-    else:  # refused: the shipped model stays, with the error it has on the fitted half
-        predicted = model[other]
-        reported = (outcome.fit.stated(False) if outcome.fit is not None
-                    else predictive_errors(model[fitted], published[fitted]))
+    # the constants and the band as the written profile holds them (a refused family: the
+    # shipped constants and the band the command stated for it)
+    chip = chip_calibration("split", [outcome], {})
+    constants = chip.family(figures.family)
+    reported = chip_band(figures.family, chip, figures.family)
+    if constants is None or reported is None or reported.high is None:
+        raise RuntimeError(f"{figures.source} {figures.family}: the profile holds no band")
+    predicted = constants.scale * model[other] + constants.launch_us
     errors = np.abs(predicted / published[other] - 1.0)
-    return Split(outcome.written, reported.median, reported.high, tuple(errors.tolist()),
-                 tuple(shipped.tolist()))
+    return Split(outcome.written, float(reported.median or 0.0), reported.high,
+                 tuple(errors.tolist()), tuple(shipped.tolist()))
 
 
 @dataclass(frozen=True)

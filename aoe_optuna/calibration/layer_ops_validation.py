@@ -9,7 +9,9 @@ row marks ``fit`` (the source's smallest shape); those rows are left out of
 every error below, and so are the ``seen`` rows (a model changed after their
 misses were read), which :func:`seen_errors` reports apart. The chip
 constants of the models come from hardware widths, msKPP tables, CANN's host
-tiling and the GEMM/GEMV fits to other sources, none from these figures, so
+tiling and the GEMM/GEMV fits to other sources, none from the check figures
+(the one vector constant read from figures, a padded burst's cycles, comes
+from cann-bench's seen rows), so
 leaving a source out of a fit changes nothing: each source's held-out error is
 the error of its ``check`` rows. ``scripts/validate_layer_ops.py`` prints the
 tables; :func:`band_rows` gives the rows error bands are built from.

@@ -10,7 +10,9 @@ figure timed as back-to-back eager calls from the host is the longer of the
 kernel and the host's per-call dispatch, a property of that host and
 framework, not of the chip, so each such source gives its floor from its
 smallest shape (the row marked ``fit``) and every other row checks. No chip
-constant of the attention or vector models was fitted to any row here.
+constant of the attention models was fitted to any row here; of the vector
+models, one: a ``DataCopyPad`` burst's cycles (``vector_pipe.PAD_BURST_CYCLES``),
+read from cann-bench's seen RmsNorm and SwiGlu rows, which give no band.
 
 pto-isa's CANN fused-attention rows still check: CANN's FIA prefill
 (``aicore/cann/fia_prefill.py``) was ported from CANN's source after their misses at

@@ -184,7 +184,10 @@ def _calibrate(args: argparse.Namespace, argv: list[str]) -> int:
               "command": "aoe-tune calibrate " + shlex.join(_redacted(argv))}
     _write(args.out, calibrated_text(profile, chip_calibration(profile.soc, outcomes, report)))
     written = [o.family for o in outcomes if o.written]
-    print(f"wrote {args.out} ({', '.join(written)}): name it as the spec's hardware.soc")
+    kept = [o.family for o in outcomes if not o.written and o.fit is not None]
+    print(f"wrote {args.out} ({', '.join(written)}"
+          + (f"; the shipped constants and their stated band for {', '.join(kept)}"
+             if kept else "") + "): name it as the spec's hardware.soc")
     return 0
 
 

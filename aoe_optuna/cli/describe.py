@@ -126,8 +126,12 @@ def _bands(spec: StudySpec, best: float) -> Iterator[str]:
             kernels = loo.get("kernels", loo.get("rows"))  # "rows" in profiles before
             held = (f"; leave-one-out median error {loo['median']:.1%} on {kernels} kernels"
                     if "median" in loo and kernels is not None else "")
-            yield (f"    {name:<20} scale {fit.scale:.4f}, launch overhead "
-                   f"{fit.launch_us:+.2f} us{held}")
+            stated = fit.report.get("stated") or {}
+            band = (f"; stated ±{stated['median']:.1%} median, ±{stated['high']:.1%} "
+                    f"{stated.get('high_is', '')}" if "high" in stated else "")
+            kept = "shipped constants kept (refused)" if "refused" in fit.report else (
+                f"scale {fit.scale:.4f}, launch overhead {fit.launch_us:+.2f} us")
+            yield f"    {name:<20} {kept}{held}{band}"
 
 
 def space_defaults(spec: StudySpec) -> dict:

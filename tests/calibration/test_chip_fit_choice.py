@@ -72,3 +72,31 @@ def test_a_refused_family_states_no_narrower_band_than_its_leave_one_out() -> No
     assert stated.high >= max(chip.shipped.high, chip.leave_one_out.high)
     assert stated.median >= max(chip.shipped.median, chip.leave_one_out.median)
     assert chip.stated(True) == chip.leave_one_out
+
+
+def test_a_refused_family_s_profile_carries_the_band_the_command_stated(tmp_path) -> None:
+    """A refused family is written with the shipped constants (its times unchanged) and
+    the band the command printed for it; the profile read back states that band for the
+    kind, not the shipped bands.json one (unchecked for RMSNorm)."""
+    from aoe_optuna.calibration.bands import band_for, shipped_band
+    from aoe_optuna.calibration.calibrated_profile import calibrated_text
+    from aoe_optuna.calibration.chip_fit import chip_calibration, fit_families
+    from aoe_optuna.hardware.profile import load_profile
+
+    model = np.array([10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0])
+    measured = model * np.exp([0.15, -0.15, 0.12, -0.1, 0.14, -0.16, 0.02])
+    (outcome,) = fit_families(np.array(["rmsnorm"] * 7), model, measured)
+    assert not outcome.written and outcome.fit is not None
+    stated = outcome.fit.stated(False)
+    base = load_profile("Ascend910B2")
+    path = tmp_path / "chip.json"
+    path.write_text(calibrated_text(base, chip_calibration(base.soc, [outcome], {})))
+    chip = load_profile(str(path))
+    assert chip.calibration is not None
+    fit = chip.calibration.family("rmsnorm")
+    assert fit is not None and (fit.scale, fit.launch_us) == (1.0, 0.0)
+    assert chip.calibration.seconds("rmsnorm", 1e-5) == 1e-5
+    band = band_for("rmsnorm", chip)
+    assert band.high == pytest.approx(stated.high, abs=1e-4)
+    assert band.median == pytest.approx(stated.median, abs=1e-4)
+    assert band.text() != shipped_band("rmsnorm").text()

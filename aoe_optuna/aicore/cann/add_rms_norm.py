@@ -198,9 +198,10 @@ def add_rms_norm_cost(profile: SocProfile, rows: int, width: int, dtype: str) ->
         cycles = pieces * (_row_cycles(dtype, t.piece)[0]) + vp.SCALAR_ROUND_TRIP_CYCLES
         compute = cycles / clock
         core_s = passes * (copy_in + compute + copy_out)
+    if t.mode != "split_d":  # two rows in, two out, each a DataCopyPad burst when unaligned
+        core_s += vp.pad_bursts_s(profile, vp.pad_bursts(4 * t.rows_per_core, row_bytes))
     chip = float(vp.chip_floor_s(profile, float(2 * rows * row_bytes + row_bytes),
-                                 float(2 * rows * row_bytes),
-                                 vp.partial_runs(4 * rows, row_bytes)))  # two rows in, two out
+                                 float(2 * rows * row_bytes)))
     return AddRmsNormCost(KERNEL_LAUNCH_S + max(core_s, chip), copy_in, compute, copy_out,
                           passes, chip, t)
 

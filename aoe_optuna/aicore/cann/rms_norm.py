@@ -199,10 +199,15 @@ def rms_norm_cost(profile: SocProfile, rows: int, width: int, dtype: str) -> Rms
     if t.mode == "split_d":
         period = copy_in + compute + copy_out
     gamma = float(vp.copy_seconds(profile, row_bytes, row_bytes, row_bytes, cores))
-    core_s = gamma + copy_in + passes * period + copy_out
+    bursts = vp.pad_bursts(2 * t.rows_per_core, row_bytes)  # the core's rows, in and out
+    if t.mode == "split_d":  # each row's pieces in, computed and out before the next
+        rows_s = passes * period
+    else:  # the first pass's copy-in, a period a pass to the last, whose compute and
+        # copy-out close the call (no next copy-in waits on them)
+        rows_s = copy_in + (passes - 1) * period + compute + copy_out
+    core_s = gamma + rows_s + vp.pad_bursts_s(profile, bursts)
     read = float(rows * row_bytes + row_bytes)
-    chip = float(vp.chip_floor_s(profile, read, float(rows * row_bytes),
-                                 vp.partial_runs(2 * rows, row_bytes)))  # each row in and out
+    chip = float(vp.chip_floor_s(profile, read, float(rows * row_bytes)))
     return RmsNormCost(KERNEL_LAUNCH_S + max(core_s, chip), copy_in, compute, copy_out,
                        passes, chip, t)
 

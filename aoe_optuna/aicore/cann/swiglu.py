@@ -167,9 +167,10 @@ def swiglu_cost(profile: SocProfile, rows: int, half: int, dtype: str) -> SwiGlu
         core_s = copy_in + (n - 1) * max(copy_in, compute, copy_out) + compute + copy_out
     else:
         core_s = n * (copy_in + compute + copy_out)
-    chip = float(vp.chip_floor_s(profile, float(rows * 2 * half * b), float(rows * half * b),
-                                 vp.partial_runs(3 * rows * math.ceil(half / t.base_cols),
-                                           t.base_cols * b)))  # a run per row and half
+    # a tile's rows, both halves in and the output out, a DataCopyPad burst each when a
+    # half's row is not 32 B aligned
+    core_s += vp.pad_bursts_s(profile, vp.pad_bursts(3 * n * t.base_rows, run))
+    chip = float(vp.chip_floor_s(profile, float(rows * 2 * half * b), float(rows * half * b)))
     return SwiGluCost(KERNEL_LAUNCH_S + max(core_s, chip), copy_in, compute, copy_out, chip, t)
 
 

@@ -9,7 +9,8 @@ issue it and wait for it; a reduction's sum goes to the scalar unit and back. A
 and every run pays its own request, so rows much shorter than a tile are bound by
 their runs, not their bytes.
 
-Where each number comes from (none was set from a vector kernel's timing):
+Where each number comes from (one, :data:`PAD_BURST_CYCLES`, was read from vector kernels'
+timings, cann-bench's seen rows, which give no band):
 
 * instruction rates: msKPP's single-core tables (``hardware.measured_core.VECTOR_910B1``):
   two-operand Add/Mul/Exp half the rate of one-operand Adds/Muls, Div a quarter;
@@ -29,13 +30,24 @@ Where each number comes from (none was set from a vector kernel's timing):
   when neighbouring runs share it); the partial-line and misaligned-start costs of that
   fit are the cube's nd2nz row transfers and are not charged here: a DataCopy into UB
   moves 32 B blocks, however its runs sit in a line;
-* a run whose length is not a whole number of 32 B blocks ends in a partial block,
-  which the memory system reads or writes back whole; the chip serves at most
-  :data:`PARTIAL_BLOCKS_PER_CYCLE` such accesses a cycle, however many cores issue them,
-  so rows of a few bytes, each its own run, are bound by that rate once many cores copy
-  them (assumed, one a cycle: a run per row of cann-bench's rows of 2 and 7 elements
-  then reads their RmsNorm and SwiGlu times within a few percent, where the figure was
-  read, so those rows stay in-sample);
+* a row that is not a whole number of 32 B blocks is copied by ``DataCopyPad`` (CANN's
+  RmsNorm, AddRmsNorm and SwiGlu switch to it exactly then, each row one burst that
+  lands on a fresh 32 B block of UB). A burst shorter than a block is one masked
+  block: it pays its request like any run, on its own core, so rows of a few bytes
+  cost their busiest core's runs (how the kernel deals rows over cores), not the
+  chip's total. A burst longer than a block that ends inside one is a body of whole
+  blocks and a masked tail (inferred: no public figure splits the two); it costs its
+  core :data:`PAD_BURST_CYCLES` more, in and out alike and one after the other
+  (:func:`pad_bursts_s`). Read from cann-bench's rows that are not 32 B aligned and
+  longer than a block (12 rows, 134 B to 8 KB, RmsNorm's MergeN and Normal passes and
+  SwiGlu's tiles): their published time less the model's without it, over the busiest
+  core's bursts, has median 50 cycles (spread 16-42 ns), and only when in and out add
+  does it come out alike for RmsNorm (a row in, then out) and SwiGlu (two halves in
+  on one engine while the output leaves on the other). cann-bench's three calls of 2-
+  and 14-element rows (1000003 x 2 RmsNorm and SwiGlu, 133221 x 14 SwiGlu, bursts of 2
+  to 14 B) read 9-17x slower than this: the figures its later metadata replaced by
+  caps, and unseen timings of such rows are 4-23x faster than a chip-wide rate set
+  from them; they are reported, not fitted;
 * the issue cost of an instruction and the scalar round trip of a norm row's rstd:
   assumed orders of magnitude (30 and 100 cycles), the values the project's kernel
   model has used since its norms paid a cost per row.
@@ -55,7 +67,7 @@ from aoe_optuna.aicore.pipes import shared_memory, transfer
 from aoe_optuna.hardware import measured_core
 from aoe_optuna.hardware.profile import SocProfile
 
-PARTIAL_BLOCKS_PER_CYCLE = 1.0  # assumed: partial 32 B blocks the chip's memory serves a cycle
+PAD_BURST_CYCLES = 50.0  # a DataCopyPad burst on one core (cann-bench's unaligned rows)
 BLOCK_BYTES = 32
 ISSUE_CYCLES = 30.0  # assumed: scalar set-up and the PipeBarrier wait, per instruction
 SCALAR_ROUND_TRIP_CYCLES = 100.0  # assumed: V->S flag, sqrt and divide, S->V flag
@@ -112,7 +124,8 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
                  ) -> np.ndarray:
     """Seconds of one DataCopy of ``nbytes`` in runs of ``run_bytes`` ``stride_bytes``
     apart in GM, while ``cores`` cores stream alike: the start-up, then the runs'
-    requests and lines or the bytes at the core's rate, whichever is longer."""
+    requests and lines or the bytes at the core's rate, whichever is longer (a
+    ``DataCopyPad``'s bursts add :func:`pad_bursts_s`)."""
     nbytes = np.asarray(nbytes, dtype=float)
     run = np.maximum(np.asarray(run_bytes, dtype=float), 1.0)
     stride = np.maximum(np.asarray(stride_bytes, dtype=float), run)
@@ -132,9 +145,18 @@ def copy_seconds(profile: SocProfile, nbytes: np.ndarray | float, run_bytes: np.
     return mover.startup_s + streamed
 
 
-def partial_runs(runs: float, run_bytes: float) -> float:
-    """How many of ``runs`` runs of ``run_bytes`` end in a partial 32 B block."""
-    return runs if run_bytes % BLOCK_BYTES else 0.0
+def pad_bursts(runs: float, run_bytes: float) -> float:
+    """How many of ``runs`` runs of ``run_bytes`` are ``DataCopyPad`` bursts with a body and
+    a masked tail: all of them when a run is longer than a 32 B block and not a whole
+    number of blocks (a shorter run is one masked block and pays only its request)."""
+    return runs if run_bytes > BLOCK_BYTES and run_bytes % BLOCK_BYTES else 0.0
+
+
+def pad_bursts_s(profile: SocProfile, bursts: float) -> float:
+    """Seconds one core spends on ``bursts`` ``DataCopyPad`` bursts, in and out together:
+    they pass one at a time whichever copy engine issues them, so they add to the
+    core's time rather than hide under its pipeline."""
+    return bursts * PAD_BURST_CYCLES / profile.clock_hz
 
 
 def written_back_bytes(profile: SocProfile, read_bytes: np.ndarray | float,
@@ -149,13 +171,11 @@ def written_back_bytes(profile: SocProfile, read_bytes: np.ndarray | float,
 
 
 def chip_floor_s(profile: SocProfile, read_bytes: np.ndarray | float,
-                 write_bytes: np.ndarray | float, partial: float = 0.0) -> np.ndarray:
+                 write_bytes: np.ndarray | float) -> np.ndarray:
     """The call's chip-wide floor: its reads from HBM (the L2 starts clean) and the
-    output its traffic evicts (:func:`written_back_bytes`) at HBM bandwidth, its
-    writes at L2's write rate, and its ``partial`` runs ending in a partial 32 B block
-    at the chip's rate for those."""
+    output its traffic evicts (:func:`written_back_bytes`) at HBM bandwidth, and its
+    writes at L2's write rate."""
     hbm = read_bytes + written_back_bytes(profile, read_bytes, write_bytes)
-    return np.maximum(np.maximum(
+    return np.maximum(
         hbm / profile.hbm_bandwidth(),
-        np.asarray(write_bytes, dtype=float) / shared_memory.l2_write_bytes_per_s(profile)),
-        partial / (PARTIAL_BLOCKS_PER_CYCLE * profile.clock_hz))
+        np.asarray(write_bytes, dtype=float) / shared_memory.l2_write_bytes_per_s(profile))
