@@ -59,6 +59,7 @@ import optuna
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.kernel_set import outcome
 from aoe_optuna.kernel_set.acquisition import shape_weights
+from aoe_optuna.kernel_set.expected_time import expected_time_s
 from aoe_optuna.kernel_set.operator_mix import OperatorMix, from_model
 from aoe_optuna.kernel_set.selection import K_MAX, dispatch
 from aoe_optuna.kernel_set.tuner import VERIFY, KernelSetTuner, TunerOptions
@@ -94,7 +95,8 @@ class Case:
         steps = from_model(self.spec, range_mix(mix, "bench"))
         self.mix = mix
         self.ops = [op for op in steps.operators if not ops or op.name in ops]
-        self.tuned = [tuning_shapes(op.m, op.weight, DEFAULT_COUNT) for op in self.ops]
+        self.tuned = [tuning_shapes(op.m, op.weight, DEFAULT_COUNT, expected_time_s(self.spec, op))
+                      for op in self.ops]
         self.held = [held_out(op, t) for op, t in zip(self.ops, self.tuned, strict=True)]
         self.oracle_dir = oracle_dir
         self._rows: np.ndarray | None = None

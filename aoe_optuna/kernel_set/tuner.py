@@ -8,14 +8,15 @@ weighted latency most. Candidates are fresh uniform feasible configs, the one-pa
 neighbours of the incumbents (the kernels of the current sets of one and two, the
 best measured config at each tuning shape) and the configs already measured, whose new
 shapes are a timing only where the backend keeps its builds (the simulator's charge,
-the cpu and npu backends' build caches). The operator whose best pick could cut the
-most seconds per mean step gets the next round. With ``verify``, the end of the budget
-checks the sets' claims first: the (config, tuning shape) pairs the sets of 1 to 8
-kernels ship that no measurement has seen, the most exposed first (weight x how far
-above its prediction the latency could be), each round re-choosing the sets from the
-refitted model; what is left once every shipped pair is measured explores as before.
-It is off by default: the measurements it takes are the exploration's, which the
-small operators of a decode step lose.
+the cpu and npu backends' build caches). The operators share the budget by their share of
+the mix's time, each with a floor (:mod:`.budget_split`): the one furthest below its
+quota gets the next round, until its model finds nothing that could cut the time.
+With ``verify``, the end of the budget checks the sets' claims first: the (config,
+tuning shape) pairs the sets of 1 to 8 kernels ship that no measurement has seen, the
+most exposed first (weight x how far above its prediction the latency could be), each
+round re-choosing the sets from the refitted model; what is left once every shipped
+pair is measured explores as before. It is off by default: the measurements it takes
+are the exploration's, which the small operators of a decode step lose.
 
 Everything read is recomputed from the operators' studies (:mod:`.measurements`), so
 the same call resumes an interrupted run.
@@ -23,7 +24,6 @@ the same call resumes an interrupted run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -39,11 +39,12 @@ from aoe_optuna.kernel_set.acquisition import (
     shape_weights,
     where_to_measure,
 )
+from aoe_optuna.kernel_set.budget_split import next_operator, quotas
+from aoe_optuna.kernel_set.expected_time import expected_time_s, model_scale
 from aoe_optuna.kernel_set.joint_model import JointInputs, JointModel
 from aoe_optuna.kernel_set.measurements import OperatorStudy
 from aoe_optuna.kernel_set.operator_mix import OperatorMix
 from aoe_optuna.kernel_set.selection import K_MAX, KernelSetChoice, choose_sets
-from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.samplers.neighbourhood import neighbours
 from aoe_optuna.spec.loader import StudySpec
 
@@ -83,13 +84,12 @@ class OperatorTuning:
         self.study = study
         self.space = spec.space
         cores = spec.profile.cube_cores if spec.kernel_runs_on_soc else None
-        scale = ((lambda m: GEMM.bound_s(spec.profile, op.gemm(m)))
-                 if spec.backend_kind.has_roofline() else (lambda m: op.gemm(m).flops * 1e-12))
-        self.model = JointModel(JointInputs(spec.space, op, cores), scale)
+        self.model = JointModel(JointInputs(spec.space, op, cores), model_scale(spec, op))
+        self.time_s = float((op.weight * expected_time_s(spec, op)).sum())  # per mean step
         self.baseline = _baseline_row(spec)
         self._fitted_at = -1
         self._settled = False  # the last fit started afresh (see :meth:`settle`)
-        self.next_gain = math.inf  # the optimistic cut its next round could make
+        self.open = True  # False once no candidate could cut its time
 
     @property
     def measured(self) -> int:
@@ -253,6 +253,7 @@ class KernelSetTuner:
         self.options = options
         self.on_event = on_event
         self.units = open_units(storage, parent, spec, operators, tuned)
+        self.quota = quotas([u.time_s for u in self.units], options.budget)
 
     @property
     def used(self) -> int:
@@ -270,18 +271,19 @@ class KernelSetTuner:
                 continue
             if self.used >= o.explore_until and self._check():
                 continue
-            for u in self.units:
-                if u.next_gain == math.inf:
-                    u.next_gain = self._score(u, rng)
-            unit = max(self.units, key=lambda u: u.next_gain)
-            if unit.next_gain <= 0:
+            i = next_operator([u.measured for u in self.units], self.quota,
+                              [u.open for u in self.units])
+            if i is None:
                 self.on_event("no candidate can cut the weighted latency any more: stopped "
                               f"at {self.used} measurements")
                 return
+            unit = self.units[i]
             picks = unit.proposals(rng, min(o.round, o.budget - self.used), o.pool)
+            if not picks:
+                unit.open = False  # its share goes to the others
+                continue
             for row, m, _gain in picks:
                 self._measure(unit, row, m)
-            unit.next_gain = math.inf  # scored again after its refit
             self._report(unit)
 
     def _check(self) -> bool:
@@ -295,13 +297,8 @@ class KernelSetTuner:
         for row, m, _exposure in unit.checks(min(self.options.round,
                                                  self.options.budget - self.used)):
             self._measure(unit, row, m)
-        unit.next_gain = math.inf
         self._report(unit)
         return True
-
-    def _score(self, unit: OperatorTuning, rng: np.random.Generator) -> float:
-        best = unit.proposals(rng, 1, self.options.pool)
-        return best[0][2] if best else 0.0
 
     def _measure(self, unit: OperatorTuning, row: np.ndarray, m: int) -> None:
         config = unit.space.full_config(unit.space.config(row))

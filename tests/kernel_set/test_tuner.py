@@ -116,3 +116,22 @@ def test_the_checks_are_pairs_the_sets_ship_that_no_measurement_saw(tmp_path):
         run._measure(unit, row, m)
     assert not {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in unit.checks(50)
                 } & {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in checks}
+
+
+@pytest.mark.slow  # GP fits over a few rounds: seconds
+def test_the_budget_follows_each_operators_quota(tmp_path):
+    """gate_up_proj is most of a decode step's GEMM time and o_proj a small part: each
+    ends within one round of its quota, the floor and its share of the time."""
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = [op for op in steps.operators if op.name in ("o_proj", "gate_up_proj")]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    options = TunerOptions(budget=30, warmup=4, round=2, pool=100)
+    run = KernelSetTuner(open_storage(f"sqlite:///{tmp_path / 'ks.db'}"), "run", SPEC, ops,
+                         tuned, make_backend(SPEC), options)
+    run.run()
+    counts = [u.measured for u in run.units]
+    assert sum(counts) == 30
+    assert run.quota[0] >= 0.5 * 30 / 2  # the floor: half of an even split
+    assert run.quota[1] > 2 * run.quota[0]
+    for n, q in zip(counts, run.quota, strict=True):
+        assert abs(n - q) <= options.round
