@@ -6,11 +6,16 @@ feasible ones), each timed at one tuning shape, spread over the range; then, in 
 the model is refitted and :mod:`.acquisition` names the pairs that could cut the mix's
 weighted latency most. Candidates are fresh uniform feasible configs, the one-parameter
 neighbours of the incumbents (the kernels of the current sets of one and two, the
-best measured config at each tuning shape) and the configs already measured, whose new
+best measured config at each tuning shape), the configs already measured, whose new
 shapes are a timing only where the backend keeps its builds (the simulator's charge,
-the cpu and npu backends' build caches). The operators share the budget by their share of
-the mix's time, each with a floor (:mod:`.budget_split`): the one furthest below its
-quota gets the next round, until its model finds nothing that could cut the time.
+the cpu and npu backends' build caches), and the other operators' leaders (each one's
+fastest measured config at each of its tuning shapes). A tiling's fit is its output
+tiles over the cores, M and N, far more than K: decode's o_proj and down_proj (both
+N = 3,584) have one optimum at batch 16 and one at 120, and down_proj's own search,
+116 measurements over a 10-parameter space, stood 15-19% above it at batches of 99 to
+206. The operators share the budget by their share of the mix's time, each with a
+floor (:mod:`.budget_split`): the one furthest below its quota gets the next round,
+until its model finds nothing that could cut the time.
 With ``verify``, the end of the budget checks the sets' claims first: the (config,
 tuning shape) pairs the sets of 1 to 8 kernels ship that no measurement has seen, the
 most exposed first (weight x how far above its prediction the latency could be), each
@@ -145,11 +150,12 @@ class OperatorTuning:
         _, first = np.unique(self.space.flat_id(rows), return_index=True)
         return rows[np.sort(first)]
 
-    def proposals(self, rng: np.random.Generator, count: int, pool: int) -> list[
-            tuple[np.ndarray, int, float]]:
+    def proposals(self, rng: np.random.Generator, count: int, pool: int,
+                  shared: np.ndarray | None = None) -> list[tuple[np.ndarray, int, float]]:
         """Up to ``count`` (config row, M, what it could cut in s per step) to measure:
         half of them checks of pairs the current sets ship unmeasured, the rest the
-        candidates of largest gain (:mod:`.acquisition`)."""
+        candidates of largest gain (:mod:`.acquisition`); ``shared``: configs the other
+        operators found fastest, candidates too."""
         if not self.refit():
             return []
         got = self.study.measured
@@ -157,7 +163,7 @@ class OperatorTuning:
         done_mean = np.stack([self.model.predict_log(done, int(m))[0] for m in self.tuned],
                              axis=1)
         choices = choose_sets(np.exp(done_mean), self.tuned, self.tuned_weight, K_MAX)
-        rows = self._candidates(rng, pool, done, done_mean, choices)
+        rows = self._candidates(rng, pool, done, done_mean, choices, shared)
         ids = self.space.flat_id(rows)
         mean = np.empty((len(rows), len(self.tuned)))
         std = np.empty_like(mean)
@@ -197,8 +203,19 @@ class OperatorTuning:
         picks = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, measured), count)
         return [(done[p.row], int(self.tuned[p.shape]), p.gain_s) for p in picks]
 
+    def leaders(self) -> np.ndarray:
+        """The distinct configs measured fastest at one of the tuning shapes (by their
+        measurements, no model): what this operator offers the others."""
+        got = self.study.measured
+        if not got.latency_s:
+            return np.zeros((0, len(self.space.names)), dtype=np.int64)
+        rows, ms, lat = np.array(got.rows), np.array(got.ms), np.array(got.latency_s)
+        best = [int(np.flatnonzero(ms == m)[np.argmin(lat[ms == m])]) for m in np.unique(ms)]
+        return np.unique(rows[best], axis=0)
+
     def _candidates(self, rng: np.random.Generator, pool: int, done: np.ndarray,
-                    done_mean: np.ndarray, choices: list[KernelSetChoice]) -> np.ndarray:
+                    done_mean: np.ndarray, choices: list[KernelSetChoice],
+                    shared: np.ndarray | None = None) -> np.ndarray:
         """The measured configs (first, in their order), then fresh uniform feasible ones
         and the one-parameter neighbours of the incumbents: the kernels of the sets of
         one and two, then each tuning shape's best, the shapes that carry the most of
@@ -212,6 +229,8 @@ class OperatorTuning:
         got = self.study.measured
         fresh = [self.space.sample_feasible(pool, rng, exclude=set(got.failed)),
                  neighbours(self.space, incumbents)]
+        if shared is not None and len(shared):
+            fresh.append(shared)
         extra = np.concatenate(fresh)
         ids = self.space.flat_id(extra)
         known = np.concatenate([self.space.flat_id(done),
@@ -278,7 +297,9 @@ class KernelSetTuner:
                               f"at {self.used} measurements")
                 return
             unit = self.units[i]
-            picks = unit.proposals(rng, min(o.round, o.budget - self.used), o.pool)
+            shared = [v.leaders() for v in self.units if v is not unit]
+            picks = unit.proposals(rng, min(o.round, o.budget - self.used), o.pool,
+                                   np.concatenate(shared) if shared else None)
             if not picks:
                 unit.open = False  # its share goes to the others
                 continue

@@ -135,3 +135,31 @@ def test_the_budget_follows_each_operators_quota(tmp_path):
     assert run.quota[1] > 2 * run.quota[0]
     for n, q in zip(counts, run.quota, strict=True):
         assert abs(n - q) <= options.round
+
+
+@pytest.mark.slow  # one GP fit: a second or two
+def test_an_operators_leaders_are_candidates_of_the_others(tmp_path):
+    """Each operator offers its fastest measured config at each tuning shape; another
+    operator's candidates hold them (unless it measured them already)."""
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = [op for op in steps.operators if op.name in ("o_proj", "gate_up_proj")]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    run = KernelSetTuner(open_storage(f"sqlite:///{tmp_path / 'ks.db'}"), "run", SPEC, ops,
+                         tuned, make_backend(SPEC),
+                         TunerOptions(budget=12, warmup=6, round=2, pool=50))
+    run.run()  # warm-up only: six configs each, each at one shape
+    giver, taker = run.units
+    got = giver.study.measured
+    lead = giver.leaders()
+    ids = set(SPEC.space.flat_id(lead).tolist())
+    for m in set(got.ms):
+        at = [i for i, x in enumerate(got.ms) if x == m]
+        fastest = min(at, key=lambda i: got.latency_s[i])
+        assert int(SPEC.space.flat_id(np.array(got.rows[fastest])[None, :])[0]) in ids
+    assert len(ids) == len(lead) <= len(set(got.ms))
+    assert taker.refit()
+    done = taker.measured_rows()
+    mean = np.stack([taker.model.predict_log(done, int(m))[0] for m in taker.tuned], axis=1)
+    cand = taker._candidates(np.random.default_rng(0), 50, done, mean, [], lead)
+    own = set(SPEC.space.flat_id(done).tolist())
+    assert (ids - own) <= set(SPEC.space.flat_id(cand).tolist())
