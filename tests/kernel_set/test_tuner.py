@@ -54,6 +54,8 @@ def test_a_run_resumes_to_an_exact_budget_and_never_measures_a_pair_twice(tmp_pa
     assert len(pairs) == len(set(pairs)) == 18
     assert set(got.ms) <= set(tuned[0].tolist())
     results = outcome.outcomes(again.units)
+    means = outcome.outcomes(again.units, risk=0.0)
+    assert np.all(results[0].latency_s > means[0].latency_s)  # chosen a deviation above
     for choice in results[0].sets:
         assert choice.ranges[0].low == 1 and choice.ranges[-1].high == 48
     assert results[0].sets[-1].weighted_s >= results[0].limit_s - 1e-12
