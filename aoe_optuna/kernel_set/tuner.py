@@ -44,7 +44,7 @@ from aoe_optuna.kernel_set.acquisition import (
     shape_weights,
     where_to_measure,
 )
-from aoe_optuna.kernel_set.budget_split import next_operator, quotas
+from aoe_optuna.kernel_set.budget_split import FLOOR, next_operator, quotas
 from aoe_optuna.kernel_set.expected_time import expected_time_s, model_scale
 from aoe_optuna.kernel_set.joint_model import JointInputs, JointModel
 from aoe_optuna.kernel_set.measurements import OperatorStudy
@@ -71,6 +71,7 @@ class TunerOptions:
     round: int = ROUND
     pool: int = POOL
     verify: float = VERIFY
+    floor: float = FLOOR  # of an even split, each operator's least share of the budget
 
     @property
     def explore_until(self) -> int:
@@ -272,7 +273,7 @@ class KernelSetTuner:
         self.options = options
         self.on_event = on_event
         self.units = open_units(storage, parent, spec, operators, tuned)
-        self.quota = quotas([u.time_s for u in self.units], options.budget)
+        self.quota = quotas([u.time_s for u in self.units], options.budget, options.floor)
 
     @property
     def used(self) -> int:
