@@ -59,6 +59,8 @@ import optuna
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.kernel_set import outcome
 from aoe_optuna.kernel_set.acquisition import shape_weights
+from aoe_optuna.kernel_set.budget_split import FLOOR
+from aoe_optuna.kernel_set.expected_time import expected_time_s
 from aoe_optuna.kernel_set.operator_mix import OperatorMix, from_model
 from aoe_optuna.kernel_set.selection import K_MAX, dispatch
 from aoe_optuna.kernel_set.tuner import VERIFY, KernelSetTuner, TunerOptions
@@ -94,7 +96,8 @@ class Case:
         steps = from_model(self.spec, range_mix(mix, "bench"))
         self.mix = mix
         self.ops = [op for op in steps.operators if not ops or op.name in ops]
-        self.tuned = [tuning_shapes(op.m, op.weight, DEFAULT_COUNT) for op in self.ops]
+        self.tuned = [tuning_shapes(op.m, op.weight, DEFAULT_COUNT, expected_time_s(self.spec, op))
+                      for op in self.ops]
         self.held = [held_out(op, t) for op, t in zip(self.ops, self.tuned, strict=True)]
         self.oracle_dir = oracle_dir
         self._rows: np.ndarray | None = None
@@ -365,12 +368,13 @@ def k_median(cost: np.ndarray, start: Sequence[int], k: int) -> list[int]:
 
 
 def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
-              out: Path, verify: float = VERIFY) -> None:
+              out: Path, verify: float = VERIFY, floor: float = FLOOR) -> None:
     storage = optuna.storages.RDBStorage(f"sqlite:///{folder}/{case.name}-s{seed}.db")
     for budget in budgets:
         start = time.time()
         tuner = KernelSetTuner(storage, f"bench-{case.name}", case.spec, case.ops, case.tuned,
-                               case.sim, TunerOptions(budget=budget, seed=seed, verify=verify))
+                               case.sim, TunerOptions(budget=budget, seed=seed, verify=verify,
+                                                         floor=floor))
         tuner.run()
         spent = time.time() - start
         results = outcome.outcomes(tuner.units)
@@ -378,7 +382,7 @@ def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
         predicted = [sum(r.best_for(k).weighted_s for r in results)
                      for k in range(1, K_MAX + 1)]
         row = {"kind": "joint", "case": case.name, "seed": seed, "budget": budget,
-               "verify": verify,
+               "verify": verify, "floor": floor,
                "used": tuner.used,
                "builds": sum(u.study.measured.builds for u in tuner.units),
                "seconds": spent, "optimum_s": case.optimum_s(), "predicted_s": predicted,
@@ -521,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, default=3200)
     p.add_argument("--verify", type=float, default=VERIFY,
                    help="joint: the share of the budget that checks the sets' claims")
+    p.add_argument("--floor", type=float, default=FLOOR,
+                   help="joint: each operator's least share of the budget, of an even split")
     p.add_argument("--ks", default=",".join(str(k) for k in range(1, K_MAX + 1)),
                    help="tuned: the K to tune the baselines' shapes for")
     p.add_argument("--out", type=Path, default=Path("/tmp/kset_bench.jsonl"))
@@ -545,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in seeds:
             if args.what == "joint":
                 run_joint(case, seed, [int(b) for b in args.budgets.split(",")], args.folder,
-                          args.out, args.verify)
+                          args.out, args.verify, args.floor)
             elif args.what == "separate":
                 run_separate(case, seed, args.budget, args.out)
             elif args.what == "tuned":

@@ -148,7 +148,7 @@ def _run(args: argparse.Namespace) -> int:
     plan = None
     if spec is not None:
         steps, source = mix_steps(spec, args.mix)
-        plan = KernelSetPlan.of(steps, source, args.tuning_shapes)
+        plan = KernelSetPlan.of(steps, source, args.tuning_shapes, spec)
         _check_k_fits(plan, args.k, spec)
     elif args.mix is not None:
         raise UsageError("--mix: give --config too (the model the mix's steps run)")

@@ -4,7 +4,11 @@ K, with the per-shape limit), and what the exports are made of.
 
 Everything is the model's prediction over every M of the mix, from the configs that
 were measured (a set never ships a config that was not built and timed); the limit
-is every M served by its own fastest measured config.
+is every M served by its own fastest measured config. The prediction a set is chosen
+by is one standard deviation of log latency above the mean (:data:`RISK`): the
+fastest of a hundred configs by their means is most often one whose mean is too
+fast where nothing measured it (the winner's curse), while a pair measured has
+little deviation to add.
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ from aoe_optuna.kernel_set.selection import (
 from aoe_optuna.kernel_set.tuner import OperatorTuning
 from aoe_optuna.spec.loader import StudySpec
 
+# standard deviations above the mean of log latency a set is chosen by: on four decode
+# seeds (docs/benchmarks/kernel_sets.md) the sets of 4 went from 1.0250, 1.0246, 1.0262
+# and 1.0415 of the optimum to 1.0242, 1.0233, 1.0288 and 1.0350
+RISK = 1.0
+
 
 class KernelCountError(ValueError):
     """More kernels asked than an operator has distinct good configs; one line."""
@@ -61,14 +70,15 @@ class OperatorOutcome:
         return len(self.sets[-1].rows)
 
 
-def outcomes(units: Sequence[OperatorTuning], k_max: int = K_MAX) -> list[OperatorOutcome]:
-    return [_outcome(unit, k_max) for unit in units]
+def outcomes(units: Sequence[OperatorTuning], k_max: int = K_MAX,
+             risk: float = RISK) -> list[OperatorOutcome]:
+    return [_outcome(unit, k_max, risk) for unit in units]
 
 
-def _outcome(unit: OperatorTuning, k_max: int) -> OperatorOutcome:
+def _outcome(unit: OperatorTuning, k_max: int, risk: float) -> OperatorOutcome:
     unit.settle()
     rows = unit.measured_rows()
-    latency = unit.model.latency(rows, unit.op.m)
+    latency = unit.model.latency(rows, unit.op.m, risk)
     sets = choose_sets(latency, unit.op.m, unit.op.weight, k_max if unit.op.varies else 1)
     configs = [unit.space.config(r) for r in rows]
     return OperatorOutcome(unit.op, unit.study.study.study_name, configs, latency, sets,

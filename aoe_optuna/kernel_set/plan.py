@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from aoe_optuna.kernel_set.expected_time import expected_time_s
 from aoe_optuna.kernel_set.operator_mix import MixSteps, OperatorMix
 from aoe_optuna.kernel_set.tuning_shapes import tuning_shapes
+from aoe_optuna.spec.loader import StudySpec
 
 
 @dataclass(frozen=True)
@@ -27,9 +29,11 @@ class KernelSetPlan:
     fixed_s: float | None = None
 
     @classmethod
-    def of(cls, steps: MixSteps, source: str, shapes: int) -> KernelSetPlan:
+    def of(cls, steps: MixSteps, source: str, shapes: int, spec: StudySpec) -> KernelSetPlan:
+        """The mix's plan: each operator's tuning shapes by quantiles of its time."""
         return cls(source, steps.operators,
-                   [tuning_shapes(op.m, op.weight, shapes) for op in steps.operators],
+                   [tuning_shapes(op.m, op.weight, shapes, expected_time_s(spec, op))
+                    for op in steps.operators],
                    steps.tokens_per_step, steps.fixed_s)
 
     def document(self) -> dict[str, Any]:

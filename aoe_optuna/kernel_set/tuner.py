@@ -6,16 +6,22 @@ feasible ones), each timed at one tuning shape, spread over the range; then, in 
 the model is refitted and :mod:`.acquisition` names the pairs that could cut the mix's
 weighted latency most. Candidates are fresh uniform feasible configs, the one-parameter
 neighbours of the incumbents (the kernels of the current sets of one and two, the
-best measured config at each tuning shape) and the configs already measured, whose new
+best measured config at each tuning shape), the configs already measured, whose new
 shapes are a timing only where the backend keeps its builds (the simulator's charge,
-the cpu and npu backends' build caches). The operator whose best pick could cut the
-most seconds per mean step gets the next round. With ``verify``, the end of the budget
-checks the sets' claims first: the (config, tuning shape) pairs the sets of 1 to 8
-kernels ship that no measurement has seen, the most exposed first (weight x how far
-above its prediction the latency could be), each round re-choosing the sets from the
-refitted model; what is left once every shipped pair is measured explores as before.
-It is off by default: the measurements it takes are the exploration's, which the
-small operators of a decode step lose.
+the cpu and npu backends' build caches), and the other operators' leaders (each one's
+fastest measured config at each of its tuning shapes). A tiling's fit is its output
+tiles over the cores, M and N, far more than K: decode's o_proj and down_proj (both
+N = 3,584) have one optimum at batch 16 and one at 120, and down_proj's own search,
+116 measurements over a 10-parameter space, stood 15-19% above it at batches of 99 to
+206. The operators share the budget by their share of the mix's time, each with a
+floor (:mod:`.budget_split`): the one furthest below its quota gets the next round,
+until its model finds nothing that could cut the time.
+With ``verify``, the end of the budget checks the sets' claims first: the (config,
+tuning shape) pairs the sets of 1 to 8 kernels ship that no measurement has seen, the
+most exposed first (weight x how far above its prediction the latency could be), each
+round re-choosing the sets from the refitted model; what is left once every shipped
+pair is measured explores as before. It is off by default: the measurements it takes
+are the exploration's, which the small operators of a decode step lose.
 
 Everything read is recomputed from the operators' studies (:mod:`.measurements`), so
 the same call resumes an interrupted run.
@@ -23,7 +29,6 @@ the same call resumes an interrupted run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -39,11 +44,12 @@ from aoe_optuna.kernel_set.acquisition import (
     shape_weights,
     where_to_measure,
 )
+from aoe_optuna.kernel_set.budget_split import FLOOR, next_operator, quotas
+from aoe_optuna.kernel_set.expected_time import expected_time_s, model_scale
 from aoe_optuna.kernel_set.joint_model import JointInputs, JointModel
 from aoe_optuna.kernel_set.measurements import OperatorStudy
 from aoe_optuna.kernel_set.operator_mix import OperatorMix
 from aoe_optuna.kernel_set.selection import K_MAX, KernelSetChoice, choose_sets
-from aoe_optuna.operators.kinds.registry import GEMM
 from aoe_optuna.samplers.neighbourhood import neighbours
 from aoe_optuna.spec.loader import StudySpec
 
@@ -65,6 +71,7 @@ class TunerOptions:
     round: int = ROUND
     pool: int = POOL
     verify: float = VERIFY
+    floor: float = FLOOR  # of an even split, each operator's least share of the budget
 
     @property
     def explore_until(self) -> int:
@@ -83,13 +90,12 @@ class OperatorTuning:
         self.study = study
         self.space = spec.space
         cores = spec.profile.cube_cores if spec.kernel_runs_on_soc else None
-        scale = ((lambda m: GEMM.bound_s(spec.profile, op.gemm(m)))
-                 if spec.backend_kind.has_roofline() else (lambda m: op.gemm(m).flops * 1e-12))
-        self.model = JointModel(JointInputs(spec.space, op, cores), scale)
+        self.model = JointModel(JointInputs(spec.space, op, cores), model_scale(spec, op))
+        self.time_s = float((op.weight * expected_time_s(spec, op)).sum())  # per mean step
         self.baseline = _baseline_row(spec)
         self._fitted_at = -1
         self._settled = False  # the last fit started afresh (see :meth:`settle`)
-        self.next_gain = math.inf  # the optimistic cut its next round could make
+        self.open = True  # False once no candidate could cut its time
 
     @property
     def measured(self) -> int:
@@ -145,11 +151,12 @@ class OperatorTuning:
         _, first = np.unique(self.space.flat_id(rows), return_index=True)
         return rows[np.sort(first)]
 
-    def proposals(self, rng: np.random.Generator, count: int, pool: int) -> list[
-            tuple[np.ndarray, int, float]]:
+    def proposals(self, rng: np.random.Generator, count: int, pool: int,
+                  shared: np.ndarray | None = None) -> list[tuple[np.ndarray, int, float]]:
         """Up to ``count`` (config row, M, what it could cut in s per step) to measure:
         half of them checks of pairs the current sets ship unmeasured, the rest the
-        candidates of largest gain (:mod:`.acquisition`)."""
+        candidates of largest gain (:mod:`.acquisition`); ``shared``: configs the other
+        operators found fastest, candidates too."""
         if not self.refit():
             return []
         got = self.study.measured
@@ -157,7 +164,7 @@ class OperatorTuning:
         done_mean = np.stack([self.model.predict_log(done, int(m))[0] for m in self.tuned],
                              axis=1)
         choices = choose_sets(np.exp(done_mean), self.tuned, self.tuned_weight, K_MAX)
-        rows = self._candidates(rng, pool, done, done_mean, choices)
+        rows = self._candidates(rng, pool, done, done_mean, choices, shared)
         ids = self.space.flat_id(rows)
         mean = np.empty((len(rows), len(self.tuned)))
         std = np.empty_like(mean)
@@ -197,8 +204,19 @@ class OperatorTuning:
         picks = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, measured), count)
         return [(done[p.row], int(self.tuned[p.shape]), p.gain_s) for p in picks]
 
+    def leaders(self) -> np.ndarray:
+        """The distinct configs measured fastest at one of the tuning shapes (by their
+        measurements, no model): what this operator offers the others."""
+        got = self.study.measured
+        if not got.latency_s:
+            return np.zeros((0, len(self.space.names)), dtype=np.int64)
+        rows, ms, lat = np.array(got.rows), np.array(got.ms), np.array(got.latency_s)
+        best = [int(np.flatnonzero(ms == m)[np.argmin(lat[ms == m])]) for m in np.unique(ms)]
+        return np.unique(rows[best], axis=0)
+
     def _candidates(self, rng: np.random.Generator, pool: int, done: np.ndarray,
-                    done_mean: np.ndarray, choices: list[KernelSetChoice]) -> np.ndarray:
+                    done_mean: np.ndarray, choices: list[KernelSetChoice],
+                    shared: np.ndarray | None = None) -> np.ndarray:
         """The measured configs (first, in their order), then fresh uniform feasible ones
         and the one-parameter neighbours of the incumbents: the kernels of the sets of
         one and two, then each tuning shape's best, the shapes that carry the most of
@@ -212,6 +230,8 @@ class OperatorTuning:
         got = self.study.measured
         fresh = [self.space.sample_feasible(pool, rng, exclude=set(got.failed)),
                  neighbours(self.space, incumbents)]
+        if shared is not None and len(shared):
+            fresh.append(shared)
         extra = np.concatenate(fresh)
         ids = self.space.flat_id(extra)
         known = np.concatenate([self.space.flat_id(done),
@@ -253,6 +273,7 @@ class KernelSetTuner:
         self.options = options
         self.on_event = on_event
         self.units = open_units(storage, parent, spec, operators, tuned)
+        self.quota = quotas([u.time_s for u in self.units], options.budget, options.floor)
 
     @property
     def used(self) -> int:
@@ -270,18 +291,21 @@ class KernelSetTuner:
                 continue
             if self.used >= o.explore_until and self._check():
                 continue
-            for u in self.units:
-                if u.next_gain == math.inf:
-                    u.next_gain = self._score(u, rng)
-            unit = max(self.units, key=lambda u: u.next_gain)
-            if unit.next_gain <= 0:
+            i = next_operator([u.measured for u in self.units], self.quota,
+                              [u.open for u in self.units])
+            if i is None:
                 self.on_event("no candidate can cut the weighted latency any more: stopped "
                               f"at {self.used} measurements")
                 return
-            picks = unit.proposals(rng, min(o.round, o.budget - self.used), o.pool)
+            unit = self.units[i]
+            shared = [v.leaders() for v in self.units if v is not unit]
+            picks = unit.proposals(rng, min(o.round, o.budget - self.used), o.pool,
+                                   np.concatenate(shared) if shared else None)
+            if not picks:
+                unit.open = False  # its share goes to the others
+                continue
             for row, m, _gain in picks:
                 self._measure(unit, row, m)
-            unit.next_gain = math.inf  # scored again after its refit
             self._report(unit)
 
     def _check(self) -> bool:
@@ -295,13 +319,8 @@ class KernelSetTuner:
         for row, m, _exposure in unit.checks(min(self.options.round,
                                                  self.options.budget - self.used)):
             self._measure(unit, row, m)
-        unit.next_gain = math.inf
         self._report(unit)
         return True
-
-    def _score(self, unit: OperatorTuning, rng: np.random.Generator) -> float:
-        best = unit.proposals(rng, 1, self.options.pool)
-        return best[0][2] if best else 0.0
 
     def _measure(self, unit: OperatorTuning, row: np.ndarray, m: int) -> None:
         config = unit.space.full_config(unit.space.config(row))

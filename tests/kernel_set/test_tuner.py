@@ -54,6 +54,8 @@ def test_a_run_resumes_to_an_exact_budget_and_never_measures_a_pair_twice(tmp_pa
     assert len(pairs) == len(set(pairs)) == 18
     assert set(got.ms) <= set(tuned[0].tolist())
     results = outcome.outcomes(again.units)
+    means = outcome.outcomes(again.units, risk=0.0)
+    assert np.all(results[0].latency_s > means[0].latency_s)  # chosen a deviation above
     for choice in results[0].sets:
         assert choice.ranges[0].low == 1 and choice.ranges[-1].high == 48
     assert results[0].sets[-1].weighted_s >= results[0].limit_s - 1e-12
@@ -116,3 +118,50 @@ def test_the_checks_are_pairs_the_sets_ship_that_no_measurement_saw(tmp_path):
         run._measure(unit, row, m)
     assert not {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in unit.checks(50)
                 } & {(int(SPEC.space.flat_id(r[None, :])[0]), m) for r, m, _ in checks}
+
+
+@pytest.mark.slow  # GP fits over a few rounds: seconds
+def test_the_budget_follows_each_operators_quota(tmp_path):
+    """gate_up_proj is most of a decode step's GEMM time and o_proj a small part: each
+    ends within one round of its quota, the floor and its share of the time."""
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = [op for op in steps.operators if op.name in ("o_proj", "gate_up_proj")]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    options = TunerOptions(budget=30, warmup=4, round=2, pool=100)
+    run = KernelSetTuner(open_storage(f"sqlite:///{tmp_path / 'ks.db'}"), "run", SPEC, ops,
+                         tuned, make_backend(SPEC), options)
+    run.run()
+    counts = [u.measured for u in run.units]
+    assert sum(counts) == 30
+    assert run.quota[0] >= 0.5 * 30 / 2  # the floor: half of an even split
+    assert run.quota[1] > 2 * run.quota[0]
+    for n, q in zip(counts, run.quota, strict=True):
+        assert abs(n - q) <= options.round
+
+
+@pytest.mark.slow  # one GP fit: a second or two
+def test_an_operators_leaders_are_candidates_of_the_others(tmp_path):
+    """Each operator offers its fastest measured config at each tuning shape; another
+    operator's candidates hold them (unless it measured them already)."""
+    steps = from_model(SPEC, range_mix({"batch": {"low": 1, "high": 48}}, "t"))
+    ops = [op for op in steps.operators if op.name in ("o_proj", "gate_up_proj")]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    run = KernelSetTuner(open_storage(f"sqlite:///{tmp_path / 'ks.db'}"), "run", SPEC, ops,
+                         tuned, make_backend(SPEC),
+                         TunerOptions(budget=12, warmup=6, round=2, pool=50))
+    run.run()  # warm-up only: six configs each, each at one shape
+    giver, taker = run.units
+    got = giver.study.measured
+    lead = giver.leaders()
+    ids = set(SPEC.space.flat_id(lead).tolist())
+    for m in set(got.ms):
+        at = [i for i, x in enumerate(got.ms) if x == m]
+        fastest = min(at, key=lambda i: got.latency_s[i])
+        assert int(SPEC.space.flat_id(np.array(got.rows[fastest])[None, :])[0]) in ids
+    assert len(ids) == len(lead) <= len(set(got.ms))
+    assert taker.refit()
+    done = taker.measured_rows()
+    mean = np.stack([taker.model.predict_log(done, int(m))[0] for m in taker.tuned], axis=1)
+    cand = taker._candidates(np.random.default_rng(0), 50, done, mean, [], lead)
+    own = set(SPEC.space.flat_id(done).tolist())
+    assert (ids - own) <= set(SPEC.space.flat_id(cand).tolist())
