@@ -18,7 +18,7 @@ from aoe_optuna.study.report.dashboard_plot import (
     save_convergence_plot,
 )
 
-pytest.importorskip("plotly", reason="the plot needs the dashboard extra (plotly)")
+pytest.importorskip("optuna_dashboard", reason="the plot needs the dashboard extra")
 DIST = {"x": IntDistribution(0, 100)}
 
 
@@ -60,14 +60,25 @@ def test_convergence_counts_measurements_and_keeps_the_running_best() -> None:
 
 def test_figure_has_the_best_line_the_failures_and_the_roofline() -> None:
     fig = convergence_figure(_numbered(_trials()), roofline=100.0, baseline=50.0)
-    traces = {t.name: t for t in fig.data}
-    assert list(traces["best so far"].y) == [50.0, 50.0, 50.0, 70.0]
-    assert list(traces["best so far"].x) == [1, 2, 3, 4]
-    assert list(traces["failed"].x) == [2]
-    lines = {s.y0 for s in fig.layout.shapes}
-    assert lines == {100.0, 50.0}
-    assert [a.text for a in fig.layout.annotations] == ["roofline 100", "baseline 50"]
-    assert fig.layout.yaxis.title.text == "tokens/s"
+    traces = {t["name"]: t for t in fig["data"]}
+    assert traces["best so far"]["y"] == [50.0, 50.0, 50.0, 70.0]
+    assert traces["best so far"]["x"] == [1, 2, 3, 4]
+    assert traces["failed"]["x"] == [2]
+    assert traces["failed"]["customdata"] == [[2, "build"]]
+    layout = fig["layout"]
+    assert {s["y0"] for s in layout["shapes"]} == {100.0, 50.0}
+    assert [a["text"] for a in layout["annotations"]] == ["roofline 100", "baseline 50"]
+    assert layout["yaxis"]["title"]["text"] == "tokens/s"
+    assert layout["yaxis"]["range"] == [0, 108.0]  # the roofline and 8% above it in view
+
+
+def test_figure_is_one_plotly_accepts_as_it_is() -> None:
+    """The hand-built JSON is a valid plotly figure: plotly's own validation takes it."""
+    go = pytest.importorskip("plotly.graph_objects")
+    fig = convergence_figure(_numbered(_trials()), roofline=100.0, baseline=None)
+    checked = go.Figure(json.loads(fig.to_json()))  # raises on any key plotly lacks
+    assert [t.name for t in checked.data] == ["measurement", "best so far", "failed"]
+    assert checked.layout.shapes[0].xref == "x domain"
 
 
 def test_saving_again_replaces_the_plot(tmp_path: Path) -> None:
