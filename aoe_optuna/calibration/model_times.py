@@ -57,7 +57,8 @@ def model_us(kernels: Sequence[MeasuredKernel], profile: SocProfile) -> np.ndarr
 def _library_us(sim: GemmModel, kernel: MeasuredKernel, soc: str) -> float:
     """A library kernel's time: the best config of the library space."""
     space = library_space(soc, kernel.gemm.dtype)
-    seconds = sim.latency(space.columns(space.all_feasible()), kernel.gemm)
+    library = GemmModel(sim.profile, library_l1=True)
+    seconds = library.latency(space.columns(space.all_feasible()), kernel.gemm)
     return float(np.nanmin(seconds)) * 1e6
 
 

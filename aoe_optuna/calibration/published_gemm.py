@@ -134,8 +134,7 @@ PUBLISHED: tuple[Published, ...] = (
       for m, n, k, _, us in INT8_SPLIT_K),
     *(Published(f"torch_npu {s}^3", TORCH_NPU, "Ascend910B2", s, s, s, "fp16",
                 _tflops_to_us(s, tf))
-      for s, tf in ((1024, 98.1), (2048, 251.0), (4096, 314.5), (8192, 305.5),
-                    (10240, 274.8))),
+      for s, tf in ((2048, 251.0), (4096, 314.5), (8192, 305.5), (10240, 274.8))),
 )
 
 # Published figures the model does not reproduce, with what it gives instead: kept
@@ -146,6 +145,14 @@ BEYOND_THE_MODEL: tuple[tuple[Published, str], ...] = (
      "5x slower than its K = 40000 neighbour per FLOP: a cliff past the L2 thrash the "
      "model has (an A tile's rows 160 KB apart span 20 MB; a translation or DRAM-page "
      "effect is our guess, not modelled)"),
+    (Published("torch_npu 1024^3", TORCH_NPU, "Ascend910B2", 1024, 1024, 1024, "fp16",
+               _tflops_to_us(1024, 98.1)),
+     "times the host, not the kernel: the source's loop (test.py) is the wall clock of 30 "
+     "eager torch.mm calls, so a call costs the longer of its kernel and torch_npu's "
+     "dispatch of it; the model prices CANN's kernel (96 x 256 blocks after its load "
+     "balancing, 44 blocks, two a core) at 16-18 us, under every torch-driven call floor "
+     "the attention sources show on a 910B2 (16-19 us a JIT call, 47-70 us an eager "
+     "fused call), and the bf16 call of the same loop takes the same 21.5 us"),
 )
 
 # Pairs of records of the same shape whose order the model must reproduce

@@ -50,7 +50,8 @@ def library_space(soc: str, dtype: str) -> SearchSpace:
 
 def simulate(figure: Published) -> Row:
     """The simulator's time for one published figure."""
-    sim = GemmModel(load_profile(figure.soc), warm_l2=figure.config is None)
+    library = figure.config is None
+    sim = GemmModel(load_profile(figure.soc), warm_l2=library, library_l1=library)
     gemm = Gemm(figure.m, figure.k, figure.n, dtype=figure.dtype)
     if figure.config is None:
         space = library_space(figure.soc, figure.dtype)

@@ -34,7 +34,7 @@ from aoe_optuna.cli.common import UsageError
 EXAMPLES = """\
 examples:
   # torch_npu's published square GEMMs (library kernels: no tiling) as your own timings:
-  # refused, exit 2, nothing written (the shipped model is +1.6% off them on average,
+  # refused, exit 2, nothing written (the shipped model is -5.3% off them on average,
   # inside their scatter); a chip whose kernels ran 1.4x these times would be written
   aoe-tune calibrate --soc Ascend910B2 --timings studies/timings/torch_npu_910b2.csv \\
       --out my910b2.json

@@ -17,7 +17,7 @@ from aoe_optuna.backends.simulator.backend import AscendSimulator
 from aoe_optuna.calibration import leave_one_source_out as source_validation
 from aoe_optuna.calibration.bands import shipped_document
 from aoe_optuna.calibration.families import family_of
-from aoe_optuna.calibration.published_gemm import PUBLISHED, Published
+from aoe_optuna.calibration.published_gemm import BEYOND_THE_MODEL, PUBLISHED, Published
 from aoe_optuna.cli.main import main
 from aoe_optuna.hardware.profile import ProfileError, load_profile
 from aoe_optuna.space.params import to_code
@@ -47,7 +47,7 @@ SLOWER = 1.4  # a part this much slower than torch_npu's: an offset a scale is k
 def _slower_torch_npu(tmp_path: Path) -> Path:
     """torch_npu's five library GEMMs timed on a part :data:`SLOWER` times slower: the
     shipped model's offset on them is clear of their scatter, so a fit is written (on
-    torch_npu's own figures, +1.6% mean off, it is refused)."""
+    torch_npu's own figures, -5.3% mean off, it is refused)."""
     lines = (TIMINGS / "torch_npu_910b2.csv").read_text().splitlines()
     path = tmp_path / "torch_npu_slower.csv"
     path.write_text("\n".join([lines[0]] + [
@@ -236,7 +236,9 @@ def test_a_broken_calibration_section_names_its_key(tmp_path: Path) -> None:
 
 def test_an_msprof_profile_gives_the_same_fit_as_its_rows_written_plainly(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    torch = [f for f in PUBLISHED if source_validation.tag(f) == "torch_npu"]
+    # the five shapes of the shipped timing file (1024^3 is out of the simulator's fit)
+    torch = [f for f in (*(b for b, _ in BEYOND_THE_MODEL), *PUBLISHED)
+             if source_validation.tag(f) == "torch_npu"]
     lines = ["Device_id,OP Type,Task Type,Task Duration(us),Input Shapes,Input Data Types,"
              "Input Formats,Output Shapes,Output Formats"]
     for f in torch:  # each shape twice, as two steps of a run would time it

@@ -26,6 +26,7 @@ import numpy as np
 from aoe_optuna.aicore.gemm import (
     gemv,
     layout,
+    library_l1,
     overhead,
     pipeline,
     schedule,
@@ -49,12 +50,16 @@ class GemmModel:
     ``mmad_startup_cycles`` (default: the SoC's msKPP fit, ``pipes/cube.py``) and
     ``launch_s`` (default: ``pipes/launch.py``'s ``KERNEL_LAUNCH_S`` when the model is
     built) override the fitted figures; ``warm_l2`` prices a GEMM timed in a loop, its
-    operands in L2 from the second run on (``traffic.py``).
+    operands in L2 from the second run on (``traffic.py``); ``library_l1`` prices CANN's
+    library kernel, whose A and B each have an L1 queue of their own (``library_l1.py``)
+    where catlass's templates load both into one stage.
     """
 
     def __init__(self, profile: SocProfile, *, mmad_startup_cycles: float | None = None,
-                 launch_s: float | None = None, warm_l2: bool = False) -> None:
+                 launch_s: float | None = None, warm_l2: bool = False,
+                 library_l1: bool = False) -> None:
         self.profile = profile
+        self.library_l1 = library_l1
         self.launch_s = launch.KERNEL_LAUNCH_S if launch_s is None else launch_s
         self.warm_l2 = warm_l2
         self.mmad_startup = (cube.mmad_startup_cycles(profile.soc)
@@ -190,13 +195,20 @@ class GemmModel:
         a_stride = np.where(pad, vector_passes.aligned(a_stride), a_stride)
         b_stride = np.where(pad, vector_passes.aligned(b_stride), b_stride)
         stream = transfer.gm_stream(p.gm_to_l1_bytes_per_cycle, clock)
-        load = (stream.seconds(rows * g.depth_valid * elem, a_run, a_stride, miss)
-                + stream.seconds(width * g.depth_valid * elem, b_run, b_stride, miss)) * clock
+        load_a = stream.seconds(rows * g.depth_valid * elem, a_run, a_stride, miss) * clock
+        load_b = stream.seconds(width * g.depth_valid * elem, b_run, b_stride, miss) * clock
+        load = load_a + load_b
         lat = np.full_like(load, transfer.gm_to_l1().startup_s * clock)
         steps = g.steps_per_tile
         compute = pipeline.stage_compute_cycles(pipe, steps, mte1, mmad, ovh.issue_per_step,
                                                 ovh.bubble_per_step)
         period = pipeline.stage_period_cycles(pipe, prefetch, steps, lat, load, compute)
+        if self.library_l1:  # CANN's library kernel: an L1 queue per operand
+            depth_a, depth_b = library_l1.queue_depths(p.l1_bytes, g.tm, g.tn, g.tk, elem,
+                                                       gemm.K)
+            own = pipeline.own_queues_period_cycles(compute, load_a, load_b, lat, depth_a,
+                                                    depth_b, g.depth_valid)
+            period = np.where((prefetch != 0) & (pipe != 0), own, period)
 
         # The block: its L1 tiles, then FixPipe writes L0C back (partly under the cube with
         # unit flag); how the first tile's load shows is pipeline.block_tiles_cycles's job.

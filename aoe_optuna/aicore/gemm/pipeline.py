@@ -51,6 +51,24 @@ def stage_period_cycles(
     return np.where(pipeline == 0, serial, overlapped)
 
 
+def own_queues_period_cycles(
+    compute: np.ndarray, load_a: np.ndarray, load_b: np.ndarray, lat: np.ndarray,
+    depth_a: np.ndarray, depth_b: np.ndarray, depth: np.ndarray,
+) -> np.ndarray:
+    """Cycles per L1 stage of ``depth`` K when A and B sit in L1 queues of their own,
+    each double buffered ``depth_a`` / ``depth_b`` deep (CANN's library matmul through
+    the Ascend C Matmul API: ``depthA1``, ``depthB1``), rather than in one joint stage.
+
+    Each operand's buffer cycles through its own load start-up, its load and the
+    compute that reads it, two buffers deep: over a stage that is ``(lat depth/d +
+    load + compute) / 2``, a deeper queue paying its start-up over more K. MTE2 still
+    moves both operands' bytes and the cube still computes the stage.
+    """
+    own_a = (lat * depth / depth_a + load_a + compute) / 2
+    own_b = (lat * depth / depth_b + load_b + compute) / 2
+    return np.maximum(np.maximum(compute, load_a + load_b), np.maximum(own_a, own_b))
+
+
 def block_tiles_cycles(
     pipeline: np.ndarray, prefetch: np.ndarray, preload: np.ndarray, tiles: np.ndarray,
     steps: np.ndarray, lat: np.ndarray, load: np.ndarray, compute: np.ndarray,
