@@ -63,7 +63,13 @@ from aoe_optuna.kernel_set.budget_split import FLOOR
 from aoe_optuna.kernel_set.expected_time import expected_time_s
 from aoe_optuna.kernel_set.operator_mix import OperatorMix, from_model
 from aoe_optuna.kernel_set.selection import K_MAX, dispatch
-from aoe_optuna.kernel_set.tuner import VERIFY, KernelSetTuner, TunerOptions
+from aoe_optuna.kernel_set.tuner import (
+    CHECK_REACH,
+    RETILE,
+    VERIFY,
+    KernelSetTuner,
+    TunerOptions,
+)
 from aoe_optuna.kernel_set.tuning_shapes import DEFAULT_COUNT, tuning_shapes
 from aoe_optuna.operators.scheduler import make_scheduler
 from aoe_optuna.operators.state import best_measured
@@ -368,13 +374,17 @@ def k_median(cost: np.ndarray, start: Sequence[int], k: int) -> list[int]:
 
 
 def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
-              out: Path, verify: float = VERIFY, floor: float = FLOOR) -> None:
+              out: Path, verify: float = VERIFY, floor: float = FLOOR,
+              reach: float = CHECK_REACH, retile: bool = RETILE,
+              round_reach: float = 0.0) -> None:
     storage = optuna.storages.RDBStorage(f"sqlite:///{folder}/{case.name}-s{seed}.db")
     for budget in budgets:
         start = time.time()
         tuner = KernelSetTuner(storage, f"bench-{case.name}", case.spec, case.ops, case.tuned,
                                case.sim, TunerOptions(budget=budget, seed=seed, verify=verify,
-                                                         floor=floor))
+                                                         floor=floor, check_reach=reach,
+                                                         retile=retile,
+                                                         round_reach=round_reach))
         tuner.run()
         spent = time.time() - start
         results = outcome.outcomes(tuner.units)
@@ -382,7 +392,8 @@ def run_joint(case: Case, seed: int, budgets: Sequence[int], folder: Path,
         predicted = [sum(r.best_for(k).weighted_s for r in results)
                      for k in range(1, K_MAX + 1)]
         row = {"kind": "joint", "case": case.name, "seed": seed, "budget": budget,
-               "verify": verify, "floor": floor,
+               "verify": verify, "floor": floor, "check_reach": reach, "retile": retile,
+               "round_reach": round_reach,
                "used": tuner.used,
                "builds": sum(u.study.measured.builds for u in tuner.units),
                "seconds": spent, "optimum_s": case.optimum_s(), "predicted_s": predicted,
@@ -459,8 +470,7 @@ def report(paths: Sequence[Path], oracle_dir: Path, ops: Sequence[str] = ()) -> 
               f"({opt * 1e6:.1f} us per mean step)\n")
         extra = [(f"{rule} GP-UCB {r['budget']} s{r['seed']}", r[rule]) for r in tuned
                  for rule in ("nearest", "pow2")]
-        print("| K | " + " | ".join(f"joint {r['budget']} s{r['seed']}"
-                                   + ("" if r.get("verify", VERIFY) else " no checks")
+        print("| K | " + " | ".join(f"joint {r['budget']} s{r['seed']}" + _options(r)
                                    for r in joint)
               + "".join(f" | {label}" for label, _ in extra)
               + " | nearest (exh.) | pow2 (exh.) |")
@@ -482,6 +492,21 @@ def report(paths: Sequence[Path], oracle_dir: Path, ops: Sequence[str] = ()) -> 
                       f"{r['seconds']:.0f} s): " + ", ".join(
                           f"{t['used']}: {t['held_out_s'] / opt:.4f}" for t in r["trace"]))
         paired(rows, name, opt)
+
+
+def _options(row: dict[str, Any]) -> str:
+    """What a joint row ran with where it differs from the defaults (a row from before
+    re-tiling was an option ran without it)."""
+    out = ""
+    if row.get("verify", 0.0):
+        out += f" verify {row['verify']:g}"
+    if row.get("check_reach", 0.0):
+        out += f" reach {row['check_reach']:g}"
+    if row.get("round_reach", 0.0):
+        out += f" round reach {row['round_reach']:g}"
+    if bool(row.get("retile", False)) != RETILE:
+        out += " re-tiled" if row.get("retile") else " no re-tiling"
+    return out
 
 
 def paired(rows: Sequence[dict[str, Any]], name: str, opt: float) -> None:
@@ -525,6 +550,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, default=3200)
     p.add_argument("--verify", type=float, default=VERIFY,
                    help="joint: the share of the budget that checks the sets' claims")
+    p.add_argument("--check-reach", type=float, default=CHECK_REACH,
+                   help="joint: a config measured within this of a shape in log2 M has "
+                   "checked it there")
+    p.add_argument("--retile", type=int, choices=[0, 1], default=int(RETILE),
+                   help="joint: the incumbents' output tiles re-shaped whole are candidates")
+    p.add_argument("--round-reach", type=float, default=0.0,
+                   help="joint: --check-reach of the checks in every round")
     p.add_argument("--floor", type=float, default=FLOOR,
                    help="joint: each operator's least share of the budget, of an even split")
     p.add_argument("--ks", default=",".join(str(k) for k in range(1, K_MAX + 1)),
@@ -551,7 +583,8 @@ def main(argv: list[str] | None = None) -> int:
         for seed in seeds:
             if args.what == "joint":
                 run_joint(case, seed, [int(b) for b in args.budgets.split(",")], args.folder,
-                          args.out, args.verify, args.floor)
+                          args.out, args.verify, args.floor, args.check_reach,
+                          bool(args.retile), args.round_reach)
             elif args.what == "separate":
                 run_separate(case, seed, args.budget, args.out)
             elif args.what == "tuned":

@@ -72,6 +72,27 @@ def exposure(mean: np.ndarray, std: np.ndarray, weight: np.ndarray, shipped: np.
     return np.where(shipped & ~measured, up, 0.0)
 
 
+def measured_near(ids: np.ndarray, shapes: np.ndarray, pairs: set[tuple[int, int]],
+                  reach: float = 0.0) -> np.ndarray:
+    """(len(ids), len(shapes)): whether config ``ids[i]`` was measured at an M within
+    ``reach`` of ``shapes[j]`` in log2 M (0: at that very M). A config's latency over M
+    moves smoothly between the steps of its tiles and waves, so a pair next to a
+    measured one is a check the model has already had."""
+    if reach <= 0:
+        return np.array([[(int(f), int(m)) in pairs for m in shapes.tolist()]
+                         for f in ids.tolist()], dtype=bool).reshape(len(ids), len(shapes))
+    seen: dict[int, list[float]] = {}
+    for f, m in pairs:
+        seen.setdefault(f, []).append(np.log2(float(m)))
+    logs = np.log2(shapes.astype(float))
+    out = np.zeros((len(ids), len(shapes)), dtype=bool)
+    for i, f in enumerate(ids.tolist()):
+        if int(f) in seen:
+            at = np.array(seen[int(f)])
+            out[i] = (np.abs(logs[:, None] - at[None, :]) <= reach + 1e-9).any(axis=1)
+    return out
+
+
 def pick_pairs(score: np.ndarray, count: int) -> list[Pick]:
     """Up to ``count`` (candidate, shape) pairs with the largest score, none of them 0."""
     flat = np.argsort(-score, axis=None, kind="stable")[:count]

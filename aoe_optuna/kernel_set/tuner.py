@@ -6,22 +6,29 @@ feasible ones), each timed at one tuning shape, spread over the range; then, in 
 the model is refitted and :mod:`.acquisition` names the pairs that could cut the mix's
 weighted latency most. Candidates are fresh uniform feasible configs, the one-parameter
 neighbours of the incumbents (the kernels of the current sets of one and two, the
-best measured config at each tuning shape), the configs already measured, whose new
-shapes are a timing only where the backend keeps its builds (the simulator's charge,
-the cpu and npu backends' build caches), and the other operators' leaders (each one's
-fastest measured config at each of its tuning shapes). A tiling's fit is its output
-tiles over the cores, M and N, far more than K: decode's o_proj and down_proj (both
-N = 3,584) have one optimum at batch 16 and one at 120, and down_proj's own search,
-116 measurements over a 10-parameter space, stood 15-19% above it at batches of 99 to
-206. The operators share the budget by their share of the mix's time, each with a
-floor (:mod:`.budget_split`): the one furthest below its quota gets the next round,
-until its model finds nothing that could cut the time.
+best measured config at each tuning shape), their re-tilings (both sides of the output
+tile changed together, the rest kept), the configs already measured, whose new shapes
+are a timing only where the backend keeps its builds (the simulator's charge, the cpu
+and npu backends' build caches), and the other operators' leaders (each one's fastest
+measured config at each of its tuning shapes). A tiling's fit is its output tiles over
+the cores, M and N, far more than K: decode's o_proj and down_proj (both N = 3,584)
+have one optimum at batch 16 and one at 120, and down_proj's own search, 116
+measurements over a 10-parameter space, stood 15-19% above it at batches of 99 to 206.
+Past batch 100 gate_up_proj's best tile follows M (112 x 272 at batch 99, 80 x 400 at
+154, 192 x 160 at 178), each filling L0C, so no one-parameter step leads from one to
+the next: without the re-tilings, one seed's measured configs stood 4-11% above the
+optimum at five of seven held-out batches from 99 to 253. The operators share the
+budget by their share of the mix's time, each with a floor (:mod:`.budget_split`): the
+one furthest below its quota gets the next round, until its model finds nothing that
+could cut the time.
+
+Half of each round checks pairs the current sets ship that no measurement has seen.
 With ``verify``, the end of the budget checks the sets' claims first: the (config,
 tuning shape) pairs the sets of 1 to 8 kernels ship that no measurement has seen, the
 most exposed first (weight x how far above its prediction the latency could be), each
 round re-choosing the sets from the refitted model; what is left once every shipped
 pair is measured explores as before. It is off by default: the measurements it takes
-are the exploration's, which the small operators of a decode step lose.
+are the exploration's (docs/benchmarks/kernel_sets.md).
 
 Everything read is recomputed from the operators' studies (:mod:`.measurements`), so
 the same call resumes an interrupted run.
@@ -38,6 +45,7 @@ import optuna
 from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.kernel_set.acquisition import (
     exposure,
+    measured_near,
     pick,
     pick_pairs,
     set_gains,
@@ -50,7 +58,7 @@ from aoe_optuna.kernel_set.joint_model import JointInputs, JointModel
 from aoe_optuna.kernel_set.measurements import OperatorStudy
 from aoe_optuna.kernel_set.operator_mix import OperatorMix
 from aoe_optuna.kernel_set.selection import K_MAX, KernelSetChoice, choose_sets
-from aoe_optuna.samplers.neighbourhood import neighbours
+from aoe_optuna.samplers.neighbourhood import neighbours, retilings
 from aoe_optuna.spec.loader import StudySpec
 
 WARMUP = 10  # measurements per operator before its model steers
@@ -58,9 +66,15 @@ ROUND = 4  # measurements per operator between two fits of its model
 POOL = 2000  # fresh uniform feasible candidates per round
 INCUMBENTS = 8  # configs whose one-parameter neighbours join the candidates
 # the share of the budget, at its end, that checks what the sets ship: none by default,
-# since a quarter cost decode 0.2-0.5 points of its set of 4 on each of three seeds and
-# changed prefill by less than 0.1 (docs/benchmarks/kernel_sets.md)
+# since a quarter cost decode's set of 4 0.2-1.1 points on each of five seeds, and
+# 0.01-1.6 on four of five with a measurement within 0.6 of a shape in log2 M counted
+# as a check there (docs/benchmarks/kernel_sets.md)
 VERIFY = 0.0
+# how near in log2 M a measurement of a config counts as a check of a pair it ships
+CHECK_REACH = 0.0
+# the incumbents' re-tilings among the candidates: decode's set of 4 0.08-1.6 points
+# better on eight of nine seeds, 0.14 worse on one (docs/benchmarks/kernel_sets.md)
+RETILE = True
 
 
 @dataclass(frozen=True)
@@ -71,7 +85,10 @@ class TunerOptions:
     round: int = ROUND
     pool: int = POOL
     verify: float = VERIFY
+    check_reach: float = CHECK_REACH  # log2 M; 0: only the pair itself checks it
     floor: float = FLOOR  # of an even split, each operator's least share of the budget
+    retile: bool = RETILE  # the incumbents' output tiles re-shaped whole are candidates
+    round_reach: float = 0.0  # log2 M: check_reach of the checks in each round
 
     @property
     def explore_until(self) -> int:
@@ -152,7 +169,8 @@ class OperatorTuning:
         return rows[np.sort(first)]
 
     def proposals(self, rng: np.random.Generator, count: int, pool: int,
-                  shared: np.ndarray | None = None) -> list[tuple[np.ndarray, int, float]]:
+                  shared: np.ndarray | None = None, retile: bool = False,
+                  reach: float = 0.0) -> list[tuple[np.ndarray, int, float]]:
         """Up to ``count`` (config row, M, what it could cut in s per step) to measure:
         half of them checks of pairs the current sets ship unmeasured, the rest the
         candidates of largest gain (:mod:`.acquisition`); ``shared``: configs the other
@@ -164,7 +182,7 @@ class OperatorTuning:
         done_mean = np.stack([self.model.predict_log(done, int(m))[0] for m in self.tuned],
                              axis=1)
         choices = choose_sets(np.exp(done_mean), self.tuned, self.tuned_weight, K_MAX)
-        rows = self._candidates(rng, pool, done, done_mean, choices, shared)
+        rows = self._candidates(rng, pool, done, done_mean, choices, shared, retile)
         ids = self.space.flat_id(rows)
         mean = np.empty((len(rows), len(self.tuned)))
         std = np.empty_like(mean)
@@ -174,7 +192,9 @@ class OperatorTuning:
             measured[:, j] = [(int(f), int(m)) in got.pairs for f in ids]
         # the measured configs lead the candidates, in the order of ``done``
         shipped, sets = _set_terms(choices, self.tuned, np.exp(done_mean), len(rows))
-        check = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, measured),
+        seen = measured | measured_near(ids, self.tuned, got.pairs, reach) if reach > 0 \
+            else measured
+        check = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, seen),
                            count // 2 if count > 1 else 0)
         for p in check:  # a pair checked now is no new config's shape
             measured[p.row, p.shape] = True
@@ -184,21 +204,20 @@ class OperatorTuning:
                    count - len(check))
         return [(rows[p.row], int(self.tuned[p.shape]), p.gain_s) for p in [*new, *check]]
 
-    def checks(self, count: int) -> list[tuple[np.ndarray, int, float]]:
+    def checks(self, count: int, reach: float = 0.0) -> list[tuple[np.ndarray, int, float]]:
         """Up to ``count`` (config row, M, exposure) the sets of 1 to K_MAX kernels ship
         unmeasured, the largest exposure first: a set with its ranges is a claim about
-        each tuning shape in them, and these are the ones no measurement has checked."""
+        each tuning shape in them, and these are the ones no measurement has checked
+        (none of the config within ``reach`` of the shape in log2 M)."""
         if not self.refit():
             return []
         got = self.study.measured
         done = self.measured_rows()
         mean = np.empty((len(done), len(self.tuned)))
         std = np.empty_like(mean)
-        measured = np.zeros_like(mean, dtype=bool)
-        ids = self.space.flat_id(done)
         for j, m in enumerate(self.tuned.tolist()):
             mean[:, j], std[:, j] = self.model.predict_log(done, int(m))
-            measured[:, j] = [(int(f), int(m)) in got.pairs for f in ids]
+        measured = measured_near(self.space.flat_id(done), self.tuned, got.pairs, reach)
         choices = choose_sets(np.exp(mean), self.tuned, self.tuned_weight, K_MAX)
         shipped, _ = _set_terms(choices, self.tuned, np.exp(mean), len(done))
         picks = pick_pairs(exposure(mean, std, self.tuned_weight, shipped, measured), count)
@@ -216,7 +235,7 @@ class OperatorTuning:
 
     def _candidates(self, rng: np.random.Generator, pool: int, done: np.ndarray,
                     done_mean: np.ndarray, choices: list[KernelSetChoice],
-                    shared: np.ndarray | None = None) -> np.ndarray:
+                    shared: np.ndarray | None = None, retile: bool = False) -> np.ndarray:
         """The measured configs (first, in their order), then fresh uniform feasible ones
         and the one-parameter neighbours of the incumbents: the kernels of the sets of
         one and two, then each tuning shape's best, the shapes that carry the most of
@@ -230,6 +249,8 @@ class OperatorTuning:
         got = self.study.measured
         fresh = [self.space.sample_feasible(pool, rng, exclude=set(got.failed)),
                  neighbours(self.space, incumbents)]
+        if retile:
+            fresh.append(retilings(self.space, incumbents))
         if shared is not None and len(shared):
             fresh.append(shared)
         extra = np.concatenate(fresh)
@@ -300,7 +321,8 @@ class KernelSetTuner:
             unit = self.units[i]
             shared = [v.leaders() for v in self.units if v is not unit]
             picks = unit.proposals(rng, min(o.round, o.budget - self.used), o.pool,
-                                   np.concatenate(shared) if shared else None)
+                                   np.concatenate(shared) if shared else None, o.retile,
+                                   o.round_reach)
             if not picks:
                 unit.open = False  # its share goes to the others
                 continue
@@ -311,13 +333,14 @@ class KernelSetTuner:
     def _check(self) -> bool:
         """One round of checks, for the operator whose sets ship the most exposed unmeasured
         pair; False when every shipped pair is measured (the budget left explores)."""
-        first = [(u, u.checks(1)) for u in self.units]
+        reach = self.options.check_reach
+        first = [(u, u.checks(1, reach)) for u in self.units]
         first = [(u, c[0][2]) for u, c in first if c]
         if not first:
             return False
         unit = max(first, key=lambda uc: uc[1])[0]
         for row, m, _exposure in unit.checks(min(self.options.round,
-                                                 self.options.budget - self.used)):
+                                                 self.options.budget - self.used), reach):
             self._measure(unit, row, m)
         self._report(unit)
         return True

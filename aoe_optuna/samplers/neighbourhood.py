@@ -26,6 +26,25 @@ def neighbours(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
+OUTPUT_TILE = ("tile_m", "tile_n")  # a GEMM's output tile: its sides share L0C
+
+
+def retilings(space: SearchSpace, rows: np.ndarray,
+              names: tuple[str, ...] = OUTPUT_TILE) -> np.ndarray:
+    """Every feasible config with all of ``names`` changed together from a row of
+    ``rows``, the other parameters kept (none on a space without them).
+
+    How a GEMM's output tile fits M and N over the cores decides most of its time,
+    and the tile's sides share L0C's capacity: a tile that fills it cannot grow one
+    side alone, so one-parameter steps cannot move from one shape's best tiling to
+    the next shape's (batch 154's 80 x 400 to batch 178's 192 x 160)."""
+    if not rows.size or not all(n in space.names for n in names):
+        return np.zeros((0, len(space.shape)), dtype=np.int64)
+    positions = tuple(space.names.index(n) for n in names)
+    cand = np.concatenate([_changed(space, row, positions) for row in rows])
+    return cand[space.is_feasible(cand)]
+
+
 def ball(space: SearchSpace, centre: np.ndarray, radius: int) -> np.ndarray:
     """Every feasible config differing from ``centre`` in exactly ``radius`` parameters.
 

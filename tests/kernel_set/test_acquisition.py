@@ -8,6 +8,7 @@ import pytest
 
 from aoe_optuna.kernel_set.acquisition import (
     exposure,
+    measured_near,
     pick,
     pick_pairs,
     set_gains,
@@ -47,3 +48,17 @@ def test_measured_pairs_are_never_proposed():
     up = exposure(mean, std, np.ones(2), shipped, measured)
     assert up[0].tolist() == [0.0, 0.0] and up[1, 1] > 0
     assert [(p.row, p.shape) for p in pick_pairs(up, 3)] == [(1, 1)]
+
+
+def test_a_pair_next_to_a_measured_one_counts_as_measured_within_the_reach():
+    shapes = np.array([16, 24, 64, 256])
+    pairs = {(7, 16), (9, 256)}
+    exact = measured_near(np.array([7, 9, 3]), shapes, pairs)
+    assert exact.tolist() == [[True, False, False, False], [False, False, False, True],
+                              [False, False, False, False]]
+    # log2(24 / 16) = 0.58: within 0.6 of 16, and 64 is 2 away from both
+    near = measured_near(np.array([7, 9, 3]), shapes, pairs, reach=0.6)
+    assert near.tolist() == [[True, True, False, False], [False, False, False, True],
+                             [False, False, False, False]]
+    assert measured_near(np.array([7]), shapes, pairs, reach=2.0)[0].tolist() == [
+        True, True, True, False]
