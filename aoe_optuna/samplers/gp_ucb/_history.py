@@ -87,7 +87,10 @@ class History:
         feasible = self.feasible_mask
         if not feasible.any():
             return self.completed[:0]
-        order = np.argsort(-self.feasible_targets(), kind="stable")
+        # the log targets rank as the copula's do (both monotone, ties kept), without
+        # the normal quantiles a ranking needs none of (nor scipy.special, ~0.1 s)
+        key = np.where(feasible, self.targets(transform="log"), -np.inf)
+        order = np.argsort(-key, kind="stable")
         return self.completed[order[: min(k, int(feasible.sum()))]]
 
 

@@ -17,7 +17,6 @@ when it says its predictions changed.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtri
 
 from aoe_optuna.samplers.priors.base import ConfigPrior, ObservingPrior
 from aoe_optuna.samplers.priors.id_values import IdValues
@@ -80,5 +79,7 @@ class PriorScores:
         below = np.searchsorted(ref, raw, side="left")
         upto = np.searchsorted(ref, raw, side="right")
         rank = np.where(np.isneginf(raw), 0.0, 0.5 * (below + upto))
+        from scipy.special import ndtri  # at the first scoring, not at the sampler's import
+
         scores = ndtri((rank + 0.5) / (ref.shape[0] + 1.0))
         return np.where(np.isnan(raw), 0.0, scores)
