@@ -27,4 +27,6 @@ def test_time_off_the_core_counts_on_the_wall_clock_only() -> None:
 def test_a_computing_call_is_timed_alike_by_both_clocks_where_it_keeps_its_core() -> None:
     cpu = time_call(spin, POLICY, clock="thread_cpu").median_s
     wall = time_call(spin, POLICY).median_s
-    assert 0.01 <= cpu <= wall  # wall counts any wait for the core as well
+    # wall counts any wait for the core as well; the two are separate calls, each
+    # overshooting its 10 ms of spin by up to a clock tick, hence the 5%
+    assert 0.01 <= cpu <= wall * 1.05
