@@ -32,13 +32,15 @@ SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"  # simulator: measuremen
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 N_MEASUREMENTS = 40  # more than the killed runs measure, so each run is killed
 N_PARAMS = 6  # tile_m, tile_k, tile_n, pipeline, l1_prefetch, output_align
-N_RESULT_ATTRS = 6  # cost_s, tokens_per_s, latency_us, tflops, roofline_fraction, measured
+N_RESULT_ATTRS = 8  # cost_s, build_s, tokens_per_s, latency_us, tflops, roofline_fraction,
+#                    sampler_s, measured (the simulator's result, in write order)
 
 # Every write point of a trial's life, in order, as (name, AOE_FAULT_AT). Each run
 # first finishes the trial the previous kill left (its retry is popped first), so
 # the kill lands on the run's second trial: the arrival counts skip the first
 # trial's arrivals, and no config is killed twice.
 POINTS = [
+    ("creation", "born:2"),
     ("ask", "ask:2"),
     *[(f"param {i}", f"param:{N_PARAMS + i}") for i in range(1, N_PARAMS + 1)],
     ("constraints", "constraints:2"),

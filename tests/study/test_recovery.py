@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from optuna.trial import TrialState
 from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.study.run.loop import MAX_SAME_INFEASIBLE, Budget, run_study
 from aoe_optuna.study.run.objective import TuningObjective, count_measured, is_measured
+from aoe_optuna.study.storage.opening import open_storage
 from aoe_optuna.study.trials.recovery import MAX_RETRY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,6 +85,31 @@ def test_a_trial_held_by_optuna_ask_is_named_then_failed_after_stale_after(
     assert t.state == TrialState.FAIL
     assert "no heartbeat and no live owner" in t.system_attrs["fail_reason"]
     assert count_measured(trials) == 3
+
+
+@pytest.mark.slow  # four aoe-tune processes
+@pytest.mark.parametrize("storage", ["sqlite", "journal"])
+def test_a_worker_killed_as_its_trial_is_created_is_found_dead_at_once(
+    tmp_path: Path, storage: str,
+) -> None:
+    """Killed before any code of ours ran on its new trial: the trial names its worker
+    from its creation, so the resume ends it at once. Before, it named nobody, and
+    the resume waited a silent minute for it at its end."""
+    url = f"sqlite:///{tmp_path / 'r.db'}" if storage == "sqlite" else str(tmp_path / "r.log")
+    killed = _tune(url, "--n-trials", "4", "--no-progress", fault="born:2")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    study = optuna.load_study(study_name="r", storage=open_storage(url))
+    (born,) = study.get_trials(states=(TrialState.RUNNING,))
+    assert not born.params and born.user_attrs["worker"]["pid"] > 0
+    started = time.monotonic()
+    done = _tune(url, "--n-trials", "4", "--no-progress")
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    trials = optuna.load_study(study_name="r", storage=open_storage(url)).get_trials()
+    assert trials[born.number].state == TrialState.FAIL
+    assert "died" in trials[born.number].system_attrs["fail_reason"]
+    assert count_measured(trials) == 4
+    assert took < 30, f"the resume took {took:.0f} s"  # the orphan rule's minute: 60+ s
 
 
 def test_a_sampler_stuck_on_one_infeasible_config_is_stopped_with_a_line(capsys) -> None:

@@ -19,7 +19,7 @@ import optuna
 from aoe_optuna.attrs import RACE_LEASE_PREFIX
 from aoe_optuna.process_liveness import same_process
 from aoe_optuna.study.storage.write_once import set_once
-from aoe_optuna.study.trials.recovery import worker_identity
+from aoe_optuna.study.trials.owned_birth import worker_identity
 
 MAX_ATTEMPTS = 1000
 

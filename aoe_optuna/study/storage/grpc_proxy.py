@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grpc_proxy: error: {exc}; install the grpc extra", file=sys.stderr)
         return 2
     try:
-        storage = get_storage(open_storage(args.storage))
+        opened = open_storage(args.storage)
+        opened.owned_births = False  # type: ignore[attr-defined]  # its trials are its clients'
+        storage = get_storage(opened)
     except (StorageError, ValueError) as exc:
         print(f"grpc_proxy: error: storage: {exc}", file=sys.stderr)
         return 2

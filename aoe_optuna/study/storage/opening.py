@@ -30,7 +30,6 @@ from typing import Any
 
 import optuna
 from optuna.storages import RDBStorage
-from optuna.storages.journal import JournalStorage
 
 from aoe_optuna.study.storage.file_kind import not_a_regular_file
 from aoe_optuna.study.storage.journal_file import (
@@ -46,6 +45,7 @@ from aoe_optuna.study.storage.write_once import (
     WriteOnceRDBStorage,
     WriteOnceSQLiteStorage,
 )
+from aoe_optuna.study.trials.owned_birth import OwnedBirthJournalStorage
 from aoe_optuna.study.trials.recovery import RetryStaleTrial
 
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
@@ -215,7 +215,7 @@ def _switch_to_wal(cursor: Any) -> None:
             time.sleep(random.uniform(0.01, 0.05))
 
 
-def _journal(path: Path) -> JournalStorage:
+def _journal(path: Path) -> OwnedBirthJournalStorage:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise StorageError(f"storage {path}: folder {folder} does not exist")
@@ -235,7 +235,7 @@ def _journal(path: Path) -> JournalStorage:
     if repaired:
         print(repaired, file=sys.stderr, flush=True)
     try:
-        return JournalStorage(WriteOnceJournalFileBackend(str(path), lock_obj=lock))
+        return OwnedBirthJournalStorage(WriteOnceJournalFileBackend(str(path), lock_obj=lock))
     except Exception as exc:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc, str(path))})") from None
 

@@ -9,7 +9,9 @@ and the slower one dies at its tell ("Cannot tell a COMPLETE trial"). With
 runs of the race in ``tests/study/test_sqlite_pop.py`` on Optuna's own
 storage). Writing RUNNING only ``WHERE state = 'WAITING'`` makes the check
 and the write one statement under SQLite's write lock: exactly one worker
-wins.
+wins. The same transaction writes the worker's mark and first heartbeat
+(:mod:`aoe_optuna.study.trials.owned_birth`), so a worker killed just after
+the pop leaves a trial that names it.
 Optuna keeps its read-check-write and exposes no hook, hence the subclass;
 it uses Optuna's table model (``optuna.storages._rdb.models``), pinned with
 Optuna in constraints.txt.
@@ -46,6 +48,8 @@ class SQLiteStorage(ResultKeepingRDBStorage):
         session = self.scoped_session()
         try:
             won = session.execute(started).rowcount == 1
+            if won and self.owned_births:
+                self.mark_owner(session, trial_id)
             session.commit()
         except BaseException:
             session.rollback()

@@ -31,7 +31,7 @@ from aoe_optuna.attrs import (
     RETRY_HISTORY_KEY,
     WORKER_ATTR,
 )
-from aoe_optuna.study.trials.recovery import worker_identity
+from aoe_optuna.study.trials.owned_birth import worker_identity
 
 
 class EndedElsewhere(Exception):

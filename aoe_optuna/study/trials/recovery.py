@@ -54,17 +54,13 @@ from aoe_optuna.attrs import (
     SPEC_ATTR,
     WORKER_ATTR,
 )
-from aoe_optuna.process_liveness import same_process, start_ticks, stopped
+from aoe_optuna.process_liveness import same_process, stopped
 from aoe_optuna.spec.format import SpecError
 from aoe_optuna.spec.loader import spec_from_dict
+from aoe_optuna.study.trials.fault_points import fault_point
+from aoe_optuna.study.trials.owned_birth import OwnedBirths, worker_identity
 
 MAX_RETRY = 3  # retries of one config after its trial died, on every recovery path
-
-
-def worker_identity() -> dict[str, object]:
-    """Host, pid and the pid's start time (pids are reused; the pair is not)."""
-    me = os.getpid()
-    return {"host": socket.gethostname(), "pid": me, "started": start_ticks(me)}
 
 
 class WorkerTaggingSampler(optuna.samplers.BaseSampler):
@@ -74,7 +70,9 @@ class WorkerTaggingSampler(optuna.samplers.BaseSampler):
     and only then starts the trial's heartbeat. A worker killed inside that
     window would leave a RUNNING trial that nothing identifies as dead, and the
     study's budget would wait for it forever. ``before_trial`` runs right after
-    the trial is created: it records the worker and a first heartbeat.
+    the trial is created: it records the worker and a first heartbeat, where
+    the storage did not write them with the trial (a gRPC client's trials, a
+    WAITING trial started outside SQLite).
     """
 
     def __init__(self, inner: optuna.samplers.BaseSampler) -> None:
@@ -83,12 +81,16 @@ class WorkerTaggingSampler(optuna.samplers.BaseSampler):
         self.current: int | None = None  # the id of the trial this worker runs now
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        fault_point("born")  # a test kills a worker here, its trial just created
         self.current = trial._trial_id
         self.tag(study, trial)
         self.inner.before_trial(study, trial)
 
     def tag(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        """Record this worker and a first heartbeat on the new trial."""
+        """Record this worker and a first heartbeat on the new trial, unless the storage
+        wrote both as it created it (:mod:`aoe_optuna.study.trials.owned_birth`)."""
+        if trial.user_attrs.get(WORKER_ATTR) == self.identity:
+            return
         storage = study._storage
         storage.set_trial_user_attr(trial._trial_id, WORKER_ATTR, self.identity)
         if isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage):
@@ -120,9 +122,10 @@ ORPHAN_AFTER_S = 60.0
 def _orphaned(trial: FrozenTrial, now: datetime) -> bool:
     """RUNNING for a minute with neither params nor a worker: its creator died at birth.
 
-    (Between creating a trial and marking it, a worker can be killed; no
-    heartbeat is recorded yet either. A trial that someone is really working on
-    gets its worker mark within milliseconds, or its params from ``optuna ask``.)
+    aoe-tune's trials carry their worker from the write that creates them
+    (:mod:`aoe_optuna.study.trials.owned_birth`); this catches those of other
+    creators: a gRPC client killed before ``before_trial`` marked its trial, or
+    ``optuna ask`` without a search space and without a tell.
     """
     started = trial.datetime_start
     return (not trial.params and started is not None
@@ -268,8 +271,9 @@ class KeepResultOnStale:
         return stale
 
 
-class ResultKeepingRDBStorage(KeepResultOnStale, RDBStorage):
-    """Optuna's RDB storage (PostgreSQL, MySQL) whose heartbeat keeps stored results."""
+class ResultKeepingRDBStorage(OwnedBirths, KeepResultOnStale, RDBStorage):
+    """Optuna's RDB storage (PostgreSQL, MySQL) whose heartbeat keeps stored results and
+    whose trials name their worker from their first write."""
 
 
 class RetryStaleTrial:
