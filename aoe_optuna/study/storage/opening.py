@@ -55,6 +55,12 @@ _HEARTBEAT_ENV = os.environ.get("AOE_HEARTBEAT_S", "")
 HEARTBEAT_INTERVAL_S = int(_HEARTBEAT_ENV) if _HEARTBEAT_ENV.isdigit() else 5
 HEARTBEAT_INTERVAL_S = HEARTBEAT_INTERVAL_S or 5
 GRACE_PERIOD_S = 4 * HEARTBEAT_INTERVAL_S
+# A Journal file's lock that no live process of this host holds is broken once it has
+# stood this long (Optuna's 30 s); AOE_JOURNAL_GRACE_S (whole seconds) sets it, longer
+# where a host's writes to a shared file system can stall, shorter in tests.
+_JOURNAL_GRACE_ENV = os.environ.get("AOE_JOURNAL_GRACE_S", "")
+JOURNAL_GRACE_S = int(_JOURNAL_GRACE_ENV) if _JOURNAL_GRACE_ENV.isdigit() else 30
+JOURNAL_GRACE_S = JOURNAL_GRACE_S or 30
 DEFAULT_STORAGE = "sqlite:///aoe.db"
 SCHEMA_RACE_TRIES = 8
 _SCHEMA_RACE_SIGNS = ("already exists", "UNIQUE constraint failed", "duplicate key",
@@ -224,7 +230,7 @@ def _journal(path: Path) -> OwnedBirthJournalStorage:
         raise StorageError(f"storage {path}: {problem}{hint}")
     if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
         raise StorageError(f"storage {path}: not writable")
-    lock = OwnedSymlinkLock(str(path))
+    lock = OwnedSymlinkLock(str(path), grace_period=JOURNAL_GRACE_S)
     try:
         repaired = repair_torn_tail(path, lock)
     except JournalRepairError as exc:
