@@ -6,8 +6,11 @@ fits the GP with the prior in its mean and says whether it is used;
 ``prior_as_input`` is the other mechanism measured (the prior as one more
 GP input); ``trust`` is what the run summary says of the prior.
 
-Where the prior is not used, the search is exactly the plain sampler's: its
-space-filling start, its GP, its stored hyperparameters. The prior-mean GP
+``prior_design_pool`` is where the space-filling start draws every other
+proposal while the prior is not trusted: among the configs it ranks best
+(docs/decisions/0039-prior-guided-start.md). Otherwise, where the prior is not
+used, the search is the plain sampler's: its space-filling start, its GP, its
+stored hyperparameters. The prior-mean GP
 is used only where it explains the measurements better than the plain GP
 (fitted as always) by more than its two extra parameters can by chance: its
 maximised log posterior, by the same loss, must exceed the plain GP's by
@@ -54,6 +57,25 @@ def prior_first(f_cands: np.ndarray, f_used: np.ndarray, top_share: float) -> in
     if (f_used >= threshold).any():
         return None
     return int(np.argmax(f_cands))
+
+
+def prior_design_pool(f_cands: np.ndarray | None, share: float,
+                      n_used: int) -> np.ndarray | None:
+    """Indices of the candidates the prior ranks among its best ``share``, where the
+    space-filling start draws its proposal after ``n_used`` configs while the prior is
+    not yet trusted; None: from all candidates.
+
+    Every other proposal is drawn there (odd ``n_used``: the first one after the
+    prior's best), the rest from all candidates. An informative prior's best share
+    holds the configs worth a first look; a misleading one's is a random share of
+    the space, as spread as the whole; one in between (devices whose rankings
+    correlate at 0.75) may hold no config near the target's optimum, and the draws
+    from all candidates keep the start's contrast for the GP to learn that from.
+    """
+    if f_cands is None or share >= 1.0 or f_cands.size == 0 or n_used % 2 == 0:
+        return None
+    keep = np.flatnonzero(f_cands >= np.quantile(f_cands, 1.0 - share))
+    return keep if keep.size else None
 
 
 @dataclass

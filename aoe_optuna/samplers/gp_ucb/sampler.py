@@ -315,10 +315,25 @@ class GPUCBSampler(ConstrainedSampler):
                 return _then_random(first, cands, rng), None, False
         if design and (scores is None or n < _prior_evidence_from()
                        or self.prior_settings.mechanism == "feature"):
-            return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
+            return self._design_step(cands, used_x, rng, f_cands), None, False
         return self._ranked_by_the_gp(encode, history, cands, rng, previous, local_allowed,
                                       failures, scores, previous_prior, torch_seed,
                                       used_x, design, f_cands)
+
+    def _design_step(self, cands: Candidates, used_x: np.ndarray, rng: np.random.Generator,
+                     f_cands: np.ndarray | None) -> np.ndarray:
+        """A space-filling proposal: from every candidate, or with a prior from those it
+        ranks best (``PriorSettings.design_share``)."""
+        pool = None
+        if f_cands is not None:  # (the plain start loads none of the prior's modules)
+            from aoe_optuna.samplers.gp_ucb._prior_step import prior_design_pool
+
+            pool = prior_design_pool(f_cands, self.prior_settings.design_share,
+                                     used_x.shape[0])
+        if pool is None:
+            return _then_random(farthest_point(cands, used_x, rng), cands, rng)
+        sub = Candidates(cands.rows[pool], cands.x[pool])
+        return _then_random(int(pool[farthest_point(sub, used_x, rng)]), cands, rng)
 
     def _ranked_by_the_gp(
         self, encode: GPInputs, history: History, cands: Candidates,
@@ -373,7 +388,7 @@ class GPUCBSampler(ConstrainedSampler):
             assert self.prior is not None and scores is not None
             self._trust = trust(self.prior.name, scores(history.completed), y, fitted)
             if design and not fitted.in_use:  # the design goes on until the prior earns trust
-                return _then_random(farthest_point(cands, used_x, rng), cands, rng), None, False
+                return self._design_step(cands, used_x, rng, f_cands), None, False
         if fitted is not None and fitted.in_use:
             model, hyper = fitted.candidates, fitted.stored
         else:

@@ -180,10 +180,14 @@ class PriorSettings:
     (docs/decisions/0030-gp-ucb-prior-in-the-mean.md measures both). ``top_share``:
     the first proposal is the prior's best config unless a config among this share of
     the candidates it ranks best is measured already (the baseline, a resumed run).
+    ``design_share``: until the prior earns the model's trust, every other proposal of
+    the space-filling start is drawn from this share of the candidates the prior ranks
+    best (1: all from all candidates; ``_prior_step.prior_design_pool``).
     """
 
     mechanism: PriorMechanism = "mean"
     top_share: float = 0.01
+    design_share: float = 0.1
 
     def __post_init__(self) -> None:
         if self.mechanism not in _MECHANISMS:
@@ -192,3 +196,6 @@ class PriorSettings:
         if not 0.0 < self.top_share <= 1.0:
             raise ValueError(f"GPUCBSampler: prior_settings.top_share: expected in (0, 1], "
                              f"got {self.top_share}")
+        if not 0.0 < self.design_share <= 1.0:
+            raise ValueError(f"GPUCBSampler: prior_settings.design_share: expected in "
+                             f"(0, 1], got {self.design_share}")
