@@ -48,7 +48,7 @@ def load_or_create(
     roofline_tokens_per_s: float | None = None,
 ) -> tuple[optuna.Study, StudySpec]:
     """Open ``study_name`` (creating it when a spec is given) and reconcile the spec."""
-    existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
+    existing = optuna.get_all_study_names(storage)  # (the summaries would read every trial)
     if study_name not in existing:
         if spec is None:
             known = ", ".join(sorted(existing)) or "none"
