@@ -66,20 +66,32 @@ def check_soc(profile: SocProfile) -> str:
 def set_declaration(text: str, name: str, literal: str) -> str:
     """``text`` with the value of its one declaration of ``name`` replaced by ``literal``.
 
-    Recognised forms: ``constexpr <type> NAME = v;``, ``#define NAME v`` and
-    ``using NAME = v;``. None or several matches are an error.
+    Recognised forms, each on one line: ``constexpr <type> NAME = v;``,
+    ``#define NAME v`` and ``using NAME = v;``. None or several matches are an error.
+    Only the lines holding ``name`` are matched (a kernel renders tens of names into a
+    template of thousands of lines).
     """
     forms = (
-        rf"^(\s*(?:static\s+)?constexpr\s+[\w:]+\s+{name}\s*=\s*)([^;\n]+?)(\s*;)",
-        rf"^(\s*#\s*define\s+{name}\s+)(\S+)()",
-        rf"^(\s*using\s+{name}\s*=\s*)([\w:]+)(\s*;)",
+        rf"([ \t]*(?:static\s+)?constexpr\s+[\w:]+\s+{name}\s*=\s*)([^;\n]+?)(\s*;)",
+        rf"([ \t]*#\s*define\s+{name}\s+)(\S+)()",
+        rf"([ \t]*using\s+{name}\s*=\s*)([\w:]+)(\s*;)",
     )
-    hits = [m for form in forms for m in re.finditer(form, text, flags=re.MULTILINE)]
+    hits: list[tuple[int, int]] = []
+    at = text.find(name)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        for form in forms:
+            m = re.compile(form).match(text, start, end)
+            if m:
+                hits.append((m.start(2), m.end(2)))
+        at = text.find(name, end)
     if len(hits) != 1:
         raise RenderError(f"kernel template: expected one declaration of {name}, "
                           f"found {len(hits)}")
-    m = hits[0]
-    return text[: m.start(2)] + literal + text[m.end(2):]
+    begin, stop = hits[0]
+    return text[:begin] + literal + text[stop:]
 
 
 def render_kernel(template: str, values: Mapping[str, str]) -> str:
