@@ -27,3 +27,21 @@ def test_a_run_and_gp_ucbs_start_load_no_scipy_stats_optimize_or_torch() -> None
                          timeout=120, check=True).stdout.split()
     # a run: none (a race loads scipy.special at its first quantile); GP-UCB's start: none
     assert out == ["False", "False", "False", "False", "False", "False", "False"], out
+
+
+def _torch_in_a_bench_worker() -> tuple[bool, int]:
+    loaded = "torch" in sys.modules
+    import torch
+
+    return loaded, torch.get_num_threads()
+
+
+def test_a_bench_worker_loads_torch_only_when_its_sampler_does_and_on_one_thread() -> None:
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from aoe_optuna.bench.seed_run import _init_worker
+
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"),
+                             initializer=_init_worker) as pool:
+        assert pool.submit(_torch_in_a_bench_worker).result(timeout=120) == (False, 1)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.bench.command import BenchError, exhaustive_for
-from aoe_optuna.bench.seed_run import Case, _evaluator_for_seed, _init_worker, build_case
+from aoe_optuna.bench.seed_run import Case, _evaluator_for_seed, build_case, init_in_process
 from aoe_optuna.bench.subcommand import at_least, parser, run, space_file
 
 NAME = "race"
@@ -265,7 +265,7 @@ def _race(argv: list[str]) -> int:
     if args.rerace:
         done = _rerace(done, cases, args.reruns, settings, log)
     have = {(d["case"], d["seed"]) for d in done}
-    _init_worker()
+    init_in_process()
     for case in cases:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             if (case.name, seed) in have:
@@ -301,7 +301,7 @@ def _rerace(done: list[dict[str, Any]], cases: Sequence[Case], reruns: int, sett
     from aoe_optuna.atomic_write import write_atomic
 
     by_name = {c.name: c for c in cases}
-    _init_worker()
+    init_in_process()
     out = []
     for row in done:
         case = by_name.get(row["case"])
