@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -55,6 +56,7 @@ def test_an_unreachable_proxy_is_one_line(tmp_path: Path) -> None:
         [str(AOE_TUNE), "--config", str(SPEC), "--storage", f"grpc://127.0.0.1:{_free_port()}",
          "--n-trials", "3", "--no-progress"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "AOE_GRPC_READY_S": "2"},  # the wait it gives up after
     )
     assert proc.returncode == 2
     err = [line for line in proc.stderr.splitlines() if "Warning" not in line

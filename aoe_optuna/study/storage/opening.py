@@ -48,19 +48,25 @@ from aoe_optuna.study.storage.write_once import (
 from aoe_optuna.study.trials.owned_birth import OwnedBirthJournalStorage
 from aoe_optuna.study.trials.recovery import RetryStaleTrial
 
+
+def _env_whole_seconds(name: str, default: int) -> int:
+    """A positive whole number of seconds from the environment (``default`` otherwise)."""
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
 SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
 # Optuna's heartbeat on RDB storages: a trial silent for the grace period is stale.
 # AOE_HEARTBEAT_S (whole seconds) shortens both, for tests of paused workers.
-_HEARTBEAT_ENV = os.environ.get("AOE_HEARTBEAT_S", "")
-HEARTBEAT_INTERVAL_S = int(_HEARTBEAT_ENV) if _HEARTBEAT_ENV.isdigit() else 5
-HEARTBEAT_INTERVAL_S = HEARTBEAT_INTERVAL_S or 5
+HEARTBEAT_INTERVAL_S = _env_whole_seconds("AOE_HEARTBEAT_S", 5)
 GRACE_PERIOD_S = 4 * HEARTBEAT_INTERVAL_S
 # A Journal file's lock that no live process of this host holds is broken once it has
 # stood this long (Optuna's 30 s); AOE_JOURNAL_GRACE_S (whole seconds) sets it, longer
 # where a host's writes to a shared file system can stall, shorter in tests.
-_JOURNAL_GRACE_ENV = os.environ.get("AOE_JOURNAL_GRACE_S", "")
-JOURNAL_GRACE_S = int(_JOURNAL_GRACE_ENV) if _JOURNAL_GRACE_ENV.isdigit() else 30
-JOURNAL_GRACE_S = JOURNAL_GRACE_S or 30
+JOURNAL_GRACE_S = _env_whole_seconds("AOE_JOURNAL_GRACE_S", 30)
+# How long a worker waits for a gRPC proxy to answer before it gives up (a proxy
+# started together with its workers needs a few seconds); AOE_GRPC_READY_S sets it.
+GRPC_READY_S = _env_whole_seconds("AOE_GRPC_READY_S", 10)
 DEFAULT_STORAGE = "sqlite:///aoe.db"
 SCHEMA_RACE_TRIES = 8
 _SCHEMA_RACE_SIGNS = ("already exists", "UNIQUE constraint failed", "duplicate key",
@@ -254,7 +260,7 @@ def _grpc(url: str) -> optuna.storages.BaseStorage:
         from optuna.storages import GrpcStorageProxy
 
         proxy = GrpcStorageProxy(host=host, port=int(port))
-        proxy.wait_server_ready(timeout=10)
+        proxy.wait_server_ready(timeout=GRPC_READY_S)
     except ImportError:
         raise StorageError(f"storage {redact_url(url)}: needs grpcio and protobuf "
                            "(pip install grpcio protobuf)") from None
