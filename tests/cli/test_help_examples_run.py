@@ -12,9 +12,11 @@ output; the second version of the code a comparison reads is the same bench run 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -127,18 +129,27 @@ def _prepare(command: list[str], folder: Path, postgres: str | None,
 
 
 @pytest.fixture(scope="module")
-def bench_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def bench_runs(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """The /tmp/w folder the bench help's examples fill, which the analyses read; the
-    second version of the code a comparison reads is the same runs again."""
-    folder = tmp_path_factory.mktemp("bench-runs")
-    (folder / "studies").symlink_to(ROOT / "studies")
-    for example in _help_examples(["bench"]):
-        proc = _run(scaled(shlex.split(example), folder), folder)
-        assert proc.returncode == 0, f"{example}: {proc.stderr[-2000:]}"
-    old, new = folder / "tmp" / "w" / "old", folder / "tmp" / "w" / "new"
-    old.mkdir(parents=True, exist_ok=True)
-    for name in ("runs.jsonl", "results.json"):
-        (old / name).write_bytes((new / name).read_bytes())
+    second version of the code a comparison reads is the same runs again. Made once per
+    test run: the pytest-xdist workers share it (the first one makes it, under a lock)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # this run's, not a later one's
+    folder = shared / "bench-runs"
+    with open(shared / "bench-runs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "made").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed first try left
+            folder.mkdir()
+            (folder / "studies").symlink_to(ROOT / "studies")
+            for example in _help_examples(["bench"]):
+                proc = _run(scaled(shlex.split(example), folder), folder)
+                assert proc.returncode == 0, f"{example}: {proc.stderr[-2000:]}"
+            old, new = folder / "tmp" / "w" / "old", folder / "tmp" / "w" / "new"
+            old.mkdir(parents=True, exist_ok=True)
+            for name in ("runs.jsonl", "results.json"):
+                (old / name).write_bytes((new / name).read_bytes())
+            (folder / "made").touch()
     return folder / "tmp" / "w"
 
 
@@ -148,6 +159,10 @@ def bench_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_help_example_runs(command: list[str], tmp_path: Path, postgres_url: str | None,
                                  request: pytest.FixtureRequest) -> None:
     examples = _help_examples(command)
+    if command == ["bench"]:  # the bench examples are the runs the analyses read: made once
+        runs = request.getfixturevalue("bench_runs")
+        assert examples and (runs / "new" / "results.json").is_file()
+        return
     if command == ["bench", "guard"]:
         pytest.skip("bench guard's examples replay hours of runs on the recorded spaces; "
                     "tests/bench/test_guard.py runs its short suite")
