@@ -1,6 +1,8 @@
-"""``aoe-tune calibrate`` as a process, on input that used to be misread, hang or end in a
-traceback: each case is one line naming the file, row or option, exit 2, nothing printed
-on stdout and nothing created; and inputs given twice fit as once."""
+"""``aoe-tune calibrate`` on input that used to be misread, hang or end in a traceback:
+each case is one line naming the file, row or option, exit 2, nothing printed on stdout
+and nothing created; and inputs given twice fit as once. The bad inputs run the
+command's ``main`` in this process (``tests/support/in_process.py``: the same exit
+status and output); the fits and the read-only folder run it as a process."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.support.in_process import aoe_tune_here
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH = ROOT / "studies" / "timings" / "torch_npu_910b2.csv"
@@ -123,13 +127,12 @@ def _binary(path: Path) -> str:
     return path.name
 
 
-@pytest.mark.slow  # real aoe-tune processes
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_is_one_line_exit_2_and_creates_nothing(tmp_path: Path, case: str) -> None:
     make, said = CASES[case]
     argv = make(tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
-    done = _calibrate(tmp_path, *argv)
+    done = aoe_tune_here(["calibrate", *argv], tmp_path)
     err = done.stderr.strip()
     assert done.returncode == 2, (done.stdout, err)
     assert len(err.splitlines()) == 1 and err.startswith("aoe-tune calibrate: error: "), err

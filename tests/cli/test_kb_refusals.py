@@ -20,6 +20,7 @@ import pytest
 
 from aoe_optuna.cli.main import main
 from aoe_optuna.spec.format import read_document
+from tests.support.in_process import aoe_tune_here
 from tests.support.refusal import refused
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,26 +155,26 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.mark.slow  # one aoe-tune process each
+@pytest.mark.slow  # the study: one aoe-tune process
 @pytest.mark.parametrize("index,config,where,expected", BAD_CONFIGS)
 def test_export_refuses_a_config_outside_its_ops_space_and_writes_no_header(
         study: Path, tmp_path: Path, index: int, config: dict, where: str, expected: str) -> None:
     bad = _bad_kb(tmp_path, index, config)
     before = bad.read_bytes()
-    run = _run("export", "--storage", f"sqlite:///{study / 'aoe.db'}", "--study-name", "s",
-               "--kb", str(bad), "--header", "kb.h", cwd=tmp_path)
+    run = aoe_tune_here(["export", "--storage", f"sqlite:///{study / 'aoe.db'}",
+                         "--study-name", "s", "--kb", str(bad), "--header", "kb.h"], tmp_path)
     refused(run, f"aoe-tune export: error: --kb: {bad}: {where}", expected)
     assert bad.read_bytes() == before and not (tmp_path / "kb.h").exists()
 
 
-@pytest.mark.slow  # one aoe-tune process each
 @pytest.mark.parametrize("command", [[], ["operators"]], ids=["tune", "operators"])
 def test_a_run_refuses_a_config_outside_its_ops_space_before_the_storage(
         tmp_path: Path, command: list[str]) -> None:
     index, config, where, expected = BAD_CONFIGS[0]
     bad = _bad_kb(tmp_path, index, config)
-    run = _run(*command, "--config", str(_spec(tmp_path)), "--storage", "sqlite:///aoe.db",
-               "--n-trials", "2", "--no-progress", "--kb", str(bad), cwd=tmp_path)
+    run = aoe_tune_here([*command, "--config", str(_spec(tmp_path)), "--storage",
+                         "sqlite:///aoe.db", "--n-trials", "2", "--no-progress", "--kb",
+                         str(bad)], tmp_path)
     refused(run, f"--kb: {bad}: {where}", expected)
     assert not (tmp_path / "aoe.db").exists()
 
