@@ -28,7 +28,7 @@ per operator, 24 strata of equal weight of the M that are not tuning shapes, one
 drawn from each (seed 0), each weighted by its stratum; summed over the operators
 whose M varies (prefill's lm_head runs at M = 1 only). ``/opt`` divides by every
 held-out M at its exhaustive optimum over the space. The exhaustive optima take
-10-20 s per shape and are cached in ``--oracle-dir``.
+10-20 s per shape and are cached in ``--oracle-dir``, under the simulator's fingerprint.
 
     nice .venv/bin/python scripts/bench_kernel_set.py oracle --cases decode,prefill
     nice .venv/bin/python scripts/bench_kernel_set.py joint --cases decode --seeds 0,1,2 \\
@@ -57,6 +57,7 @@ import numpy as np
 import optuna
 
 from aoe_optuna.atomic_write import write_atomic
+from aoe_optuna.bench.exhaustive import simulator_fingerprint
 from aoe_optuna.kernel_set import outcome
 from aoe_optuna.kernel_set.acquisition import shape_weights
 from aoe_optuna.kernel_set.budget_split import FLOOR
@@ -105,7 +106,9 @@ class Case:
         self.tuned = [tuning_shapes(op.m, op.weight, DEFAULT_COUNT, expected_time_s(self.spec, op))
                       for op in self.ops]
         self.held = [held_out(op, t) for op, t in zip(self.ops, self.tuned, strict=True)]
-        self.oracle_dir = oracle_dir
+        # keyed by the simulator's code and profiles: a model changed since leaves the
+        # old optima in their own folder instead of being read as today's
+        self.oracle_dir = oracle_dir / simulator_fingerprint()
         self._rows: np.ndarray | None = None
         self._cols: dict[str, np.ndarray] | None = None
 
@@ -121,6 +124,7 @@ class Case:
         """The exhaustive optimum at (op, m): (latency s, config), cached on disk."""
         f = self.oracle_dir / f"{self.name}_{op.N}x{op.K}_M{m}.json"
         if not f.exists():
+            f.parent.mkdir(parents=True, exist_ok=True)
             if self._rows is None:
                 self._rows = self.spec.space.all_feasible()
                 self._cols = self.spec.space.columns(self._rows)
