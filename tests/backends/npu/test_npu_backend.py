@@ -132,6 +132,22 @@ def test_rendering_refuses_values_outside_the_choices():
         set_declaration(TEMPLATES.text("gemm_kernel.cpp"), "TILE_Q", "1")
 
 
+def test_a_declaration_is_set_in_each_form_and_only_where_it_is_declared():
+    text = ("// TILE_M is the L1 tile's M\n"
+            "constexpr uint32_t L1_TILE_M = 4;\n"
+            "  static constexpr uint32_t TILE_M = 128;  // TILE_M rows\n"
+            "#define PIPE 2\n"
+            "using LayoutB = Catlass::layout::ColumnMajor;\n")
+    out = set_declaration(text, "TILE_M", "64")
+    assert "TILE_M = 64;  // TILE_M rows" in out and "L1_TILE_M = 4;" in out
+    assert set_declaration(text, "PIPE", "1").endswith(
+        "#define PIPE 1\nusing LayoutB = Catlass::layout::ColumnMajor;\n")
+    assert "using LayoutB = Catlass::layout::zN;" in set_declaration(
+        text, "LayoutB", "Catlass::layout::zN")
+    with pytest.raises(RenderError, match="expected one declaration of PIPE, found 2"):
+        set_declaration(text + "#define PIPE 3\n", "PIPE", "1")
+
+
 def test_configs_the_kernel_does_not_implement_are_named():
     assert "int8" in unsupported_reason({**CONFIG, "quantization": True}, "fp16", 64)
     assert "col_major" in unsupported_reason({**CONFIG, "layout": "col_major"}, "fp16", 64)
