@@ -47,6 +47,7 @@ from aoe_optuna.attrs import (
 )
 from aoe_optuna.study.storage.journal_file import WholeRecordBackend
 from aoe_optuna.study.storage.sqlite_pop import SQLiteStorage
+from aoe_optuna.study.storage.version_stamp import StampReadingOpen
 from aoe_optuna.study.trials.fault_points import fault_point
 from aoe_optuna.study.trials.recovery import ResultKeepingRDBStorage
 
@@ -105,12 +106,13 @@ class WriteOnceStudyAttrs:
             session.close()
 
 
-class WriteOnceRDBStorage(WriteOnceStudyAttrs, ResultKeepingRDBStorage):
-    """PostgreSQL and MySQL storage with write-once study attributes."""
+class WriteOnceRDBStorage(WriteOnceStudyAttrs, StampReadingOpen, ResultKeepingRDBStorage):
+    """PostgreSQL and MySQL storage with write-once study attributes (opened without
+    alembic where this Optuna version set it up: ``version_stamp``)."""
 
 
-class WriteOnceSQLiteStorage(WriteOnceStudyAttrs, SQLiteStorage):
-    """SQLite storage with write-once study attributes."""
+class WriteOnceSQLiteStorage(WriteOnceStudyAttrs, StampReadingOpen, SQLiteStorage):
+    """SQLite storage with write-once study attributes (opened as above)."""
 
 
 class WriteOnceJournalFileBackend(WholeRecordBackend):

@@ -57,7 +57,6 @@ from aoe_optuna.attrs import (
 from aoe_optuna.process_liveness import same_process, stopped
 from aoe_optuna.spec.format import SpecError
 from aoe_optuna.spec.loader import spec_from_dict
-from aoe_optuna.study.storage.version_stamp import StampReadingOpen
 from aoe_optuna.study.trials.fault_points import fault_point
 from aoe_optuna.study.trials.owned_birth import OwnedBirths, worker_identity
 
@@ -272,10 +271,9 @@ class KeepResultOnStale:
         return stale
 
 
-class ResultKeepingRDBStorage(OwnedBirths, KeepResultOnStale, StampReadingOpen, RDBStorage):
-    """Optuna's RDB storage (PostgreSQL, MySQL) whose heartbeat keeps stored results,
-    whose trials name their worker from their first write, and which opens without
-    alembic where this Optuna version set it up."""
+class ResultKeepingRDBStorage(OwnedBirths, KeepResultOnStale, RDBStorage):
+    """Optuna's RDB storage (PostgreSQL, MySQL) whose heartbeat keeps stored results and
+    whose trials name their worker from their first write."""
 
 
 class RetryStaleTrial:
