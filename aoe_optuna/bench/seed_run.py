@@ -310,7 +310,8 @@ def _init_worker() -> None:
 
 
 def init_in_process() -> None:
-    """This process runs the tasks: one torch thread from here on, as in a worker."""
+    """This process runs the tasks: one torch thread from here on, as in a worker (the
+    benchmark parallelises over seeds, not inside torch)."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     _quiet()
     try:
@@ -323,8 +324,7 @@ def init_in_process() -> None:
 
 def _quiet() -> None:
     """Quiet as ``aoe-tune`` is: the session names each study's metric, which Optuna
-    flags as experimental on every run. The benchmark parallelises over seeds, not
-    inside torch."""
+    flags as experimental on every run."""
     import warnings
 
     from optuna.exceptions import ExperimentalWarning

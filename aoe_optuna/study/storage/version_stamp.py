@@ -3,7 +3,7 @@
 Optuna's ``RDBStorage`` loads alembic and its migration scripts at every open
 (``_VersionManager``) to read one row, the schema's revision, and to compare it
 with the newest one: about 0.3 s of CPU in a process whose whole 3-trial study
-costs 1.6 s, and every worker, resume and ``aoe-tune`` command opens a storage.
+costs 1.8 s, and every worker, resume and ``aoe-tune`` command opens a storage.
 A storage whose ``version_info`` row names the running Optuna version was set
 up (or upgraded, which rewrites that row) by this version, so its schema is
 this version's newest: two plain queries say so. Any other storage (new,
