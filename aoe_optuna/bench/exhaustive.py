@@ -34,7 +34,6 @@ from aoe_optuna.backends.replay.kt_cache import RecordedSpace
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.workload.gemm import Workload
 
-DEFAULT_CACHE = Path.home() / ".cache" / "aoe_optuna" / "exhaustive"
 FORMAT_VERSION = 2  # 2: the catlass-calibrated simulator (other costs than 1)
 
 
@@ -167,8 +166,13 @@ def file_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def default_cache() -> Path:
+    """``~/.cache/aoe_optuna/exhaustive``, of the home the process has when it asks."""
+    return Path.home() / ".cache" / "aoe_optuna" / "exhaustive"
+
+
 def load_cached(key: str, cache_dir: Path | None = None) -> Exhaustive | None:
-    path = (cache_dir or DEFAULT_CACHE) / f"{key}.npz"
+    path = (cache_dir or default_cache()) / f"{key}.npz"
     if not path.is_file():
         return None
     try:
@@ -180,7 +184,7 @@ def load_cached(key: str, cache_dir: Path | None = None) -> Exhaustive | None:
 
 
 def store_cached(key: str, result: Exhaustive, cache_dir: Path | None = None) -> Path:
-    folder = cache_dir or DEFAULT_CACHE
+    folder = cache_dir or default_cache()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key}.npz"
     meta = json.dumps({"best_config": result.best_config, "n_unmeasured": result.n_unmeasured},
