@@ -1,7 +1,9 @@
 """Every example of every ``aoe-tune ... --help`` runs, in the help's order, as a user
 would type it in a folder of their own.
 
-The examples are run as written but for what only makes them long: budgets, seeds and
+The examples are run as written, ``aoe-tune``'s in the test's process (its ``main``, the
+exit status and output a process of it gives, :mod:`tests.support.in_process`; the other
+programs as processes), but for what only makes them long: budgets, seeds and
 training steps are scaled down (:func:`scaled`), and absolute /tmp paths land in the
 test's folder. What an example needs from outside is made the way a user makes it: a
 placeholder (``SPEC``, ``NAME``, a PostgreSQL URL) is a shipped spec, the study the
@@ -26,6 +28,7 @@ import pytest
 
 from aoe_optuna.cli.main import main
 from tests.cli.test_help_examples import HELPS, _examples
+from tests.support.in_process import aoe_tune_here
 from tests.support.pg_server import postgres_server, server_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,9 +110,12 @@ def _placeholders(argv: list[str], postgres: str | None, made: dict[str, str]) -
 
 
 def _run(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(folder)}  # ~/catlass and the caches in the folder
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=600)
+    home = {"HOME": str(folder)}  # ~/catlass and the caches in the folder
+    if argv[0] == "aoe-tune":
+        return aoe_tune_here(argv[1:], folder, home)
+    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=folder,
+                          env={**os.environ, **home}, capture_output=True, text=True,
+                          timeout=600)
 
 
 def _prepare(command: list[str], folder: Path, postgres: str | None,
@@ -153,7 +159,7 @@ def bench_runs(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path
     return folder / "tmp" / "w"
 
 
-@pytest.mark.slow  # each example a process, most of them a short study
+@pytest.mark.slow  # most examples a short study
 @pytest.mark.parametrize("command", [*HELPS, ["bench", "guard"]],
                          ids=lambda c: " ".join(c) or "tune")
 def test_every_help_example_runs(command: list[str], tmp_path: Path, postgres_url: str | None,
