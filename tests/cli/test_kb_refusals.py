@@ -1,4 +1,4 @@
-"""What a knowledge base refuses, in real aoe-tune processes.
+"""What a knowledge base refuses, ``aoe-tune`` run in the test's process (its ``main``).
 
 One figure per key: a whole-step study's entries hold the step's tokens/s; an operator
 run's shapes, and ``aoe-tune export`` of one of their studies, hold the shape's own
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from tests.support.in_process import aoe_tune_here
 from tests.support.refusal import refused
 
 ROOT = Path(__file__).resolve().parents[2]
-AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 QWEN = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
 OLD_KB = ROOT / "tests" / "fixtures" / "kb" / "kb_2851b8d.json"
 SHAPES = [(16, 512, 512), (16, 1024, 512)]  # a step of two GEMMs: fast, and two keys
@@ -33,8 +31,7 @@ SHAPE_STUDY = "ops/gemm_16x512x512_fp16/16x512x512"  # the operator run's study 
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AOE_TUNE, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return aoe_tune_here(args, cwd)
 
 
 def _spec(folder: Path) -> Path:
@@ -50,7 +47,7 @@ def _objectives(kb: Path) -> dict[tuple[int, int, int], str]:
             for e in json.loads(kb.read_text())["entries"]}
 
 
-@pytest.mark.slow  # a step study, an operator run and seven short aoe-tune processes
+@pytest.mark.slow  # a step study, an operator run and five more short aoe-tune runs
 def test_a_steps_tokens_and_a_shapes_tflops_are_never_compared(tmp_path: Path) -> None:
     spec = str(_spec(tmp_path))
     kb = tmp_path / "kb.json"
@@ -155,7 +152,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.mark.slow  # the study: one aoe-tune process
+@pytest.mark.slow  # the study: one aoe-tune run
 @pytest.mark.parametrize("index,config,where,expected", BAD_CONFIGS)
 def test_export_refuses_a_config_outside_its_ops_space_and_writes_no_header(
         study: Path, tmp_path: Path, index: int, config: dict, where: str, expected: str) -> None:
@@ -179,7 +176,7 @@ def test_a_run_refuses_a_config_outside_its_ops_space_before_the_storage(
     assert not (tmp_path / "aoe.db").exists()
 
 
-@pytest.mark.slow  # two aoe-tune processes
+@pytest.mark.slow  # two aoe-tune runs
 def test_a_knowledge_base_of_the_old_format_takes_a_new_step_study(tmp_path: Path) -> None:
     kb = tmp_path / "kb.json"
     kb.write_bytes(OLD_KB.read_bytes())

@@ -1,22 +1,22 @@
-"""``aoe-tune kernel-set`` in real processes: a run on the simulator whose header gcc
-compiles and whose dispatch is right for every M, a resume, an evaluation on another
-log, and the bad inputs refused in one line with nothing written."""
+"""``aoe-tune kernel-set`` (its ``main``, in the test's process): a run on the simulator
+whose header gcc compiles and whose dispatch is right for every M, a resume, an
+evaluation on another log, and the bad inputs refused in one line with nothing
+written."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import optuna
 import pytest
 
 from aoe_optuna.cli.main import main
+from tests.support.in_process import aoe_tune_here
 from tests.support.refusal import refused
 
-AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 CC = shutil.which("gcc")
 MIX = '{"batch": {"low": 1, "high": 32}}'
 NAME = "ks"
@@ -54,8 +54,7 @@ def _spec(folder: Path, space: dict = SPACE) -> Path:
 
 
 def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AOE_TUNE, "kernel-set", *args], cwd=folder, capture_output=True,
-                          text=True, timeout=600)
+    return aoe_tune_here(["kernel-set", *args], folder)
 
 
 @pytest.mark.parametrize(("log", "args", "needles"), [
@@ -82,7 +81,7 @@ def test_a_bad_mix_or_k_is_one_line_and_writes_nothing(tmp_path, monkeypatch, ca
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-@pytest.mark.slow  # a run, its resume, an export and evaluations: several processes
+@pytest.mark.slow  # a run, its resume, an export and evaluations
 @pytest.mark.skipif(CC is None, reason="needs gcc")
 def test_a_run_exports_a_set_whose_c_dispatch_is_right_for_every_m(tmp_path):
     spec = _spec(tmp_path)

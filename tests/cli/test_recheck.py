@@ -1,13 +1,13 @@
 """``aoe-tune recheck``: a knowledge base measured under another compiler is re-timed with
 this machine's and updated; one measured here is left alone; a kernel that no longer
-builds says so in one line and keeps its entry. Real aoe-tune processes, a real compiler."""
+builds says so in one line and keeps its entry. ``aoe-tune``'s ``main`` in the test's
+process, a real compiler."""
 
 from __future__ import annotations
 
 import json
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,9 @@ from aoe_optuna.export.kb import KnowledgeBase
 from aoe_optuna.export.kb_entry import certified_fields, make_entry
 from aoe_optuna.spec.format import read_document
 from aoe_optuna.study.create import environment_stamp
+from tests.support.in_process import aoe_tune_here
 
 ROOT = Path(__file__).resolve().parents[2]
-AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 SLOW = {"tile_m": 16, "tile_n": 16, "tile_k": 16, "pipeline": 0, "l1_prefetch": 0,
         "output_align": 0, "opt_level": "O0", "schedule": "default", "unroll_factor": 0,
         "layout": "row_major", "quantization": False}
@@ -52,8 +52,7 @@ def here() -> dict[str, str]:
 
 
 def recheck(kb_path: Path, spec_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AOE_TUNE, "recheck", str(kb_path), "--config", str(spec_path)],
-                          capture_output=True, text=True, timeout=600)
+    return aoe_tune_here(["recheck", str(kb_path), "--config", str(spec_path)], Path.cwd())
 
 
 @pytest.mark.slow
