@@ -12,6 +12,7 @@ import pytest
 
 from aoe_optuna.cli.main import main
 from aoe_optuna.study.storage.redact import redact_url
+from tests.support.in_process import aoe_tune_here
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -63,7 +64,7 @@ README_COMMANDS = [  # the README's commands, in its order (storage: sqlite:///a
 ]
 
 
-@pytest.mark.slow  # six commands, real processes
+@pytest.mark.slow  # six commands: Optuna's CLI as processes, aoe-tune's main here
 def test_the_readme_commands_run_in_its_order(tmp_path: Path) -> None:
     readme = " ".join((ROOT / "README.md").read_text().replace("\\\n", " ").split())
     readme = readme.replace("`", "")
@@ -73,11 +74,11 @@ def test_the_readme_commands_run_in_its_order(tmp_path: Path) -> None:
         argv = shlex.split(command)
         # fewer measurements and the quick sampler: the order is what is tested
         argv = [re.sub(r"^100$", "3", a) for a in argv]
-        if argv[0].endswith("aoe-tune"):
-            argv = [str(BIN / "aoe-tune"), *argv[1:], "--no-progress", "--sampler", "random"]
-        else:
-            argv = [str(BIN / argv[0]), *argv[1:]]
         argv = [str(ROOT / a) if a.startswith("studies/") else a for a in argv]
-        proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        if argv[0].endswith("aoe-tune"):
+            proc = aoe_tune_here([*argv[1:], "--no-progress", "--sampler", "random"], tmp_path)
+        else:
+            proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=tmp_path,
+                                  capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"{command}: {proc.stderr[-2000:]}"
     assert (tmp_path / "optimized_kernel.cpp").exists()
