@@ -158,10 +158,7 @@ def test_a_paused_workers_attention_result_is_kept_and_it_stops_cleanly(
     heartbeat's grace is past, and the continued worker says so and exits 0."""
     from aoe_optuna.operators.units import LAYER_WORKER
     from aoe_optuna.study.run.worker_pool import WorkerPlan, worker_env
-    from aoe_optuna.study.storage import opening as storage_module
-
-    monkeypatch.setattr(storage_module, "HEARTBEAT_INTERVAL_S", 1)
-    monkeypatch.setattr(storage_module, "GRACE_PERIOD_S", 4)
+    monkeypatch.setenv("AOE_HEARTBEAT_S", "1")  # a grace of 4 s
     url, n = f"sqlite:///{tmp_path / 'p.db'}", 6
     (op,) = layer_operators(spec_from_dict(SPEC).workload)
     unit = LayerUnit.create(open_storage(url), url, "p", op, load_profile("Ascend910B2"),

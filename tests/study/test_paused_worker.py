@@ -21,7 +21,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from aoe_optuna.attrs import ATTR_LATE_RESULT_OF, RETRY_HISTORY_KEY
 from aoe_optuna.study.run.objective import count_measured, is_measured
-from aoe_optuna.study.storage import opening as storage_module
 from aoe_optuna.study.storage.opening import open_storage
 from tests.study.stopped import wait_stopped
 
@@ -111,8 +110,7 @@ def test_measurement_finished_after_the_trial_failed_goes_to_its_retry(
         held = _paused_trial(url, paused.pid)
         time.sleep(GRACE_S + 1)
         # What any other worker does before its next trial, with the same grace.
-        monkeypatch.setattr(storage_module, "HEARTBEAT_INTERVAL_S", HEARTBEAT_S)
-        monkeypatch.setattr(storage_module, "GRACE_PERIOD_S", GRACE_S)
+        monkeypatch.setenv("AOE_HEARTBEAT_S", str(HEARTBEAT_S))
         storage = open_storage(url)
         optuna.storages.fail_stale_trials(optuna.load_study(study_name="pw", storage=storage))
         storage.engine.dispose()

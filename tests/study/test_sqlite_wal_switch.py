@@ -46,7 +46,7 @@ def test_the_switch_waits_for_the_writer_and_happens(tmp_path: Path) -> None:
     writer = _writer_holding_the_file(path)
     threading.Timer(0.5, writer.execute, args=("COMMIT",)).start()
     other = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
-    _switch_to_wal(other.cursor())
+    _switch_to_wal(other.cursor(), timeout_s=5.0)
     assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -58,7 +58,7 @@ def test_a_file_already_in_wal_mode_needs_no_lock(tmp_path: Path) -> None:
     first.execute("BEGIN EXCLUSIVE")  # even a writer holding the file does not block it
     other = sqlite3.connect(path, timeout=0.1, isolation_level=None)
     started = time.monotonic()
-    _switch_to_wal(other.cursor())
+    _switch_to_wal(other.cursor(), timeout_s=5.0)
     assert time.monotonic() - started < 1.0
     first.execute("COMMIT")
 

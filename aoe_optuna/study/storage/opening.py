@@ -1,6 +1,6 @@
 """Opening Optuna storages the way a tuning run needs them.
 
-* SQLite (one host): a 60 s lock timeout, so many workers wait instead of
+* SQLite (one host): a lock timeout (60 s), so many workers wait instead of
   failing on "database is locked"; heartbeats so a killed worker's trial is
   retried; an enqueued trial started by one worker only (:mod:`.sqlite_pop`).
 * A plain path ending in ``.log``: Optuna's Journal file storage (shared file
@@ -14,7 +14,8 @@
   pid on their own host and by ``--stale-after`` elsewhere.
 
 Every problem (a missing or read-only folder, a locked or corrupt file, an
-unreachable server) becomes a :class:`StorageError` with one line to print.
+unreachable server, a wait the environment sets badly, :mod:`.waits`) becomes a
+:class:`StorageError` with one line to print.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from aoe_optuna.study.storage.journal_file import (
 from aoe_optuna.study.storage.journal_lock import JournalLockError, OwnedSymlinkLock
 from aoe_optuna.study.storage.redact import redact_text, redact_url
 from aoe_optuna.study.storage.sqlite_pop import SQLiteStorage
+from aoe_optuna.study.storage.waits import StorageWaits, WaitSettingError, storage_waits
 from aoe_optuna.study.storage.write_once import (
     WriteOnceJournalFileBackend,
     WriteOnceRDBStorage,
@@ -48,25 +50,6 @@ from aoe_optuna.study.storage.write_once import (
 from aoe_optuna.study.trials.owned_birth import OwnedBirthJournalStorage
 from aoe_optuna.study.trials.recovery import RetryStaleTrial
 
-
-def _env_whole_seconds(name: str, default: int) -> int:
-    """A positive whole number of seconds from the environment (``default`` otherwise)."""
-    value = os.environ.get(name, "")
-    return int(value) if value.isdigit() and int(value) > 0 else default
-
-
-SQLITE_LOCK_TIMEOUT_S = float(os.environ.get("AOE_SQLITE_LOCK_TIMEOUT_S", "60"))
-# Optuna's heartbeat on RDB storages: a trial silent for the grace period is stale.
-# AOE_HEARTBEAT_S (whole seconds) shortens both, for tests of paused workers.
-HEARTBEAT_INTERVAL_S = _env_whole_seconds("AOE_HEARTBEAT_S", 5)
-GRACE_PERIOD_S = 4 * HEARTBEAT_INTERVAL_S
-# A Journal file's lock that no live process of this host holds is broken once it has
-# stood this long (Optuna's 30 s); AOE_JOURNAL_GRACE_S (whole seconds) sets it, longer
-# where a host's writes to a shared file system can stall, shorter in tests.
-JOURNAL_GRACE_S = _env_whole_seconds("AOE_JOURNAL_GRACE_S", 30)
-# How long a worker waits for a gRPC proxy to answer before it gives up (a proxy
-# started together with its workers needs a few seconds); AOE_GRPC_READY_S sets it.
-GRPC_READY_S = _env_whole_seconds("AOE_GRPC_READY_S", 10)
 DEFAULT_STORAGE = "sqlite:///aoe.db"
 SCHEMA_RACE_TRIES = 8
 _SCHEMA_RACE_SIGNS = ("already exists", "UNIQUE constraint failed", "duplicate key",
@@ -79,13 +62,17 @@ class StorageError(RuntimeError):
 
 def open_storage(url: str) -> optuna.storages.BaseStorage:
     """Open ``url`` (an Optuna storage URL, or a path ending in ``.log``)."""
+    try:
+        waits = storage_waits()
+    except WaitSettingError as exc:
+        raise StorageError(str(exc)) from None
     if url.endswith(".log") and "://" not in url:
-        return _journal(Path(url))
+        return _journal(Path(url), waits)
     if url.startswith("grpc://"):
-        return _grpc(url)
+        return _grpc(url, waits)
     if url.startswith("sqlite:///"):
         _check_sqlite_path(url)
-        engine_kwargs = {"connect_args": {"timeout": SQLITE_LOCK_TIMEOUT_S}}
+        engine_kwargs = {"connect_args": {"timeout": waits.sqlite_lock_timeout_s}}
     elif url.startswith(("postgresql", "mysql")):
         engine_kwargs = {"pool_pre_ping": True}
         if url.startswith("postgresql"):
@@ -104,8 +91,8 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             storage = kind(
                 url,
                 engine_kwargs=engine_kwargs,
-                heartbeat_interval=HEARTBEAT_INTERVAL_S,
-                grace_period=GRACE_PERIOD_S,
+                heartbeat_interval=waits.heartbeat_s,
+                grace_period=waits.grace_period_s,
                 heartbeat_stale_trial_callback=RetryStaleTrial(),
             )
             break
@@ -194,9 +181,13 @@ def _fast_sqlite(storage: RDBStorage) -> None:
     """
     from sqlalchemy import event
 
+    # the lock timeout the storage was opened with
+    timeout_s = float(storage.engine_kwargs.get("connect_args", {}).get(
+        "timeout", StorageWaits().sqlite_lock_timeout_s))
+
     def on_connect(dbapi_connection: object, _record: object) -> None:
         cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
-        _switch_to_wal(cursor)
+        _switch_to_wal(cursor, timeout_s)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
@@ -205,7 +196,7 @@ def _fast_sqlite(storage: RDBStorage) -> None:
     storage._aoe_wal = True  # type: ignore[attr-defined]
 
 
-def _switch_to_wal(cursor: Any) -> None:
+def _switch_to_wal(cursor: Any, timeout_s: float) -> None:
     """Put the file in WAL mode, waiting for other connections to let go.
 
     The switch needs the file to itself, and SQLite answers "database is
@@ -215,7 +206,7 @@ def _switch_to_wal(cursor: Any) -> None:
     in WAL mode needs no lock, so only the first switch waits, for at most the
     lock timeout.
     """
-    deadline = time.monotonic() + SQLITE_LOCK_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     while True:
         try:
             if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
@@ -227,7 +218,7 @@ def _switch_to_wal(cursor: Any) -> None:
             time.sleep(random.uniform(0.01, 0.05))
 
 
-def _journal(path: Path) -> OwnedBirthJournalStorage:
+def _journal(path: Path, waits: StorageWaits) -> OwnedBirthJournalStorage:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise StorageError(f"storage {path}: folder {folder} does not exist")
@@ -236,7 +227,7 @@ def _journal(path: Path) -> OwnedBirthJournalStorage:
         raise StorageError(f"storage {path}: {problem}{hint}")
     if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
         raise StorageError(f"storage {path}: not writable")
-    lock = OwnedSymlinkLock(str(path), grace_period=JOURNAL_GRACE_S)
+    lock = OwnedSymlinkLock(str(path), grace_period=waits.journal_grace_s)
     try:
         repaired = repair_torn_tail(path, lock)
     except JournalRepairError as exc:
@@ -252,7 +243,7 @@ def _journal(path: Path) -> OwnedBirthJournalStorage:
         raise StorageError(f"storage {path}: cannot open ({_first_line(exc, str(path))})") from None
 
 
-def _grpc(url: str) -> optuna.storages.BaseStorage:
+def _grpc(url: str, waits: StorageWaits) -> optuna.storages.BaseStorage:
     host, _, port = url[len("grpc://"):].rstrip("/").rpartition(":")
     if not host or not port.isdigit():
         raise StorageError(f"storage {redact_url(url)}: expected grpc://HOST:PORT")
@@ -260,7 +251,7 @@ def _grpc(url: str) -> optuna.storages.BaseStorage:
         from optuna.storages import GrpcStorageProxy
 
         proxy = GrpcStorageProxy(host=host, port=int(port))
-        proxy.wait_server_ready(timeout=GRPC_READY_S)
+        proxy.wait_server_ready(timeout=waits.grpc_ready_s)
     except ImportError:
         raise StorageError(f"storage {redact_url(url)}: needs grpcio and protobuf "
                            "(pip install grpcio protobuf)") from None
@@ -306,15 +297,22 @@ def describe_storage_error(url: str, exc: BaseException) -> str:
     elif "locked" in text:
         # SQLite waits for a lock up to the timeout, but refuses at once where waiting
         # could deadlock (a read turning into a write while another process writes).
-        hint = (f" (another process held the database: past the {SQLITE_LOCK_TIMEOUT_S:g} s "
-                "wait, or at once where waiting could deadlock; run the same command to "
-                "resume)")
+        hint = (f" (another process held the database: past the {_lock_wait()} wait, or at "
+                "once where waiting could deadlock; run the same command to resume)")
     elif "readonly" in text or "read-only" in text:
         hint = " (the file or its folder is read-only)"
     elif "full" in text or "disk I/O" in text:
         hint = (" (is the disk full? what was stored is kept: free space and run the same "
                 "command to resume)")
     return f"storage {redact_url(url)}: {text}{hint}"
+
+
+def _lock_wait() -> str:
+    """The SQLite lock timeout the environment sets, as the hint words it."""
+    try:
+        return f"{storage_waits().sqlite_lock_timeout_s:g} s"
+    except WaitSettingError:
+        return "lock timeout's"
 
 
 def storage_failure(exc: BaseException) -> BaseException | None:
