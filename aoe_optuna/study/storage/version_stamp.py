@@ -110,10 +110,10 @@ class _StampReadingVersionManager(_OPTUNAS or object):  # type: ignore[misc]
     def _init_alembic(self) -> None:
         revision, library, schema = _stamp_of(self.engine)
         ours = library == optuna.__version__
-        newest = newest_revision()
         # a storage whose tables this version made and that no revision stamps yet: new
         self.stamped_here = (revision is None and ours
-                             and schema == _rdb_models.SCHEMA_VERSION and newest is not None
+                             and schema == _rdb_models.SCHEMA_VERSION
+                             and (newest := newest_revision()) is not None
                              and _stamp_new(self.engine, newest))
         self.read_from_stamp = self.stamped_here or (revision is not None and ours)
         if not self.read_from_stamp:
