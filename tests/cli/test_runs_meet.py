@@ -22,6 +22,7 @@ from aoe_optuna.backends.npu.simple_gemm.kernel import kernel_source_path
 from aoe_optuna.cli.main import main
 from aoe_optuna.study.run.objective import TuningObjective, is_measured
 from tests.support.pg_server import postgres_server, server_bin
+from tests.support.preloaded import ForkedRun
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = str(ROOT / "studies" / "qwen25_7b_decode_910b2.json")
@@ -99,11 +100,13 @@ def test_resuming_from_a_storage_file_that_does_not_exist_creates_nothing(
 
 # ----------------------------------------------------------- runs that start together
 def _start_together(url: str, name: str, n: int, cwd: Path) -> list[tuple[int, str]]:
-    procs = [subprocess.Popen([AOE_TUNE, "--config", QWEN, "--storage", url, "--study-name",
-                               name, "--n-trials", "12", "--sampler", "random", "--seed",
-                               str(i), "--no-progress"], cwd=cwd, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for i in range(n)]
-    return [(p.wait(timeout=600), p.stdout.read() if p.stdout else "") for p in procs]
+    """``n`` runs started at once, each a process (forked with the modules loaded, so
+    they meet the new storage closer together than interpreters still importing)."""
+    runs = [ForkedRun(["--config", QWEN, "--storage", url, "--study-name", name,
+                       "--n-trials", "12", "--sampler", "random", "--seed", str(i),
+                       "--no-progress"], cwd, os.environ) for i in range(n)]
+    done = [run.wait(timeout=600) for run in runs]
+    return [(d.returncode, d.stdout + d.stderr) for d in done]
 
 
 def _check_joined(url: str, name: str, outs: list[tuple[int, str]]) -> None:

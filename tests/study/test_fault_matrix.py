@@ -1,7 +1,8 @@
 """A kill at every write of a trial's life, on every storage, then resume: nothing lost.
 
-The way SQLite tests itself: ``aoe-tune`` (a real process, real storage)
-sends itself SIGKILL at one named fault point (aoe_optuna/study/trials/fault_points.py);
+The way SQLite tests itself: ``aoe-tune`` (a process of its own, forked with its modules
+loaded, :mod:`tests.support.preloaded`; real storage) sends itself SIGKILL at one named
+fault point (aoe_optuna/study/trials/fault_points.py);
 the same command is run again, killed at the next point, and so on; a last
 run finishes the study. Then the study must hold exactly the requested
 measurements, no config measured twice, no trial left RUNNING, and every
@@ -14,7 +15,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,10 +26,10 @@ from aoe_optuna.study.run.objective import count_measured, is_measured
 from aoe_optuna.study.storage.opening import open_storage
 from aoe_optuna.study.trials.recovery import MAX_RETRY, holds_result
 from tests.support.pg_server import postgres_server, server_bin
+from tests.support.preloaded import aoe_tune_forked
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"  # simulator: measurements are instant
-AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 N_MEASUREMENTS = 40  # more than the killed runs measure, so each run is killed
 N_PARAMS = 6  # tile_m, tile_k, tile_n, pipeline, l1_prefetch, output_align
 N_RESULT_ATTRS = 8  # cost_s, build_s, tokens_per_s, latency_us, tflops, roofline_fraction,
@@ -64,12 +64,10 @@ def _tune(url: str, fault: str | None, seed: int) -> subprocess.CompletedProcess
     env = {k: v for k, v in os.environ.items() if not k.startswith("AOE_FAULT")}
     if fault is not None:
         env["AOE_FAULT_AT"] = fault
-    return subprocess.run(
-        [str(AOE_TUNE), "--config", str(SPEC), "--storage", url, "--study-name", "fm",
+    return aoe_tune_forked(
+        ["--config", str(SPEC), "--storage", url, "--study-name", "fm",
          "--n-trials", str(N_MEASUREMENTS), "--sampler", "random", "--seed", str(seed),
-         "--no-progress"],
-        capture_output=True, text=True, env=env, timeout=120,
-    )
+         "--no-progress"], Path.cwd(), env, timeout=120)
 
 
 def _trials(url: str) -> list[FrozenTrial]:

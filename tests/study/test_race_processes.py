@@ -1,4 +1,5 @@
-"""The race in real aoe-tune processes: killed in the middle, the same command resumes it
+"""The race in aoe-tune processes of their own (forked with the modules loaded,
+:mod:`tests.support.preloaded`): killed in the middle, the same command resumes it
 with none of its re-timings lost; the summary and the export say what it certified."""
 
 from __future__ import annotations
@@ -6,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import optuna
@@ -15,8 +15,8 @@ from race_fixture import race_spec
 
 from aoe_optuna.study.race.record import RaceRecord
 from aoe_optuna.study.run.objective import count_measured
+from tests.support.preloaded import aoe_tune_forked
 
-AOE_TUNE = str(Path(sys.executable).parent / "aoe-tune")
 pytestmark = pytest.mark.slow
 
 
@@ -25,10 +25,9 @@ def tune(spec: Path, db: Path, fault: str | None = None) -> subprocess.Completed
     env.pop("AOE_FAULT_AT", None)
     if fault is not None:
         env["AOE_FAULT_AT"] = fault
-    return subprocess.run([AOE_TUNE, "--config", str(spec), "--storage", f"sqlite:///{db}",
-                           "--study-name", "r", "--n-trials", "12", "--seed", "0",
-                           "--sampler", "random", "--no-progress"],
-                          capture_output=True, text=True, timeout=300, env=env)
+    return aoe_tune_forked(["--config", str(spec), "--storage", f"sqlite:///{db}",
+                            "--study-name", "r", "--n-trials", "12", "--seed", "0",
+                            "--sampler", "random", "--no-progress"], Path.cwd(), env)
 
 
 def record(db: Path) -> RaceRecord:
@@ -62,9 +61,8 @@ def test_export_writes_the_certified_winner_its_ties_and_stamp(tmp_path):
     spec = race_spec(tmp_path, {"budget": 1.0})
     assert tune(spec, tmp_path / "e.db").returncode == 0
     kb = tmp_path / "kb.json"
-    out = subprocess.run([AOE_TUNE, "export", "--storage", f"sqlite:///{tmp_path / 'e.db'}",
-                          "--study-name", "r", "--kb", str(kb)],
-                         capture_output=True, text=True, timeout=120)
+    out = aoe_tune_forked(["export", "--storage", f"sqlite:///{tmp_path / 'e.db'}",
+                           "--study-name", "r", "--kb", str(kb)], Path.cwd(), timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("winner: certified ")
     assert "ties within 1%" in out.stdout and "P(correct selection within 1%)" in out.stdout

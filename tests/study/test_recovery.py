@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,21 +23,18 @@ from aoe_optuna.study.run.loop import MAX_SAME_INFEASIBLE, Budget, run_study
 from aoe_optuna.study.run.objective import TuningObjective, count_measured, is_measured
 from aoe_optuna.study.storage.opening import open_storage
 from aoe_optuna.study.trials.recovery import MAX_RETRY
+from tests.support.preloaded import aoe_tune_forked
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "studies" / "qwen25_7b_decode_910b2.json"
-AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 
 
 def _tune(url: str, *extra: str, fault: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AOE_FAULT")}
     if fault is not None:
         env["AOE_FAULT_AT"] = fault
-    return subprocess.run(
-        [str(AOE_TUNE), "--config", str(SPEC), "--storage", url, "--study-name", "r",
-         "--sampler", "random", *extra],
-        capture_output=True, text=True, env=env, timeout=180,
-    )
+    return aoe_tune_forked(["--config", str(SPEC), "--storage", url, "--study-name", "r",
+                            "--sampler", "random", *extra], Path.cwd(), env, timeout=180)
 
 
 @pytest.mark.slow  # five aoe-tune processes

@@ -8,12 +8,11 @@ unreadable. Real ``aoe-tune`` processes; the limit is set in the child only.
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import resource
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,24 +20,25 @@ import optuna
 import pytest
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
+from tests.support.preloaded import aoe_tune_forked
 from tests.support.run_banner import joined_lines
 
-AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 SPEC = Path(__file__).resolve().parents[2] / "studies" / "qwen25_7b_decode_910b2.json"
 ROOM_BYTES = 24_000  # a few trials' records past what the first run stored
 
 
+def _small_files(limit: int) -> None:
+    """Writes past ``limit`` bytes fail with EFBIG, as on a full disk."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 def _tune(url: str, n_trials: int, cwd: Path, limit: int | None = None
           ) -> subprocess.CompletedProcess[str]:
-    def small_files() -> None:  # writes past `limit` fail with EFBIG, as on a full disk
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return subprocess.run([str(AOE_TUNE), "--config", str(SPEC), "--storage", url,
-                           "--study-name", "s", "--sampler", "random", "--seed", "1",
-                           "--n-trials", str(n_trials), "--no-progress"],
-                          preexec_fn=small_files if limit else None, capture_output=True,
-                          text=True, cwd=cwd, timeout=300, env=os.environ.copy())
+    return aoe_tune_forked(["--config", str(SPEC), "--storage", url, "--study-name", "s",
+                            "--sampler", "random", "--seed", "1", "--n-trials",
+                            str(n_trials), "--no-progress"], cwd,
+                           before=functools.partial(_small_files, limit) if limit else None)
 
 
 def _completed(url: str) -> dict[int, tuple[Any, ...]]:

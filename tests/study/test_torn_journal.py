@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import optuna
 import pytest
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
+from tests.support.preloaded import aoe_tune_forked
+
 SPEC = Path(__file__).resolve().parents[2] / "studies" / "qwen25_7b_decode_910b2.json"
 
 
 def _tune(journal: Path, n_trials: int, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(AOE_TUNE), "--config", str(SPEC), "--storage", str(journal),
-                           "--study-name", "s", "--sampler", "random",
-                           "--n-trials", str(n_trials), *extra],
-                          capture_output=True, text=True, cwd=journal.parent, timeout=300)
+    return aoe_tune_forked(["--config", str(SPEC), "--storage", str(journal),
+                            "--study-name", "s", "--sampler", "random",
+                            "--n-trials", str(n_trials), *extra], journal.parent)
 
 
 def _trials(journal: Path) -> list[optuna.trial.FrozenTrial]:
