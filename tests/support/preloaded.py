@@ -14,6 +14,7 @@ processes a run starts keep real ``aoe-tune`` processes.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 import subprocess
@@ -46,7 +47,10 @@ def _run_main(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str
         before()
     from aoe_optuna.cli.main import main
 
-    sys.exit(main(argv))
+    try:
+        sys.exit(main(argv))
+    finally:  # multiprocessing ends its children with os._exit: run what an exit runs
+        atexit._run_exitfuncs()
 
 
 class ForkedRun:
