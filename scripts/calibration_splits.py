@@ -1,6 +1,6 @@
 """Calibrate half of each published source's figures of one kernel family, predict the rest.
 
-Usage: python scripts/calibration_splits.py [--seed N] [--splits N]
+Usage: python scripts/calibration_splits.py [--seed N] [--splits N]   (default 120 halves)
 
 Each source is a user's chip: seeded random halves of its figures of each family it
 timed (four figures or more) are fitted as ``aoe-tune calibrate`` fits them, and the
@@ -71,7 +71,7 @@ def _by_family(source: str, families: list[str], model: np.ndarray,
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--splits", type=int, default=5)
+    p.add_argument("--splits", type=int, default=120)
     args = p.parse_args()
     results = [family_splits(f, args.seed, args.splits) for f in gemm_figures() + layer_figures()]
     versions = ", ".join(f"{n} {metadata.version(n)}" for n in ("numpy", "scipy"))
