@@ -1,8 +1,9 @@
 """Measuring a kernel set: one budget of measurements over every operator of a serving
 mix, each measurement a (config, M) the joint model of its operator asks for.
 
-Per operator: a warm-up of a few configs (the spec's baseline first, then uniform
-feasible ones), each timed at one tuning shape, spread over the range; then, in rounds,
+Per operator: a warm-up of a few configs (the spec's baseline first, then the baseline
+with each other choice of a categorical parameter, then uniform feasible ones), each
+timed at one tuning shape, spread over the range; then, in rounds,
 the model is refitted and :mod:`.acquisition` names the pairs that could cut the mix's
 weighted latency most. Candidates are fresh uniform feasible configs, the one-parameter
 neighbours of the incumbents (the kernels of the current sets of one and two, the
@@ -58,10 +59,16 @@ from aoe_optuna.kernel_set.joint_model import JointInputs, JointModel
 from aoe_optuna.kernel_set.measurements import OperatorStudy
 from aoe_optuna.kernel_set.operator_mix import OperatorMix
 from aoe_optuna.kernel_set.selection import K_MAX, KernelSetChoice, choose_sets
-from aoe_optuna.samplers.neighbourhood import neighbours, retilings
+from aoe_optuna.samplers.neighbourhood import categorical_flips, neighbours, retilings
 from aoe_optuna.spec.loader import StudySpec
 
 WARMUP = 10  # measurements per operator before its model steers
+# of the warm-up, the most baseline configs with one categorical choice changed: prefill
+# seed 3 at 400 measurements drew zN weights only on five poor random tilings, and
+# gate_up_proj's model never proposed zN beside a good one (every set 7% off the optimum;
+# 1.5% with the flip); decode's sets of 4 at 1,000 moved 0.15 points on the mean of nine
+# seeds, the worst 1.0162 -> 1.0158 (docs/benchmarks/kernel_sets.md)
+FLIPS = WARMUP // 2
 ROUND = 4  # measurements per operator between two fits of its model
 POOL = 2000  # fresh uniform feasible candidates per round
 INCUMBENTS = 8  # configs whose one-parameter neighbours join the candidates
@@ -119,16 +126,22 @@ class OperatorTuning:
         return self.study.measured.count
 
     def design(self, rng: np.random.Generator) -> tuple[np.ndarray, int]:
-        """The next warm-up pair: the baseline, then uniform feasible configs, each at the
-        next tuning shape of a spread order (middle, ends, quarters...)."""
+        """The next warm-up pair: the baseline, then the baseline with one categorical
+        choice changed (up to :data:`FLIPS` of them: what a category does beside good
+        tiles), then uniform feasible configs, each at the next tuning shape of a spread
+        order (middle, ends, quarters...)."""
         i = self.measured
         order = _spread(len(self.tuned))
         m = int(self.tuned[order[i % len(order)]])
         known = {int(f) for f in self.space.flat_id(np.array(self.study.measured.rows))
                  } if self.study.measured.rows else set()
         known |= self.study.measured.failed
-        if i == 0 and self.baseline is not None:
-            return self.baseline, m
+        if self.baseline is not None:
+            if i == 0:
+                return self.baseline, m
+            flips = categorical_flips(self.space, self.baseline)[:FLIPS]
+            if i <= len(flips):
+                return flips[i - 1], m
         row = self.space.sample_feasible(1, rng, exclude=known)
         return row[0], m
 

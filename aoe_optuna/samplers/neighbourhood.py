@@ -45,6 +45,23 @@ def retilings(space: SearchSpace, rows: np.ndarray,
     return cand[space.is_feasible(cand)]
 
 
+def categorical_flips(space: SearchSpace, row: np.ndarray) -> np.ndarray:
+    """Every feasible config one categorical parameter away from ``row`` (each other
+    choice of each, in the space's order), the ordered parameters kept.
+
+    A random start sees a category only beside random other choices: where the few
+    configs that drew it were bad for other reasons, a model blames the category and
+    never proposes it beside good tiles again. The same config with that one choice
+    changed tells the category's own effect."""
+    cat = [j for j, p in enumerate(space.params) if p.kind == "categorical"]
+    out = [_changed(space, row, (j,)) for j in cat]
+    out = [block for block in out if block.shape[0]]
+    if not out:
+        return np.zeros((0, len(space.shape)), dtype=np.int64)
+    cand = np.concatenate(out)
+    return cand[space.is_feasible(cand)]
+
+
 def ball(space: SearchSpace, centre: np.ndarray, radius: int) -> np.ndarray:
     """Every feasible config differing from ``centre`` in exactly ``radius`` parameters.
 

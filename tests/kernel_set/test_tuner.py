@@ -3,6 +3,8 @@ run stopped, no (config, M) is measured twice, and its sets cover the mix."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,10 +13,11 @@ from aoe_optuna.kernel_set.operator_mix import from_model
 from aoe_optuna.kernel_set.tuner import KernelSetTuner, TunerOptions
 from aoe_optuna.kernel_set.tuning_shapes import tuning_shapes
 from aoe_optuna.spec.backend import make_backend
-from aoe_optuna.spec.loader import spec_from_dict
+from aoe_optuna.spec.loader import load_spec, spec_from_dict
 from aoe_optuna.study.storage.opening import open_storage
 from aoe_optuna.workload.shape_mix import range_mix
 
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = spec_from_dict({
     "op_name": "TinyGemm",
     "search_space": {"tile_m": [16, 32, 64, 128], "tile_n": [128, 256], "tile_k": [64],
@@ -165,3 +168,22 @@ def test_an_operators_leaders_are_candidates_of_the_others(tmp_path):
     cand = taker._candidates(np.random.default_rng(0), 50, done, mean, [], lead)
     own = set(SPEC.space.flat_id(done).tolist())
     assert (ids - own) <= set(SPEC.space.flat_id(cand).tolist())
+
+
+def test_the_warm_up_tries_each_category_beside_the_baseline(tmp_path):
+    """The baseline first, then the baseline with its weights' layout changed (the two
+    differ in that choice alone), then a random config."""
+    spec = load_spec(str(ROOT / "studies" / "qwen25_7b_prefill_catlass_910b2.json"))
+    steps = from_model(spec, range_mix({"seq_len": {"low": 128, "high": 512}}, "t"))
+    ops = steps.operators[:1]
+    tuned = [tuning_shapes(op.m, op.weight, 6) for op in ops]
+    run = KernelSetTuner(open_storage(f"sqlite:///{tmp_path / 'ks.db'}"), "run", spec, ops,
+                         tuned, make_backend(spec), TunerOptions(budget=3, warmup=3, pool=50))
+    run.run()  # warm-up only
+    got = run.units[0].study.measured
+    base = spec.space.index(spec.baseline)
+    assert np.array_equal(got.rows[0], base)
+    flip = np.asarray(got.rows[1])
+    assert [spec.space.names[j] for j in np.flatnonzero(flip != base)] == ["layout_b"]
+    assert spec.space.config(flip)["layout_b"] == "zN"
+    assert not np.array_equal(got.rows[2], base) and not np.array_equal(got.rows[2], flip)
