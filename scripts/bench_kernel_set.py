@@ -496,6 +496,37 @@ def report(paths: Sequence[Path], oracle_dir: Path, ops: Sequence[str] = ()) -> 
                       f"{r['seconds']:.0f} s): " + ", ".join(
                           f"{t['used']}: {t['held_out_s'] / opt:.4f}" for t in r["trace"]))
         paired(rows, name, opt)
+        versus_rules(rows, name, opt)
+
+
+def versus_rules(rows: Sequence[dict[str, Any]], name: str, opt: float) -> None:
+    """Per budget and K, the sets against both rules tuned with the same measurements,
+    paired per seed: the means over the seeds that have all three, and on how many of
+    them the set beats both rules."""
+    for budget in sorted({r["budget"] for r in rows if r["kind"] == "tuned"
+                          and r["case"] == name}):
+        joint = {r["seed"]: r for r in rows if r["kind"] == "joint" and r["case"] == name
+                 and r["budget"] == budget}
+        tuned = {r["seed"]: r for r in rows if r["kind"] == "tuned" and r["case"] == name
+                 and r["budget"] == budget}
+        seeds = sorted(set(joint) & set(tuned))
+        if not seeds:
+            continue
+        print(f"\n{budget} measurements, seeds {', '.join(map(str, seeds))}: the sets "
+              "against the rules given the same measurements\n")
+        print("| K | sets: mean (range) | nearest GP-UCB: mean | pow2 GP-UCB: mean "
+              "| seeds where the set beats both |")
+        print("|---|---|---|---|---|")
+        for k in range(K_MAX):
+            have = [s for s in seeds if tuned[s]["nearest"][k] is not None]
+            if not have:
+                continue
+            sets = np.array([joint[s]["sets"][k] for s in have]) / opt
+            near = np.array([tuned[s]["nearest"][k] for s in have]) / opt
+            pow2 = np.array([tuned[s]["pow2"][k] for s in have]) / opt
+            wins = int(((sets < near) & (sets < pow2)).sum())
+            print(f"| {k + 1} | {sets.mean():.4f} ({sets.min():.4f}-{sets.max():.4f}) | "
+                  f"{near.mean():.4f} | {pow2.mean():.4f} | {wins} of {len(have)} |")
 
 
 def _options(row: dict[str, Any]) -> str:
