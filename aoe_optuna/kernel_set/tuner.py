@@ -63,12 +63,12 @@ from aoe_optuna.samplers.neighbourhood import categorical_flips, neighbours, ret
 from aoe_optuna.spec.loader import StudySpec
 
 WARMUP = 10  # measurements per operator before its model steers
-# of the warm-up, the most baseline configs with one categorical choice changed: prefill
-# seed 3 at 400 measurements drew zN weights only on five poor random tilings, and
-# gate_up_proj's model never proposed zN beside a good one (every set 7% off the optimum;
-# 1.5% with the flip); decode's sets of 4 at 1,000 moved 0.15 points on the mean of nine
-# seeds, the worst 1.0162 -> 1.0158 (docs/benchmarks/kernel_sets.md)
-FLIPS = WARMUP // 2
+# the share of the warm-up that may be baseline configs with one categorical choice
+# changed: prefill seed 3 at 400 measurements drew zN weights only on five poor random
+# tilings, and gate_up_proj's model never proposed zN beside a good one (every set 7% off
+# the optimum; 1.5% with the flip); decode's sets of 4 at 1,000 moved 0.15 points on the
+# mean of nine seeds, the worst 1.0162 -> 1.0158 (docs/benchmarks/kernel_sets.md)
+FLIP_SHARE = 0.5
 ROUND = 4  # measurements per operator between two fits of its model
 POOL = 2000  # fresh uniform feasible candidates per round
 INCUMBENTS = 8  # configs whose one-parameter neighbours join the candidates
@@ -125,9 +125,9 @@ class OperatorTuning:
     def measured(self) -> int:
         return self.study.measured.count
 
-    def design(self, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    def design(self, rng: np.random.Generator, flips: int = 0) -> tuple[np.ndarray, int]:
         """The next warm-up pair: the baseline, then the baseline with one categorical
-        choice changed (up to :data:`FLIPS` of them: what a category does beside good
+        choice changed (up to ``flips`` of them: what a category does beside good
         tiles), then uniform feasible configs, each at the next tuning shape of a spread
         order (middle, ends, quarters...)."""
         i = self.measured
@@ -139,9 +139,9 @@ class OperatorTuning:
         if self.baseline is not None:
             if i == 0:
                 return self.baseline, m
-            flips = categorical_flips(self.space, self.baseline)[:FLIPS]
-            if i <= len(flips):
-                return flips[i - 1], m
+            changed = categorical_flips(self.space, self.baseline)[:flips]
+            if i <= len(changed):
+                return changed[i - 1], m
         row = self.space.sample_feasible(1, rng, exclude=known)
         return row[0], m
 
@@ -321,7 +321,7 @@ class KernelSetTuner:
             cold = [u for u in self.units if u.measured < min(o.warmup, u.space.n_feasible)]
             if cold:
                 unit = min(cold, key=lambda u: u.measured)
-                self._measure(unit, *unit.design(rng))
+                self._measure(unit, *unit.design(rng, int(o.warmup * FLIP_SHARE)))
                 continue
             if self.used >= o.explore_until and self._check():
                 continue
