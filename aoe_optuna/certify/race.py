@@ -126,7 +126,11 @@ def winner_of(state: RaceState, history: Mapping[Hashable, Sequence[float]]) -> 
     survivors = [state.leader, *(c for c in state.verdicts
                                  if state.verdicts[c].outcome != "slower")]
     if state.means is not None:
-        return min(survivors, key=lambda c: state.means[c])  # type: ignore[index]
+        # read mid-round (another worker's race), some have no estimate yet: the ones
+        # that do decide, and before the first complete round the leader stands
+        scored = [c for c in survivors if c in state.means]
+        return min(scored, key=lambda c: state.means[c]) if scored \
+            else state.leader  # type: ignore[index]
     rows = [logs(history[c]) for c in survivors]
     if any(len(y) == 0 for y in rows):
         return state.leader

@@ -119,3 +119,16 @@ def test_a_lone_candidate_is_timed_min_rounds_and_none_is_no_race():
     assert not st.done and next_timings(st, {0: [1.0]}) == [0]
     assert race_state({0: [1.0, 1.1]}, PAIRS).done
     assert race_state({}, PAIRS).leader is None
+
+
+def test_a_race_read_mid_round_names_a_winner_at_every_re_timing():
+    """Another worker may read the stored race after any re-timing, before the first
+    round is complete or after the leader's re-timing failed; each read names one."""
+    h: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    for c, cost in [(0, 1.0), (1, 1.01), (2, 1.02), (0, 1.0), (1, 1.01)]:
+        h[c].append(cost)
+        st = race_state(h, PAIRS, floor=0.004)
+        assert winner_of(st, h) in h
+    h = {0: [1.0, 1.0], 1: [1.01, 1.01], 2: [1.02, 1.02]}
+    st = race_state(h, PAIRS, floor=0.004, failed=[0])  # the leader failed in round 2
+    assert winner_of(st, h) == 1

@@ -12,10 +12,12 @@ import pytest
 from race_fixture import race_spec
 
 from aoe_optuna.attrs import RACE_ATTR
+from aoe_optuna.certify.race import RaceRules
 from aoe_optuna.process_liveness import start_ticks
 from aoe_optuna.spec.loader import load_spec
 from aoe_optuna.study.race import run as race_run
 from aoe_optuna.study.race.lease import take_lease
+from aoe_optuna.study.race.outcome import certified_of
 from aoe_optuna.study.race.record import RaceRecord
 from aoe_optuna.study.race.run import stored_certified
 from aoe_optuna.study.run.loop import Budget
@@ -216,3 +218,15 @@ def state_leader(record):
     from aoe_optuna.study.race.outcome import certified_of
 
     return certified_of(record).winner
+
+
+def test_a_race_read_before_its_first_round_ends_leaves_the_rivals_open():
+    """What a worker reading another's race prints before any rival is judged: the
+    leader so far, every rival open, no probability of a correct selection."""
+    rules = RaceRules(epsilon=0.01, max_rounds=10, pairs=True)
+    record = RaceRecord(after=10, contenders=[19, 3, 7], first={19: 1.0, 3: 1.01, 7: 1.02},
+                        budget=20, rules=rules, noise=0.01)
+    record.add(19, 1.0, None)
+    got = certified_of(record)
+    assert got is not None and got.winner == 19 and got.open == (3, 7) and got.pcs is None
+    assert "not known yet" in got.describe() and not got.done

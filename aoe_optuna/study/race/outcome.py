@@ -45,13 +45,14 @@ class Certified:
         P(correct selection within 1%) >= 0.97; race 20 re-timings, 4 rounds``."""
         lo, hi = self.interval
         ties = ", ".join(map(str, self.ties)) or "none"
-        pcs = "-" if self.pcs is None else f"{self.pcs:.2f}"
+        pcs = (f"P(correct selection within {self.epsilon:.0%}) not known yet"
+               if self.pcs is None else
+               f"P(correct selection within {self.epsilon:.0%}) >= {self.pcs:.2f}")
         state = "" if self.done else " (not finished: resume the study to finish it)"
         return (f"certified {self.value:.6g} {unit} [{lo:.6g}, {hi:.6g}] (trial {self.winner}"
                 f", first measured {self.first_value:.6g}); ties within "
-                f"{self.epsilon:.0%}: {ties}; P(correct selection within {self.epsilon:.0%}) "
-                f">= {pcs}; race {self.spent} re-timings, {self.rounds} rounds: "
-                f"{self.reason}{state}")
+                f"{self.epsilon:.0%}: {ties}; {pcs}; race {self.spent} re-timings, "
+                f"{self.rounds} rounds: {self.reason}{state}")
 
     def as_doc(self) -> dict:
         """What the knowledge base and the dashboard keep of it."""
@@ -88,14 +89,18 @@ def certified_of(record: RaceRecord) -> Certified | None:
         mean = lo = hi = record.first[w]
     # the leader's ties and open rivals; where the survivors' best estimate is one of
     # them, it wins and the leader takes its place in the tie set
-    ties = [int(c) for c in [state.leader, *state.tied, *state.open]  # type: ignore[call-overload]
-            if c != w]
+    # rivals still raced and not judged yet (the first rounds, or a late joiner's, are not
+    # complete) are open: nothing bounds the chance they are faster
+    unjudged = [c for c in state.active if c != state.leader and c not in state.verdicts]
+    open_ = [int(c) for c in [*state.open, *unjudged] if c != w]  # type: ignore[call-overload]
+    ties = [int(c) for c in [state.leader, *state.tied]  # type: ignore[call-overload]
+            if c != w] + open_
     return Certified(
         winner=w, value=1.0 / mean, interval=(1.0 / hi, 1.0 / lo),
-        first_value=1.0 / record.first[w], ties=tuple(ties),
-        open=tuple(int(c) for c in state.open if c != w),  # type: ignore[call-overload]
+        first_value=1.0 / record.first[w], ties=tuple(ties), open=tuple(open_),
         slower=tuple(slower),
-        pcs=state.pcs(record.rules), spent=record.spent, rounds=state.rounds,
+        pcs=None if unjudged else state.pcs(record.rules), spent=record.spent,
+        rounds=state.rounds,
         contenders=tuple(record.contenders), epsilon=record.rules.epsilon,
         done=record.done, reason=record.reason)
 

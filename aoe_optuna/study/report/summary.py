@@ -158,8 +158,8 @@ def certified_items(c: Certified) -> list[str]:
              f"{rate_text(hi)}] (95% interval; first measured {rate_text(c.first_value)})",
              f"ties within {c.epsilon:.0%}: " + (", ".join(map(str, c.ties)) or "none")
              + (f" ({len(c.open)} not separated)" if c.open else ""),
-             f"P(correct selection within {c.epsilon:.0%}) >= "
-             + ("-" if c.pcs is None else f"{c.pcs:.2f}"),
+             f"P(correct selection within {c.epsilon:.0%}) "
+             + ("not known yet" if c.pcs is None else f">= {c.pcs:.2f}"),
              # three items, so that a narrow terminal's line breaks between them
              f"race: {c.spent} re-timings (not counted in the measurements)",
              f"{c.rounds} rounds", c.reason]
