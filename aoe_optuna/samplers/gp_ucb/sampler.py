@@ -18,7 +18,7 @@ from optuna.distributions import BaseDistribution, FloatDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import GP_HYPER_ATTR, GP_LOCAL_ATTR, GP_PRIOR_ATTR
+from aoe_optuna.attrs import GP_FITTED_AT_ATTR, GP_HYPER_ATTR, GP_LOCAL_ATTR, GP_PRIOR_ATTR
 from aoe_optuna.samplers.base import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
 from aoe_optuna.samplers.gp_ucb._acquisition import (
@@ -71,10 +71,13 @@ RANKED = 16  # best candidates kept in order, for when other workers claimed the
 WARM_MAX_ITER = 10
 COLD_MAX_ITER = 100
 # Hyperparameters are fitted on every suggestion below REFIT_ALWAYS_BELOW completed
-# trials, then on every REFIT_EVERY-th: a fit grows as n^3
-# (docs/decisions/0004-gp-ucb-refit-every-suggestion.md).
+# trials (docs/decisions/0004-gp-ucb-refit-every-suggestion.md), then each time the
+# study has grown by 1/REFIT_GROWTH since (every REFIT_EVERY-th at least): a fit grows
+# as n^3 while one more trial moves the hyperparameters by about 1/n
+# (docs/decisions/0043-gp-ucb-refits-as-the-study-grows.md).
 REFIT_ALWAYS_BELOW = 300
 REFIT_EVERY = 3
+REFIT_GROWTH = 50
 
 
 class GPUCBSampler(ConstrainedSampler):
@@ -158,6 +161,9 @@ class GPUCBSampler(ConstrainedSampler):
         self._histories: dict[int, HistoryReader] = {}
         self._prior_scores: dict[int, PriorScores] = {}
         self._trust: dict[str, Any] | None = None
+        # the completed trials the hyperparameters were last fitted on: before a step, as
+        # the study stores it; after, as the step leaves it (``_refit_due``)
+        self._fitted_at: int | None = None
         self._plain = PlainSpaces(self.search.float_grid_points)
 
     @classmethod
@@ -251,6 +257,7 @@ class GPUCBSampler(ConstrainedSampler):
             _log.warning("every feasible config has been tried; falling back to random")
             return {}
         scores = self._scores_for(space, source, history.maximize)
+        self._fitted_at = _previous_fitted_at(trials)
         ranked, hyper, local = self._choose(
             inputs, history, cands, rng, _previous_hyper(trials),
             self.search.local_patience is not None and _local_steps_pay(trials),
@@ -259,6 +266,9 @@ class GPUCBSampler(ConstrainedSampler):
         )
         if hyper is not None:
             study._storage.set_trial_system_attr(trial._trial_id, GP_HYPER_ATTR, hyper)
+            if self._fitted_at is not None:
+                study._storage.set_trial_system_attr(trial._trial_id, GP_FITTED_AT_ATTR,
+                                                     self._fitted_at)
         if self._trust is not None:
             study._storage.set_trial_system_attr(trial._trial_id, GP_PRIOR_ATTR, self._trust)
         if local:
@@ -282,11 +292,15 @@ class GPUCBSampler(ConstrainedSampler):
         return value
 
     # ------------------------------------------------------------- the step
-    def _refit_period(self, n_completed: int) -> int:
-        """Fit on completed counts that are multiples of this (see REFIT_ALWAYS_BELOW)."""
+    def _refit_due(self, n_completed: int, fitted_at: int | None) -> bool:
+        """Whether this step fits the hyperparameters: on ``n_completed`` trials, where
+        they were last fitted on ``fitted_at`` (None: never, or by a version that did
+        not say). Read from the study, so that workers sharing it fit in turn."""
         if self.model.refit_every is not None:
-            return self.model.refit_every
-        return 1 if n_completed < REFIT_ALWAYS_BELOW else REFIT_EVERY
+            return n_completed % self.model.refit_every == 0
+        if n_completed < REFIT_ALWAYS_BELOW or fitted_at is None:
+            return True
+        return n_completed - fitted_at >= max(REFIT_EVERY, fitted_at // REFIT_GROWTH)
 
     def _choose(
         self, encode: GPInputs, history: History, cands: Candidates,
@@ -368,7 +382,10 @@ class GPUCBSampler(ConstrainedSampler):
         n = history.completed.shape[0]
         x = encode(history.completed)
         try:
-            warm_iter = WARM_MAX_ITER if n % self._refit_period(n) == 0 else 0
+            refit = self._refit_due(n, self._fitted_at)
+            warm_iter = WARM_MAX_ITER if refit else 0
+            if refit or previous is None:
+                self._fitted_at = n
             y = history.targets(self.model.floor_quantile, self.model.target_transform)
             if scores is not None and self.prior_settings.mechanism == "feature":
                 fitted = prior_as_input(x, scores(history.completed), y,
@@ -465,6 +482,15 @@ def _previous_prior_hyper(trials: Sequence[FrozenTrial]) -> Any:
         record = t.system_attrs.get(GP_PRIOR_ATTR)
         if isinstance(record, dict) and "hyper" in record:
             return record["hyper"]
+    return None
+
+
+def _previous_fitted_at(trials: Sequence[FrozenTrial]) -> int | None:
+    """The completed trials the latest stored hyperparameters were fitted on."""
+    for t in reversed(trials):
+        if t.system_attrs.get(GP_HYPER_ATTR) is not None:
+            at = t.system_attrs.get(GP_FITTED_AT_ATTR)
+            return at if isinstance(at, int) else None
     return None
 
 

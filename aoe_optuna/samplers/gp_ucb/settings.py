@@ -95,8 +95,8 @@ class ModelSettings:
     the GP sees them (None: untouched). ``refit_every``: fit the hyperparameters when
     the number of completed trials is a multiple of this (in between, reuse the last
     ones; the posterior is still conditioned on every trial); None (default): every
-    suggestion below 300 completed trials, every 3rd after
-    (docs/decisions/0004-gp-ucb-refit-every-suggestion.md). ``tiling_features``: for a
+    suggestion below 300 completed trials, then each time the study has grown by 2%
+    (every 6th at 300, every 20th at 1,000; decisions 0004 and 0043). ``tiling_features``: for a
     GEMM tiling space whose workload is given, the tile fit (padding, wave
     quantisation) as extra GP inputs (``_tiling_features``).
     """

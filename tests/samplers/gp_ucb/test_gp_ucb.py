@@ -191,13 +191,40 @@ def test_bad_arguments_say_what_was_expected(bad) -> None:
 
 
 def test_hyperparameters_are_fitted_every_suggestion_until_the_study_is_large() -> None:
-    from aoe_optuna.samplers.gp_ucb.sampler import REFIT_ALWAYS_BELOW, REFIT_EVERY
+    from aoe_optuna.samplers.gp_ucb.sampler import REFIT_ALWAYS_BELOW
 
     default = GPUCBSampler(space=small_space())
-    assert [default._refit_period(n) for n in (2, REFIT_ALWAYS_BELOW - 1)] == [1, 1]
-    assert default._refit_period(REFIT_ALWAYS_BELOW) == REFIT_EVERY > 1
+    assert all(default._refit_due(n, n - 1) for n in (2, REFIT_ALWAYS_BELOW - 1))
+    assert default._refit_due(5_000, None)  # never fitted, or not said: fit now
+    # then after each 2% of growth since the last fit, every 3rd at least
+    assert [default._refit_due(n, 300) for n in (302, 303, 305, 306)] == [False] * 3 + [True]
+    assert not default._refit_due(1019, 1000) and default._refit_due(1020, 1000)
+    fits, at = [], 1000
+    for n in range(1000, 2000):
+        if default._refit_due(n, at):
+            fits.append(n)
+            at = n
+    assert 34 <= len(fits) <= 36  # 50 ln 2: a fit per 2% of growth
     fixed = GPUCBSampler(space=small_space(), model={"refit_every": 4})
-    assert fixed._refit_period(2) == fixed._refit_period(10_000) == 4
+    assert fixed._refit_due(8, 7) and not fixed._refit_due(10_001, None)
+
+
+def test_workers_sharing_a_study_fit_in_turn_from_what_it_stores() -> None:
+    """Each trial stores the completed count its hyperparameters were fitted on, so a
+    worker whose asks skip counts (others told trials in between) still refits."""
+    from aoe_optuna.attrs import GP_FITTED_AT_ATTR, GP_HYPER_ATTR
+    from aoe_optuna.samplers.gp_ucb.sampler import _previous_fitted_at
+
+    space = small_space()
+    study = optuna.create_study(direction="maximize",
+                                sampler=GPUCBSampler(space=space, seed=2, n_startup_trials=5))
+    run(study, space, 8)
+    trials = study.get_trials()
+    stored = [(t.number, t.system_attrs.get(GP_FITTED_AT_ATTR)) for t in trials
+              if t.system_attrs.get(GP_HYPER_ATTR) is not None]
+    # below 300 trials every step fits, on the trials completed before it
+    assert stored and all(number == at for number, at in stored)
+    assert _previous_fitted_at(trials) == stored[-1][1]
 
 
 def test_plain_study_keeps_its_own_distributions() -> None:
