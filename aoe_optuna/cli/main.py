@@ -93,8 +93,9 @@ def _tune_parser() -> argparse.ArgumentParser:
                    help="what gp-ucb's model starts from, its weight learned from the "
                    "measurements: none, simulator (the SoC's simulator, calibrated per kernel "
                    "family as the study runs; the npu default), study:NAME@URL (another "
-                   "study's trials, the same parameters) or recording:PATH (a Kernel Tuner "
-                   "recording); overrides the spec's prior")
+                   "study's trials, the same parameters), recording:PATH (a Kernel Tuner "
+                   "recording) or kb:PATH (a knowledge base's winners of the same op, "
+                   "other shapes or SoCs); overrides the spec's prior")
     p.add_argument("--seed", type=int, default=None,
                    help="sampler seed (default: the stored one when resuming; a new study "
                    "draws one and records it, so the run can be repeated)")
@@ -252,7 +253,7 @@ def _with_prior(spec: Any, text: str) -> Any:
         source = prior_option(text, spec.backend_kind)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if source is not None and source.kind == "recording":
+    if source is not None and source.kind in ("recording", "kb"):
         source = dataclasses.replace(source, path=str(Path(str(source.path)).resolve()))
     return dataclasses.replace(spec, prior=source,
                                prior_doc="none" if source is None else source.document())

@@ -23,11 +23,12 @@ from optuna.trial import FrozenTrial
 from aoe_optuna.attrs import ATTR_LATENCY_US, ENV_ATTR
 from aoe_optuna.export.catlass_header import write_catlass_header
 from aoe_optuna.export.destinations import check_figures
-from aoe_optuna.export.kb_entry import certified_fields, gemm_kb_op, make_entry
+from aoe_optuna.export.kb_entry import certified_fields, make_entry
 from aoe_optuna.export.kb_figure import SHAPE_UNIT, STEP_UNIT
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_source import ExportError, ExportInfo, export_kernel
 from aoe_optuna.export.npu_kernel import write_npu_kernel
+from aoe_optuna.kb_file import gemm_kb_op
 from aoe_optuna.space.params import default_config
 from aoe_optuna.space.search_space import SearchSpace
 from aoe_optuna.spec.loader import StudySpec

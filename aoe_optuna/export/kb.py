@@ -22,10 +22,8 @@ from typing import Any, Literal
 from aoe_optuna.atomic_write import write_atomic
 from aoe_optuna.export.kb_entry import KBError, Key, describe_key, entry_key, validate_entry
 from aoe_optuna.export.kb_figure import REPLACE_OPTION, figure, not_comparable
+from aoe_optuna.kb_file import FORMAT, VERSION, KBFileError, read_entries
 from aoe_optuna.space.params import LAYOUTS
-
-FORMAT = "aoe-kb"
-VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -68,28 +66,11 @@ class KnowledgeBase:
         """The knowledge base in ``path``; an empty one when the file does not exist."""
         path = Path(path)
         try:
-            raw = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return cls()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise KBError(f"{path}: cannot read the knowledge base: {exc}") from None
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise KBError(f"{path}: not a knowledge base (invalid JSON: {exc.msg} at line "
-                          f"{exc.lineno} column {exc.colno})") from None
-        except RecursionError:
-            raise KBError(f"{path}: not a knowledge base (arrays or objects nested too "
-                          "deeply)") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise KBError(f"{path}: not a knowledge base (expected an object with "
-                          f"\"format\": \"{FORMAT}\")")
-        if data.get("version") != VERSION:
-            raise KBError(f"{path}: version: expected {VERSION}, got {data.get('version')!r}")
-        if not isinstance(data.get("entries"), list):
-            raise KBError(f"{path}: entries: expected a list")
+            raw_entries = read_entries(path)
+        except KBFileError as exc:
+            raise KBError(str(exc)) from None
         kb = cls()
-        for i, raw_entry in enumerate(data["entries"]):
+        for i, raw_entry in enumerate(raw_entries):
             if not isinstance(raw_entry, dict):
                 raise KBError(f"{path}: entries[{i}]: expected an object")
             entry = validate_entry(raw_entry, where=f"{path}: entries[{i}]")

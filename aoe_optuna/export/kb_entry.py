@@ -28,6 +28,7 @@ from aoe_optuna.aicore.layer_models import LAYER_MODELS
 from aoe_optuna.export.kb_band import checked_band
 from aoe_optuna.export.kb_figure import CALL_UNIT, STEP_UNIT
 from aoe_optuna.hardware.profile import DTYPE_BYTES
+from aoe_optuna.kb_file import KBFileError
 from aoe_optuna.space.layer_problem import Domain, ProblemFields
 from aoe_optuna.space.params import (
     KNOWN_PARAMS,
@@ -54,15 +55,8 @@ _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")  # soc, op, dtype: safe in file n
 _FREE_TEXT_MAX = 500
 
 
-class KBError(ValueError):
+class KBError(KBFileError):
     """A knowledge base file or entry that cannot be used; one line naming file and key."""
-
-
-def gemm_kb_op(op_name: str, batch: int) -> str:
-    """The KB's op of a GEMM: a batched launch is another kernel (catlass's
-    BatchedMatmul), so its entries live under ``<op>-batch<n>`` and never answer a
-    single GEMM's lookup."""
-    return op_name if batch == 1 else f"{op_name}-batch{batch}"
 
 
 def make_entry(

@@ -21,7 +21,7 @@ import numpy as np
 
 from aoe_optuna.export.catlass_kernel_set import write_catlass_kernel_set
 from aoe_optuna.export.from_study import possible_layouts
-from aoe_optuna.export.kb_entry import gemm_kb_op, make_entry
+from aoe_optuna.export.kb_entry import make_entry
 from aoe_optuna.export.kb_figure import SHAPE_UNIT
 from aoe_optuna.export.kb_store import update_knowledge_base
 from aoe_optuna.export.kernel_set_header import (
@@ -30,6 +30,7 @@ from aoe_optuna.export.kernel_set_header import (
     distinct_kernels,
     write_kernel_set_header,
 )
+from aoe_optuna.kb_file import gemm_kb_op
 from aoe_optuna.kernel_set.operator_mix import OperatorMix
 from aoe_optuna.kernel_set.plan import KernelSetPlan
 from aoe_optuna.kernel_set.selection import (

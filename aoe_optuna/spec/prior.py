@@ -11,9 +11,12 @@ Spec section ``prior`` (and ``aoe-tune --prior``, which overrides it):
                                                       storage: its completed trials
     "prior": {"recording": "PATH"}                    a Kernel Tuner recording of the same
                                                       kernel (another device)
+    "prior": {"kb": "PATH"}                           a knowledge base's entries of the same
+                                                      op (other shapes, other SoCs): their
+                                                      winners and ties
 
-The CLI's forms are ``none``, ``simulator``, ``study:NAME@URL`` and
-``recording:PATH``. What each becomes is built by the study's session
+The CLI's forms are ``none``, ``simulator``, ``study:NAME@URL``, ``recording:PATH`` and
+``kb:PATH``. What each becomes is built by the study's session
 (``study/prior_of.py``); here it is only read and checked.
 """
 
@@ -25,15 +28,16 @@ from typing import Any, Literal
 from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.spec.format import Section, SpecError, describe
 
-PriorKind = Literal["simulator", "study", "recording"]
-FORMS = "'none', 'simulator', {\"study\": NAME, \"storage\": URL} or {\"recording\": PATH}"
-CLI_FORMS = "none, simulator, study:NAME@URL or recording:PATH"
+PriorKind = Literal["simulator", "study", "recording", "kb"]
+FORMS = ("'none', 'simulator', {\"study\": NAME, \"storage\": URL}, {\"recording\": PATH} "
+         "or {\"kb\": PATH}")
+CLI_FORMS = "none, simulator, study:NAME@URL, recording:PATH or kb:PATH"
 
 
 @dataclass(frozen=True)
 class PriorSource:
-    """Where a study's prior comes from (``study``: name and storage URL; ``recording``:
-    a path, relative to the spec's folder when it came from a spec)."""
+    """Where a study's prior comes from (``study``: name and storage URL; ``recording``
+    and ``kb``: a path, relative to the spec's folder when it came from a spec)."""
 
     kind: PriorKind
     name: str | None = None
@@ -46,7 +50,7 @@ class PriorSource:
             return "simulator"
         if self.kind == "study":
             return {"study": self.name, "storage": self.storage}
-        return {"recording": self.path}
+        return {self.kind: self.path}
 
 
 def default_prior(backend: type[BackendBase]) -> PriorSource | None:
@@ -73,9 +77,10 @@ def parse_prior(document: Any, source: str, backend: type[BackendBase]) -> Prior
         section.check_keys(("study", "storage"))
         return PriorSource("study", name=section.string("study"),
                            storage=section.string("storage"))
-    if section.has("recording"):
-        section.check_keys(("recording",))
-        return PriorSource("recording", path=section.string("recording"))
+    for kind in ("recording", "kb"):
+        if section.has(kind):
+            section.check_keys((kind,))
+            return PriorSource(kind, path=section.string(kind))  # type: ignore[arg-type]
     raise SpecError(source, "prior", FORMS, describe(document))
 
 
@@ -88,6 +93,6 @@ def prior_option(text: str, backend: type[BackendBase]) -> PriorSource | None:
         name, _, url = rest.partition("@")
         if name and url:
             return PriorSource("study", name=name, storage=url)
-    if kind == "recording" and rest:
-        return PriorSource("recording", path=rest)
+    if kind in ("recording", "kb") and rest:
+        return PriorSource(kind, path=rest)  # type: ignore[arg-type]
     raise ValueError(f"--prior: expected {CLI_FORMS}, got {text!r}")

@@ -35,13 +35,17 @@ def test_each_form_reads_back_and_a_given_one_is_stored_with_the_spec() -> None:
     assert "prior" not in _spec("gemm_npu_910b2.toml").canonical()  # the default: as before
     recording = _spec("replay_gemm_2080ti.json", prior={"recording": "x.json.gz"})
     assert recording.prior == PriorSource("recording", path="x.json.gz")
+    kb = _spec("qwen25_7b_decode_910b2.json", prior={"kb": "aoe_kb.json"})
+    assert kb.prior == PriorSource("kb", path="aoe_kb.json")
+    assert spec_from_dict(kb.canonical()).prior == kb.prior
 
 
 @pytest.mark.parametrize(("prior", "needle"), [
     ("sometimes", "expected 'none', 'simulator'"),
     ({"study": "x"}, "key 'prior.storage'"),
     ({"recording": "a", "study": "b"}, "key 'prior"),
-    ({"kb": "aoe_kb.json"}, "key 'prior'"),
+    ({"kb": "aoe_kb.json", "recording": "r"}, "key 'prior"),
+    ({"knowledge": "aoe_kb.json"}, "key 'prior'"),
 ])
 def test_a_bad_prior_section_names_its_key(prior, needle) -> None:
     with pytest.raises(SpecError, match=needle.replace("(", r"\(")) as err:
@@ -61,5 +65,7 @@ def test_the_command_line_forms() -> None:
         "study", name="s1", storage="sqlite:///a.db")
     assert prior_option("recording:r.json.gz", backend_class("replay")) == PriorSource(
         "recording", path="r.json.gz")
+    assert prior_option("kb:aoe_kb.json", backend_class("cpu")) == PriorSource(
+        "kb", path="aoe_kb.json")
     with pytest.raises(ValueError, match="--prior: expected none, simulator, study:NAME@URL"):
         prior_option("study:nameonly", backend_class("npu"))

@@ -18,8 +18,8 @@ name for the shape, its KB op and its roofline group.
 from __future__ import annotations
 
 from aoe_optuna.aicore.pipes.launch import KERNEL_LAUNCH_S
-from aoe_optuna.export.kb_entry import gemm_kb_op
 from aoe_optuna.hardware.profile import SocProfile
+from aoe_optuna.kb_file import gemm_kb_op
 from aoe_optuna.workload.gemm import Gemm
 
 

@@ -69,10 +69,12 @@ class CandidateSource:
 
     def unseen(
         self, seen: set[int], rng: np.random.Generator, incumbents: np.ndarray,
-        pool_size: int | None = None,
+        pool_size: int | None = None, noted: np.ndarray | None = None,
     ) -> Candidates:
         """Candidates not in ``seen`` (flat ids of every trial of the study); a sampled
-        pool of ``pool_size`` uniform draws (default: the source's)."""
+        pool of ``pool_size`` uniform draws (default: the source's), the neighbours of
+        the ``incumbents``, and the feasible configs a prior names (``noted``) with
+        their neighbours."""
         if self.exact:
             rows, ids, x = self._enumerated()
             keep = ~np.isin(ids, np.fromiter(seen, dtype=np.int64, count=len(seen)))
@@ -81,6 +83,8 @@ class CandidateSource:
         pool = [self.space.sample_feasible(size, rng, exclude=seen)]
         if incumbents.shape[0]:
             pool.append(neighbours(self.space, incumbents))
+        if noted is not None and noted.shape[0]:
+            pool += [noted, neighbours(self.space, noted)]
         rows = np.concatenate(pool)
         # distinct rows in lexicographic order, as np.unique(rows, axis=0) gives them: a
         # flat id is the row read as a mixed-radix number, first column most significant,

@@ -48,11 +48,17 @@ PRIOR_EVIDENCE_FROM = 5  # measurements before the prior's model can be chosen
 EVIDENCE_PRICE = 2.0  # times log(n): the log posterior the prior's model must gain
 
 
-def prior_first(f_cands: np.ndarray, f_used: np.ndarray, top_share: float) -> int | None:
+def prior_first(f_cands: np.ndarray, f_used: np.ndarray, top_share: float,
+                named: bool = False) -> int | None:
     """The candidate the prior ranks best, while none of the configs used is among the
-    ``top_share`` of candidates it ranks best (else None)."""
+    ``top_share`` of candidates it ranks best (else None). A prior that ``named`` its
+    configs (a knowledge base's winners) has them measured first: its best candidate,
+    while no config used scores as high."""
     if f_cands.size == 0:
         return None
+    if named:
+        best = int(np.argmax(f_cands))
+        return None if f_used.size and float(f_used.max()) >= float(f_cands[best]) else best
     threshold = float(np.quantile(f_cands, 1.0 - top_share))
     if (f_used >= threshold).any():
         return None

@@ -160,6 +160,7 @@ class GPUCBSampler(ConstrainedSampler):
         self._sources: dict[int, CandidateSource] = {}
         self._histories: dict[int, HistoryReader] = {}
         self._prior_scores: dict[int, PriorScores] = {}
+        self._noted: dict[int, np.ndarray] = {}
         self._trust: dict[str, Any] | None = None
         # the completed trials the hyperparameters were last fitted on: before a step, as
         # the study stores it; after, as the step leaves it (``_refit_due``)
@@ -226,6 +227,16 @@ class GPUCBSampler(ConstrainedSampler):
                 self.prior, space, maximize, rows, self._seed)
         return self._prior_scores[id(space)]
 
+    def _noted_rows(self, space: SearchSpace) -> np.ndarray | None:
+        """The configs the prior names, where it names any (a knowledge base's winners):
+        candidates however the pool is drawn."""
+        noted = getattr(self.prior, "noted_rows", None)
+        if noted is None:
+            return None
+        if id(space) not in self._noted:
+            self._noted[id(space)] = noted(space)
+        return self._noted[id(space)]
+
     def _source(self, space: SearchSpace, inputs: GPInputs) -> CandidateSource:
         if id(space) not in self._sources:
             self._sources[id(space)] = CandidateSource(
@@ -252,7 +263,8 @@ class GPUCBSampler(ConstrainedSampler):
         source = self._source(space, inputs)
         pool = pool_size_at(self.search.pool_size, history.completed.shape[0],
                             self.search.fast_from)
-        cands = source.unseen(history.seen, rng, history.incumbents(N_INCUMBENTS), pool)
+        cands = source.unseen(history.seen, rng, history.incumbents(N_INCUMBENTS), pool,
+                              self._noted_rows(space))
         if cands.rows.shape[0] == 0:
             _log.warning("every feasible config has been tried; falling back to random")
             return {}
@@ -324,7 +336,8 @@ class GPUCBSampler(ConstrainedSampler):
 
             scores.observe(history.completed, history.values)
             f_cands = scores(cands.rows)
-            first = prior_first(f_cands, scores(used_rows), self.prior_settings.top_share)
+            first = prior_first(f_cands, scores(used_rows), self.prior_settings.top_share,
+                                named=getattr(self.prior, "noted_rows", None) is not None)
             if first is not None:  # the prior's best, before anything else
                 return _then_random(first, cands, rng), None, False
         if design and (scores is None or n < _prior_evidence_from()

@@ -173,6 +173,11 @@ def test_exact_candidates_exclude_seen_and_pool_stays_feasible() -> None:
     assert space.is_feasible(near).all()
     changed = (near[:, None, :] != best[None]).sum(-1)
     assert (changed == 1).any(axis=1).all()
+    # the configs a prior names join a sampled pool with their neighbours, unless seen
+    noted = rows[[100, 101]]
+    got = {int(i) for i in space.flat_id(pool.unseen(seen, rng, best, noted=noted).rows)}
+    assert {int(i) for i in space.flat_id(noted)} <= got
+    assert {int(i) for i in space.flat_id(neighbours(space, noted))} - seen <= got
 
 
 def test_farthest_point_picks_the_far_config() -> None:
