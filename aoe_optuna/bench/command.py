@@ -162,8 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
                    f"benchmark_hub:NAME (downloaded once; NAME one of {', '.join(HUB_FILES)})")
     p.add_argument("--prior-space", action="append", default=None,
                    help="the prior of the --space at the same position: another recording "
-                   "of the same kernel (a cache file or benchmark_hub:NAME), or a spec whose "
-                   "simulator is the prior ('none' for a space without one; repeatable)")
+                   "of the same kernel (a cache file or benchmark_hub:NAME), a spec whose "
+                   "simulator is the prior, or a knowledge base (aoe_kb.json) whose winners "
+                   "of the op are ('none' for a space without one; repeatable)")
     p.add_argument("--sampler", action="append", default=None,
                    help="registry name, optionally NAME:JSON kwargs (repeatable)")
     p.add_argument("--sampler-file", help="JSON file: a list of NAME or {name: kwargs} items")
@@ -272,9 +273,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "cache file", file=sys.stderr)
                 return 2
     shuffled = [n for n, kw in samplers if kw.get("_prior") == "shuffled"]
-    spec_priors = [c.prior.path for c in cases if c.prior is not None and c.prior.kind == "spec"]
+    spec_priors = [c.prior for c in cases
+                   if c.prior is not None and c.prior.kind in ("spec", "kb")]
     if shuffled and spec_priors:
-        print(f"aoe-tune bench: error: --prior-space {spec_priors[0]}: a simulator's prior "
+        what = "a knowledge base's" if spec_priors[0].kind == "kb" else "a simulator's"
+        print(f"aoe-tune bench: error: --prior-space {spec_priors[0].path}: {what} prior "
               "has no recorded values to shuffle; expected _prior 'on' or 'off' with it",
               file=sys.stderr)
         return 2

@@ -36,11 +36,12 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Case:
     """A space to benchmark on: a study spec file, or a recorded Kernel Tuner cache file;
-    with ``prior``, another case whose measurements (a recording) or model (a spec's
-    simulator) are the prior of the samplers that take one (``--prior-space``)."""
+    with ``prior``, another case whose measurements (a recording), model (a spec's
+    simulator) or winners (a knowledge base, kind "kb") are the prior of the samplers
+    that take one (``--prior-space``)."""
 
     name: str
-    kind: str  # "spec" or "replay"
+    kind: str  # "spec" or "replay"; a prior also "kb"
     path: str
     # a recorded space's noise: "none" (each config's recorded mean) or "recorded" (each
     # measurement drawn from the config's recorded repeats, seeded by the run's seed)
@@ -52,7 +53,8 @@ class Case:
                   noise: str = "none") -> Case:
         p = Path(path)
         name = _stem(p)
-        kind = "replay" if p.name.endswith((".json.gz", ".gz")) or _is_cache_json(p) else "spec"
+        kind = "replay" if p.name.endswith((".json.gz", ".gz")) or _is_cache_json(p) else (
+            "kb" if _json_head_has(p, b'"aoe-kb"') else "spec")
         if prior is None:
             return cls(name=name, kind=kind, path=str(p.resolve()), noise=noise)
         source = cls.from_path(prior)
@@ -71,11 +73,16 @@ def _stem(p: Path) -> str:
 
 def _is_cache_json(p: Path) -> bool:
     """A plain .json that is a Kernel Tuner cache (not a study spec)."""
+    return _json_head_has(p, b'"tune_params_keys"')
+
+
+def _json_head_has(p: Path, marker: bytes) -> bool:
+    """A plain .json whose first 4 KiB hold ``marker`` (a cache's keys, a KB's format)."""
     if p.suffix != ".json" or not p.is_file():
         return False
     with p.open("rb") as fh:
         head = fh.read(4096)
-    return b'"tune_params_keys"' in head
+    return marker in head
 
 
 @dataclass(frozen=True)
@@ -151,10 +158,16 @@ def build_case(case: Case) -> Built:
 
 
 def case_prior(case: Case) -> Any:
-    """The prior of a case with ``--prior-space``: a recording's measurements, or the
-    simulator of another spec (the same space under other constants)."""
+    """The prior of a case with ``--prior-space``: a recording's measurements, the
+    simulator of another spec (the same space under other constants), or a knowledge
+    base's winners of the case's op."""
     if case.prior is None:
         return None
+    if case.prior.kind == "kb":
+        from aoe_optuna.spec.loader import load_spec
+        from aoe_optuna.study.prior_of import kb_prior
+
+        return kb_prior(Path(case.prior.path), load_spec(case.path))
     if case.prior.kind == "replay":
         from aoe_optuna.samplers.priors.recording import recording_prior
 

@@ -62,3 +62,24 @@ def test_bad_prior_arguments_are_one_line_and_nothing_is_written(tmp_path, capsy
     err = _refused(tmp_path, capsys, "--space", str(space), "--prior-space", str(space),
                    "--sampler", 'gp-ucb:{"_prior": "maybe"}')
     assert "_prior: expected one of on, shuffled, off" in err
+
+
+def test_a_knowledge_base_is_a_prior_space_and_has_nothing_to_shuffle(tmp_path, capsys):
+    from pathlib import Path
+
+    from aoe_optuna.bench.seed_run import Case, case_prior
+    from aoe_optuna.export.kb import KnowledgeBase
+    from aoe_optuna.export.kb_entry import make_entry
+
+    spec = Path(__file__).resolve().parents[2] / "studies" / "qwen25_7b_decode_910b2.json"
+    kb = KnowledgeBase()
+    kb.merge(make_entry("Ascend910B4", "GemmKernel", "fp16", 1, 3584, 3584, "row_major",
+                        {"tile_m": 16, "tile_k": 112, "tile_n": 256, "pipeline": 1,
+                         "l1_prefetch": 1, "output_align": 1}, 80.0, None, "s", None))
+    kb.save(tmp_path / "kb.json")
+    case = Case.from_path(spec, prior=tmp_path / "kb.json")
+    assert case.prior is not None and case.prior.kind == "kb"
+    assert case_prior(case).name == "knowledge base kb.json (1 entry of GemmKernel)"
+    err = _refused(tmp_path, capsys, "--space", str(spec), "--prior-space",
+                   str(tmp_path / "kb.json"), "--sampler", 'gp-ucb:{"_prior": "shuffled"}')
+    assert "a knowledge base's prior has no recorded values to shuffle" in err
