@@ -39,12 +39,14 @@ from aoe_optuna.study.run.objective import Evaluator
 AOE_TUNE = Path(sys.executable).parent / "aoe-tune"
 
 
-def run_one(spec: str, n_trials: int, seed: int, out: Path) -> dict:
+def run_one(spec: str, n_trials: int, seed: int, out: Path,
+            sampler_kwargs: str | None = None) -> dict:
     db = out / f"run{seed}.db"
     if not db.exists():
         t0 = time.time()
         subprocess.run([str(AOE_TUNE), "--config", spec, "--n-trials", str(n_trials),
-                        "--seed", str(seed), "--storage", f"sqlite:///{db}", "--no-progress"],
+                        "--seed", str(seed), "--storage", f"sqlite:///{db}", "--no-progress",
+                        *(["--sampler-kwargs", sampler_kwargs] if sampler_kwargs else [])],
                        check=True, stdout=subprocess.DEVNULL)
         print(f"run {seed}: {time.time() - t0:.0f} s", flush=True)
     storage = f"sqlite:///{db}"
@@ -108,9 +110,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--n-trials", type=int, default=40)
     ap.add_argument("--out", type=Path, default=Path("/tmp/certified_cpu"))
+    ap.add_argument("--sampler-kwargs", default=None, metavar="JSON",
+                    help="passed to each run's aoe-tune (e.g. a local phase)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = [run_one(args.spec, args.n_trials, s, args.out) for s in range(args.runs)]
+    rows = [run_one(args.spec, args.n_trials, s, args.out, args.sampler_kwargs)
+            for s in range(args.runs)]
     for r in rows:
         print(f"run {r['seed']}: certified {r['value']:,.0f} tokens/s "
               f"[{r['interval'][0]:,.0f}, {r['interval'][1]:,.0f}], {len(r['ties'])} ties, "
