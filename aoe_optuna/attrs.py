@@ -50,6 +50,7 @@ CLAIM_ATTR = "aoe:claim"  # the config a RUNNING trial's sampler claimed (sample
 GP_HYPER_ATTR = "gp_ucb:hyper"  # the GP hyperparameters fitted for the trial
 GP_FITTED_AT_ATTR = "gp_ucb:fitted_at"  # the completed trials those were last fitted on
 GP_LOCAL_ATTR = "gp_ucb:local"  # the trial's proposal was a local step
+GP_FLIP_ATTR = "gp_ucb:flip"  # the trial's proposal was the incumbent, one category changed
 GP_PRIOR_ATTR = "gp_ucb:prior"  # the prior of the trial's proposal and how much the GP trusted it
 # Trial system attributes of recovery: who runs a trial, and Optuna's retry lineage keys
 # (RetryFailedTrialCallback's names).

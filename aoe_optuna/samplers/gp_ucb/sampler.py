@@ -18,7 +18,13 @@ from optuna.distributions import BaseDistribution, FloatDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from aoe_optuna.attrs import GP_FITTED_AT_ATTR, GP_HYPER_ATTR, GP_LOCAL_ATTR, GP_PRIOR_ATTR
+from aoe_optuna.attrs import (
+    GP_FITTED_AT_ATTR,
+    GP_FLIP_ATTR,
+    GP_HYPER_ATTR,
+    GP_LOCAL_ATTR,
+    GP_PRIOR_ATTR,
+)
 from aoe_optuna.samplers.base import ConstrainedSampler, ConstraintsFunc, serialized
 from aoe_optuna.samplers.claims import claim_first_free, claimed_params
 from aoe_optuna.samplers.gp_ucb._acquisition import (
@@ -50,6 +56,7 @@ from aoe_optuna.samplers.gp_ucb.settings import (
     ResolvedFailures,
     SearchSettings,
 )
+from aoe_optuna.samplers.neighbourhood import categorical_flips
 from aoe_optuna.samplers.plain_space import PlainSpace, PlainSpaces
 from aoe_optuna.samplers.priors.base import ConfigPrior, PriorArgument, as_prior
 from aoe_optuna.samplers.settings import settings_of
@@ -165,6 +172,8 @@ class GPUCBSampler(ConstrainedSampler):
         # the completed trials the hyperparameters were last fitted on: before a step, as
         # the study stores it; after, as the step leaves it (``_refit_due``)
         self._fitted_at: int | None = None
+        self._flips = 0  # proposals that were the incumbent with one category changed
+        self._flipped = False
         self._plain = PlainSpaces(self.search.float_grid_points)
 
     @classmethod
@@ -270,6 +279,8 @@ class GPUCBSampler(ConstrainedSampler):
             return {}
         scores = self._scores_for(space, source, history.maximize)
         self._fitted_at = _previous_fitted_at(trials)
+        self._flips = sum(1 for t in trials if t.system_attrs.get(GP_FLIP_ATTR))
+        self._flipped = False
         ranked, hyper, local = self._choose(
             inputs, history, cands, rng, _previous_hyper(trials),
             self.search.local_patience is not None and _local_steps_pay(trials),
@@ -285,6 +296,8 @@ class GPUCBSampler(ConstrainedSampler):
             study._storage.set_trial_system_attr(trial._trial_id, GP_PRIOR_ATTR, self._trust)
         if local:
             study._storage.set_trial_system_attr(trial._trial_id, GP_LOCAL_ATTR, True)
+        if self._flipped:
+            study._storage.set_trial_system_attr(trial._trial_id, GP_FLIP_ATTR, True)
         # Another worker may be proposing at this very moment from the same history:
         # claim the best config no live trial holds (see aoe_optuna.samplers.claims).
         config = claim_first_free(study, trial, (space.config(cands.rows[i]) for i in ranked))
@@ -343,9 +356,28 @@ class GPUCBSampler(ConstrainedSampler):
         if design and (scores is None or n < _prior_evidence_from()
                        or self.prior_settings.mechanism == "feature"):
             return self._design_step(cands, used_x, rng, f_cands), None, False
+        if self.search.incumbent_flips and not design:
+            flip = self._incumbent_flip(encode.space, history, cands)
+            if flip is not None:
+                self._flipped = True
+                return _then_random(flip, cands, rng), None, False
         return self._ranked_by_the_gp(encode, history, cands, rng, previous, local_allowed,
                                       failures, scores, previous_prior, torch_seed,
                                       used_x, design, f_cands)
+
+    def _incumbent_flip(self, space: SearchSpace, history: History,
+                        cands: Candidates) -> int | None:
+        """The index in ``cands`` of the best measured config with one categorical
+        parameter changed, the first not yet measured (``SearchSettings.incumbent_flips``);
+        None when every one was, or a quarter of the measurements were such flips."""
+        best = history.incumbents(1)
+        if best.shape[0] == 0 or self._flips >= max(1, history.completed.shape[0] // 4):
+            return None
+        flips = categorical_flips(space, best[0])
+        if flips.shape[0] == 0:
+            return None
+        at = {int(f): i for i, f in enumerate(space.flat_id(cands.rows))}
+        return next((at[int(f)] for f in space.flat_id(flips) if int(f) in at), None)
 
     def _design_step(self, cands: Candidates, used_x: np.ndarray, rng: np.random.Generator,
                      f_cands: np.ndarray | None) -> np.ndarray:

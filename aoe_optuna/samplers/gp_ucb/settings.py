@@ -133,6 +133,11 @@ class SearchSettings:
     space) and costs measurements where global UCB still finds better basins (the
     recorded GEMM spaces); 5 is the setting measured
     (docs/decisions/0020-gp-ucb-coordinate-search-when-stalled.md).
+    ``incumbent_flips``: past the start, propose the best measured config with one
+    categorical parameter changed (each other choice in turn) while such a config is
+    unmeasured, up to a quarter of the measurements: a GP whose start saw a category
+    only beside poor settings rates it by them (off by default; the cpu study's runs,
+    docs/benchmarks/certified_winners.md).
     ``float_grid_points``: values standing for each float parameter of a plain study.
     ``fast_from``: from this many completed trials (default 300) a suggestion costs
     less two ways: the exact posterior std is computed only for the candidates whose
@@ -148,6 +153,7 @@ class SearchSettings:
     pool_size: int = POOL_SIZE
     local_patience: int | None = None
     local_radius: int = LOCAL_RADIUS
+    incumbent_flips: bool = False
     float_grid_points: int = FLOAT_GRID_POINTS
     fast_from: int | None = FAST_FROM
 

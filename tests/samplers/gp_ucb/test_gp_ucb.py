@@ -291,3 +291,26 @@ def test_after_a_stall_every_other_suggestion_is_one_change_from_a_best_config()
     twin.add_trials(study.get_trials()[:-1])
     assert twin.ask(dists).params == global_step.params
 
+
+
+def test_incumbent_flips_measure_the_best_with_each_other_category() -> None:
+    """With ``search.incumbent_flips`` the first proposals past the start are the best
+    measured config with ``mode`` changed, each other choice once, marked as flips,
+    never more than a quarter of the measurements."""
+    from aoe_optuna.attrs import GP_FLIP_ATTR
+
+    space = small_space()
+    study = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
+        space=space, seed=4, n_startup_trials=8, search={"incumbent_flips": True}))
+    asked = run(study, space, 20)
+    flips = [t.number for t in study.trials if t.system_attrs.get(GP_FLIP_ATTR)]
+    assert flips and flips[0] == 8  # the first proposal past the start
+    assert len(flips) <= max(1, 20 // 4)
+    for n in flips:
+        best = max(study.trials[:n], key=lambda t: t.value)
+        changed = {k for k in best.params if best.params[k] != asked[n][k]}
+        assert changed == {"mode"}
+    plain = optuna.create_study(direction="maximize", sampler=GPUCBSampler(
+        space=space, seed=4, n_startup_trials=8))
+    run(plain, space, 12)
+    assert not any(t.system_attrs.get(GP_FLIP_ATTR) for t in plain.trials)
