@@ -1,4 +1,5 @@
-"""The knowledge base's file: its format marker, its raw entries, a GEMM's op name.
+"""The knowledge base's file: its format marker, its raw entries, a GEMM's op name, and
+how near two GEMM shapes lie.
 
 Read here, below every layer that reads a knowledge base: the export validates each
 entry against the op's space (:mod:`aoe_optuna.export.kb_entry`), and a study whose
@@ -9,6 +10,7 @@ each checked against its own space.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,16 @@ def read_entries(path: str | os.PathLike[str], *, missing_ok: bool = True
     if not isinstance(data.get("entries"), list):
         raise KBFileError(f"{path}: entries: expected a list")
     return data["entries"]
+
+
+def shape_sq_distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """The squared distance of two (M, K, N) in (log2 M, log2 K, log2 N): doubling a
+    dimension costs 1 whatever its size (the lookup's nearest entry, a KB prior's)."""
+    total = 0.0
+    for x, y in zip(a, b, strict=True):
+        d = math.log2(x) - math.log2(y)
+        total += d * d
+    return total
 
 
 def gemm_kb_op(op_name: str, batch: int) -> str:

@@ -24,6 +24,7 @@ from aoe_optuna.export.kb_entry import (
     is_gemm_entry,
     problem_text,
 )
+from aoe_optuna.kb_file import shape_sq_distance
 from aoe_optuna.space.params import LAYOUTS
 from aoe_optuna.workload.gemm import MAX_DIM
 
@@ -78,7 +79,6 @@ def lookup(
             raise KBError(f"lookup: {dim}: expected an integer from 1 to {MAX_DIM}, got {v!r}")
     if layout is not None and layout not in LAYOUTS:
         raise KBError(f"lookup: layout: expected one of {list(LAYOUTS)} or None, got {layout!r}")
-    query = (math.log2(M), math.log2(K), math.log2(N))
     best: tuple[tuple[Any, ...], dict[str, Any], float] | None = None
     for entry in kb.entries():
         if not is_gemm_entry(entry) or (entry["soc"], entry["op"], entry["dtype"]) != (
@@ -86,7 +86,7 @@ def lookup(
             continue
         if layout is not None and entry["layout"] != layout:
             continue
-        d2 = _squared_distance(query, entry)
+        d2 = shape_sq_distance((M, K, N), (entry["M"], entry["K"], entry["N"]))
         hit = _holds(entry, M, K, N)
         rank = (0, 0.0, -entry["value"], 0.0) if hit else (
             1, _tie_bucket(d2), -entry["value"], d2)
@@ -120,10 +120,3 @@ def _tie_bucket(d2: float) -> float:
     """Squared distances closer than 2**-20 are a tie (rounding noise of log2 and FMA)."""
     return math.floor(d2 * TIE_SCALE + 0.5)
 
-
-def _squared_distance(query: tuple[float, float, float], entry: Mapping[str, Any]) -> float:
-    total = 0.0
-    for q, dim in zip(query, ("M", "K", "N"), strict=True):
-        d = q - math.log2(entry[dim])
-        total += d * d
-    return total

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
-from aoe_optuna.kb_file import KBFileError, gemm_kb_op, read_entries
+from aoe_optuna.kb_file import KBFileError, gemm_kb_op, read_entries, shape_sq_distance
 from aoe_optuna.samplers.priors.base import ConfigPrior
 from aoe_optuna.samplers.priors.near_configs import Anchor, NearConfigsPrior
 from aoe_optuna.samplers.priors.recording import recording_prior
@@ -117,8 +117,7 @@ def _entry_away(entry: Any, shapes: set[tuple[str, str, int, int, int]],
         m, k, n = (int(entry[d]) for d in ("M", "K", "N"))
         if min(m, k, n) < 1 or not isinstance(entry.get("config"), dict):
             return None
-        best = min(math.dist((math.log2(m), math.log2(k), math.log2(n)),
-                             (math.log2(sm), math.log2(sk), math.log2(sn)))
+        best = min(math.sqrt(shape_sq_distance((m, k, n), (sm, sk, sn)))
                    + (OTHER_DTYPE if entry.get("dtype") != dtype else 0.0)
                    for op, dtype, sm, sk, sn in shapes if op == entry.get("op"))
     except (KeyError, TypeError, ValueError):  # no shape of its op: min() of nothing

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from aoe_optuna.samplers.priors.table import TableError
-from aoe_optuna.space.params import ParamError
 from aoe_optuna.space.search_space import SearchSpace
 
 CHUNK = 4096
@@ -52,7 +51,7 @@ class NearConfigsPrior:
             for a in self.anchors:
                 try:
                     rows.append(space.index(a.config))
-                except (ParamError, KeyError, ValueError, TypeError):
+                except (KeyError, ValueError, TypeError):  # ParamError is a ValueError
                     continue  # a parameter or value this space does not offer
                 away.append(float(a.away))
             if not rows:
