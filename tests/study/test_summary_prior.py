@@ -46,3 +46,13 @@ def test_the_summary_and_the_note_carry_it() -> None:
     assert f"prior: {text}" in " ".join(printed.split())
     assert f"Prior: {text}." in summary_markdown(_summary(text))
     assert "Prior" not in summary_markdown(_summary(None))
+
+
+def test_a_long_prior_name_keeps_its_line_at_80_and_100_columns() -> None:
+    text = trust_text({**MEAN, "name": "knowledge base kb.json (5 entries of GemmKernel)"})
+    for width in (80, 100):
+        console = Console(width=width, record=True, color_system=None)
+        print_summary(_summary(text), console)
+        printed = console.export_text()
+        assert max(map(len, printed.splitlines())) <= width
+        assert "prior: knowledge base kb.json (5 entries of GemmKernel):\n  weight 0.82" in printed

@@ -228,7 +228,13 @@ def print_summary(s: Summary, console: Console | None = None) -> None:
         say(wrap_items([f"{k}={v}" for k, v in s.certified_params.items()], width,
                        first="certified config: "))
     if s.prior:
-        say(wrap_items(s.prior.split(", "), width, first="prior: "))
+        # a long name (a knowledge base's) keeps its line; what the model makes of it follows
+        name, colon, trust = s.prior.partition(": ")
+        if colon and len(f"prior: {s.prior}") > width:
+            say(wrap_items([f"{name}:"], width, first="prior: "))
+            say(wrap_items(trust.split(", "), width, first="  "))
+        else:
+            say(wrap_items(s.prior.split(", "), width, first="prior: "))
     if s.best_params:
         say(wrap_items([f"{k}={v}" for k, v in s.best_params.items()], width,
                        first="best config: "))
