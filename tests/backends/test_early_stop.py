@@ -57,7 +57,7 @@ def test_the_cpu_driver_cuts_a_slower_config_short(tmp_path: Path) -> None:
     # a precision no timing reaches and a time cap a loaded machine does not hit: the full
     # measurement runs every repeat, so only the early stop can end one at the minimum
     backend = CpuBackend(work_dir=tmp_path, min_repeats=3, max_repeats=20,
-                         rel_precision=1e-12, max_seconds=60.0)
+                         rel_precision=1e-12, max_seconds=60.0, estimator="median")
     gemm = Gemm(M=128, K=128, N=128, dtype="fp32")
     full = backend.measure(CONFIG, gemm)
     cut = backend.measure(CONFIG, gemm, stop_above_s=full.latency_s / 10)
@@ -67,6 +67,17 @@ def test_the_cpu_driver_cuts_a_slower_config_short(tmp_path: Path) -> None:
     assert low > full.latency_s / 10 * 1.1
     off = CpuBackend(work_dir=tmp_path, min_repeats=3, early_stop_margin=0)
     assert not off.measure(CONFIG, gemm, stop_above_s=full.latency_s / 10).extra["cut_short"]
+
+
+def test_the_minimum_cuts_short_only_after_a_quarter_of_its_window() -> None:
+    # a burst at the start of a timing must not end it: the fastest call so far counts
+    # only once a quarter of the window has passed
+    policy = TimingPolicy(warmup=0, min_repeats=2, max_repeats=1000, max_seconds=0.2,
+                          stop_above_s=SLEEP_S / 4, estimator="min")
+    result = time_call(nap, policy)
+    assert result.cut_short
+    assert sum(result.samples) >= 0.05 and result.repeats < 1000 / 4
+    assert result.estimate_s == min(result.samples) > SLEEP_S / 4 * 1.1
 
 
 def test_a_trial_cut_short_is_never_the_best() -> None:

@@ -189,6 +189,8 @@ def test_from_options_checks_every_key(tmp_path) -> None:
         CpuBackend.from_options({"fault": "build"}, profile)
     with pytest.raises(ValueError, match=r"^clock: expected one of \['thread_cpu', 'wall'\]"):
         CpuBackend.from_options({"clock": "tsc"}, profile)
+    with pytest.raises(ValueError, match=r"^estimator: expected one of \['median', 'min'\]"):
+        CpuBackend.from_options({"estimator": "mean"}, profile)
 
 
 def test_the_thread_cpu_clock_times_the_kernel_and_says_so_in_the_stamp(tmp_path) -> None:
@@ -199,6 +201,17 @@ def test_the_thread_cpu_clock_times_the_kernel_and_says_so_in_the_stamp(tmp_path
         assert b.environment()["clock"] == "thread_cpu"
     with CpuBackend(work_dir=tmp_path, **FAST) as wall:
         assert "clock" not in wall.environment()  # wall clock stamps stay as they were
+
+
+def test_the_latency_is_the_fastest_call_by_default_and_the_stamp_says_which(tmp_path) -> None:
+    with CpuBackend(work_dir=tmp_path, **FAST) as low, \
+            CpuBackend(work_dir=tmp_path, estimator="median", **FAST) as middle:
+        m, med = low.measure(config(pipeline=2), SMALL), middle.measure(config(pipeline=2), SMALL)
+        assert m.ok and med.ok, (m.reason, med.reason)
+        assert m.latency_s == min(m.samples_s)
+        assert med.latency_s == float(np.median(med.samples_s))
+        assert low.environment()["estimator"] == "min"
+        assert "estimator" not in middle.environment()  # the median's stamps stay as they were
 
 
 def test_close_removes_the_temporary_work_dir() -> None:
