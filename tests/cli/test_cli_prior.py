@@ -29,6 +29,12 @@ def test_another_study_is_the_prior_and_the_summary_says_how_far_it_is_trusted(
     records = [t.system_attrs[GP_PRIOR_ATTR] for t in study.trials
                if GP_PRIOR_ATTR in t.system_attrs]
     assert records and records[-1]["name"] == "study src"
+    # a run that ends within the start, before the model weighs the prior, still names it
+    short = f"sqlite:///{tmp_path / 'short.db'}"
+    assert main(["--config", QWEN, "--storage", short, "--study-name", "q", "--n-trials", "3",
+                 "--prior", f"study:src@{source}", "--seed", "0", "--no-progress"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "prior: study src: guiding the start, not weighed yet" in out
 
 
 @pytest.mark.parametrize(("prior", "needle"), [

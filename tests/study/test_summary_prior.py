@@ -35,6 +35,8 @@ def test_the_text_names_the_weight_or_says_the_prior_is_an_input() -> None:
                                 "rank correlation 0.91 over 37 measured")
     feature = {"name": "simulator Ascend910B2", "mechanism": "feature", "measured": 5}
     assert trust_text(feature) == "simulator Ascend910B2: an input of the GP"
+    start = {"name": "knowledge base kb.json", "stage": "start"}
+    assert trust_text(start) == "knowledge base kb.json: guiding the start, not weighed yet"
 
 
 def test_the_summary_and_the_note_carry_it() -> None:

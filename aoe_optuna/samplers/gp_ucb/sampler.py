@@ -347,6 +347,9 @@ class GPUCBSampler(ConstrainedSampler):
         if scores is not None:
             from aoe_optuna.samplers.gp_ucb._prior_step import prior_first
 
+            # what the summary shows until the model has weighed the prior (the GP's
+            # step replaces it with the weight and the rank correlation)
+            self._trust = {"name": self.prior.name, "stage": "start"}
             scores.observe(history.completed, history.values)
             f_cands = scores(cands.rows)
             first = prior_first(f_cands, scores(used_rows), self.prior_settings.top_share,

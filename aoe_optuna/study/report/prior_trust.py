@@ -2,7 +2,8 @@
 
 GPUCBSampler stores with each proposal the prior it used and what its model
 made of it (``attrs.GP_PRIOR_ATTR``: the weight of the prior's score in the
-GP's mean, the rank correlation of the scores with the measured values).
+GP's mean, the rank correlation of the scores with the measured values; during
+the start, before any weighing, only that the prior guided it).
 The run summary and the dashboard note show the latest one.
 """
 
@@ -26,8 +27,12 @@ def latest_trust(trials: Sequence[FrozenTrial]) -> dict[str, Any] | None:
 
 
 def trust_text(record: dict[str, Any]) -> str:
-    """``recording X: weight 0.82 in the GP's mean, rank correlation 0.91 over 37 measured``."""
+    """``recording X: weight 0.82 in the GP's mean, rank correlation 0.91 over 37 measured``,
+    or, before the model has weighed it, ``recording X: guiding the start, not weighed
+    yet``."""
     parts = []
+    if record.get("stage") == "start":
+        parts.append("guiding the start, not weighed yet")
     if "weight" in record:
         parts.append(f"weight {record['weight']:.2f} in the GP's mean")
     elif record.get("mechanism") == "feature":
