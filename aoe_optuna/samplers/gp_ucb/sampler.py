@@ -347,17 +347,17 @@ class GPUCBSampler(ConstrainedSampler):
         if scores is not None:
             from aoe_optuna.samplers.gp_ucb._prior_step import prior_first
 
-            # what the summary shows until the model has weighed the prior (the GP's
-            # step replaces it with the weight and the rank correlation)
-            self._trust = {"name": self.prior.name, "stage": "start"}
             scores.observe(history.completed, history.values)
             f_cands = scores(cands.rows)
             first = prior_first(f_cands, scores(used_rows), self.prior_settings.top_share,
                                 named=getattr(self.prior, "noted_rows", None) is not None)
             if first is not None:  # the prior's best, before anything else
+                self._trust = self._guiding_start()
                 return _then_random(first, cands, rng), None, False
         if design and (scores is None or n < _prior_evidence_from()
                        or self.prior_settings.mechanism == "feature"):
+            if scores is not None:
+                self._trust = self._guiding_start()
             return self._design_step(cands, used_x, rng, f_cands), None, False
         if self.search.incumbent_flips and not design:
             flip = self._incumbent_flip(encode.space, history, cands)
@@ -367,6 +367,12 @@ class GPUCBSampler(ConstrainedSampler):
         return self._ranked_by_the_gp(encode, history, cands, rng, previous, local_allowed,
                                       failures, scores, previous_prior, torch_seed,
                                       used_x, design, f_cands)
+
+    def _guiding_start(self) -> dict[str, Any]:
+        """The prior record of a start proposal the prior guided: what the summary shows
+        until the model has weighed the prior (then its weight and rank correlation)."""
+        assert self.prior is not None
+        return {"name": self.prior.name, "stage": "start"}
 
     def _incumbent_flip(self, space: SearchSpace, history: History,
                         cands: Candidates) -> int | None:

@@ -80,3 +80,22 @@ def test_bad_prior_settings_name_the_field() -> None:
         GPUCBSampler(space=small_space(), prior_settings={"mechanism": "both"})
     with pytest.raises(ValueError, match="prior_settings.top_share"):
         GPUCBSampler(space=small_space(), prior_settings={"top_share": 0})
+
+
+def test_the_start_names_the_prior_and_a_proposal_past_it_never_says_start() -> None:
+    # the start's proposals record the prior as guiding them; past it each record is the
+    # model's weighing, and a proposal the prior did not choose (the incumbent with its
+    # category changed) records none, so the summary keeps the last weighing
+    from aoe_optuna.attrs import GP_FLIP_ATTR
+
+    space = small_space()
+    sampler = GPUCBSampler(space=space, seed=4, prior=_noisy_prior, n_startup_trials=8,
+                           search={"incumbent_flips": True})
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    run(study, space, 16)
+    records = [t.system_attrs.get(GP_PRIOR_ATTR) for t in study.trials]
+    assert records[0] == {"name": "_noisy_prior", "stage": "start"}
+    flipped = [t.number for t in study.trials if t.system_attrs.get(GP_FLIP_ATTR)]
+    assert flipped and all(records[n] is None for n in flipped)
+    weighed = [records[n] for n in range(8, 16) if n not in flipped]
+    assert weighed and all("stage" not in r and "weight" in r for r in weighed)
