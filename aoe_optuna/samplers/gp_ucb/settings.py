@@ -137,7 +137,7 @@ class SearchSettings:
     categorical parameter changed (each other choice in turn) while such a config is
     unmeasured, up to a quarter of the measurements: a GP whose start saw a category
     only beside poor settings rates it by them (off by default: the cpu study's
-    winners reach the fast flags' basin in 14 of 15 runs with it, 10 of 15 without; the
+    winners reach the fast flags' basin in 18 of 20 runs with it, 12 of 20 without; the
     simulator's spaces are level at 100 measurements and may lose 0.6-4.7% at 25-50,
     docs/benchmarks/certified_winners.md).
     ``float_grid_points``: values standing for each float parameter of a plain study.
