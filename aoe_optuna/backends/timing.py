@@ -117,12 +117,8 @@ class TimingResult:
     spread: float  # interquartile range / median
     precision: float  # estimated relative half-width of the median's 95% interval
     samples: tuple[float, ...]
+    estimate_s: float  # what the timing reports: its policy's estimator of the samples
     cut_short: bool = False  # stopped early: clearly slower than the incumbent
-    estimate_s: float = math.nan  # what the timing reports (its policy's estimator)
-
-    def __post_init__(self) -> None:
-        if self.estimate_s != self.estimate_s:  # not given: the median
-            object.__setattr__(self, "estimate_s", self.median_s)
 
     @property
     def repeats(self) -> int:
@@ -156,7 +152,7 @@ def summarize(samples: Sequence[float], cut_short: bool = False,
     spread = float((q3 - q1) / med) if med > 0 else 0.0
     estimate = float(x.min()) if estimator == "min" else med
     return TimingResult(med, spread, median_precision(samples), tuple(float(s) for s in x),
-                        cut_short, estimate)
+                        estimate, cut_short)
 
 
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter,
