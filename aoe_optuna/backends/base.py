@@ -93,6 +93,19 @@ class Backend(Protocol):
         ...
 
 
+class KernelModel(Protocol):
+    """A backend's cheap model of its kernel's time: only its order of configs is used
+    (as a prior, whose scale is fitted to the study's measurements)."""
+
+    def describe(self) -> str:
+        """What the model is, for the run summary ("model of the cpu kernel (AVX2...)")."""
+        ...
+
+    def latency(self, columns: Mapping[str, Any], gemm: Gemm) -> Any:
+        """(n,) seconds for ``gemm`` under each config of a space's numeric ``columns``."""
+        ...
+
+
 class BackendBase(ABC):
     """What every registered backend class provides (``backends.registry``).
 
@@ -138,6 +151,12 @@ class BackendBase(ABC):
         """Whether the SoC profile's roofline bounds this backend's kernels: only where
         they run on the SoC; a CPU kernel or a replayed GPU space has no such bound."""
         return cls.runs_on_soc
+
+    @classmethod
+    def kernel_model(cls) -> KernelModel | None:
+        """A cheap model of this backend's own kernel, which a spec without a ``prior``
+        gets as GP-UCB's prior (``"prior": "model"``; spec/prior.py). None: no model."""
+        return None
 
     @classmethod
     def timing_noise(cls, options: Mapping[str, Any]) -> float | None:

@@ -92,8 +92,10 @@ def _tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--prior", default=None, metavar="SOURCE",
                    help="what gp-ucb's model starts from, its weight learned from the "
                    "measurements: none, simulator (the SoC's simulator, calibrated per kernel "
-                   "family as the study runs; the npu default), study:NAME@URL (another "
-                   "study's trials, the same parameters), recording:PATH (a Kernel Tuner "
+                   "family as the study runs; the npu default), model (the backend's model of "
+                   "its own kernel, scaled to the measurements; the cpu default), "
+                   "study:NAME@URL (another study's trials, the same parameters), "
+                   "recording:PATH (a Kernel Tuner "
                    "recording) or kb:PATH (a knowledge base's winners of the same op, "
                    "other shapes or SoCs); overrides the spec's prior")
     p.add_argument("--seed", type=int, default=None,

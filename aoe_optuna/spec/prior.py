@@ -6,6 +6,9 @@ Spec section ``prior`` (and ``aoe-tune --prior``, which overrides it):
     "prior": "simulator"                              the simulator of the spec's SoC,
                                                       calibrated per kernel family as the
                                                       study runs (the npu backend's default)
+    "prior": "model"                                  the backend's model of its own kernel,
+                                                      scaled to the study's measurements
+                                                      (the cpu backend's default)
     "prior": {"study": "NAME", "storage": "URL"}      another study of the same parameters
                                                       (another SoC, another shape), in any
                                                       storage: its completed trials
@@ -15,7 +18,7 @@ Spec section ``prior`` (and ``aoe-tune --prior``, which overrides it):
                                                       op (other shapes, other SoCs): their
                                                       winners and ties
 
-The CLI's forms are ``none``, ``simulator``, ``study:NAME@URL``, ``recording:PATH`` and
+The CLI's forms are ``none``, ``simulator``, ``model``, ``study:NAME@URL``, ``recording:PATH`` and
 ``kb:PATH``. What each becomes is built by the study's session
 (``study/prior_of.py``); here it is only read and checked.
 """
@@ -28,10 +31,10 @@ from typing import Any, Literal
 from aoe_optuna.backends.base import BackendBase
 from aoe_optuna.spec.format import Section, SpecError, describe
 
-PriorKind = Literal["simulator", "study", "recording", "kb"]
-FORMS = ("'none', 'simulator', {\"study\": NAME, \"storage\": URL}, {\"recording\": PATH} "
+PriorKind = Literal["simulator", "model", "study", "recording", "kb"]
+FORMS = ("'none', 'simulator', 'model', {\"study\": NAME, \"storage\": URL}, {\"recording\": PATH} "
          "or {\"kb\": PATH}")
-CLI_FORMS = "none, simulator, study:NAME@URL, recording:PATH or kb:PATH"
+CLI_FORMS = "none, simulator, model, study:NAME@URL, recording:PATH or kb:PATH"
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,8 @@ class PriorSource:
 
     def document(self) -> Any:
         """The spec section that reads back as this source."""
-        if self.kind == "simulator":
-            return "simulator"
+        if self.kind in ("simulator", "model"):
+            return self.kind
         if self.kind == "study":
             return {"study": self.name, "storage": self.storage}
         return {self.kind: self.path}
@@ -55,8 +58,11 @@ class PriorSource:
 
 def default_prior(backend: type[BackendBase]) -> PriorSource | None:
     """The prior a spec without a ``prior`` section gets: the simulator where the backend
-    asks for it (the npu backend: a measurement there costs a kernel build), else none."""
-    return PriorSource("simulator") if backend.simulator_prior_by_default else None
+    asks for it (the npu backend: a measurement there costs a kernel build), else the
+    backend's model of its kernel where it has one (the cpu backend), else none."""
+    if backend.simulator_prior_by_default:
+        return PriorSource("simulator")
+    return PriorSource("model") if backend.kernel_model() is not None else None
 
 
 def parse_prior(document: Any, source: str, backend: type[BackendBase]) -> PriorSource | None:
@@ -70,6 +76,11 @@ def parse_prior(document: Any, source: str, backend: type[BackendBase]) -> Prior
             raise SpecError(source, "prior", f"a prior for the {backend.name} backend "
                             "(the simulator predicts Ascend kernels only)", "'simulator'")
         return PriorSource("simulator")
+    if document == "model":
+        if backend.kernel_model() is None:
+            raise SpecError(source, "prior", f"a prior for the {backend.name} backend (it "
+                            "has no model of its kernel)", "'model'")
+        return PriorSource("model")
     if isinstance(document, str):
         raise SpecError(source, "prior", FORMS, describe(document))
     section = Section(source, "prior", document, FORMS)
@@ -87,7 +98,7 @@ def parse_prior(document: Any, source: str, backend: type[BackendBase]) -> Prior
 def prior_option(text: str, backend: type[BackendBase]) -> PriorSource | None:
     """``aoe-tune --prior TEXT`` as a source (``ValueError`` names what was expected)."""
     kind, sep, rest = text.partition(":")
-    if not sep and text in ("none", "simulator"):
+    if not sep and text in ("none", "simulator", "model"):
         return parse_prior(text, "--prior", backend)
     if kind == "study" and "@" in rest:
         name, _, url = rest.partition("@")

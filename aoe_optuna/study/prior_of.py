@@ -2,7 +2,9 @@
 
 ``spec/prior.py`` reads where the prior comes from; this builds it: the
 simulator of the spec's SoC (calibrated per kernel family as the study
-runs, ``samplers/priors/simulator.py``), a recording of the same kernel,
+runs, ``samplers/priors/simulator.py``), the backend's model of its own
+kernel (the cpu backend's, ``backends/cpu/kernel_model.py``, scaled the same
+way), a recording of the same kernel,
 another study's completed trials, read from its storage without writing
 to it, or a knowledge base's winners of the same op
 (``samplers/priors/near_configs.py``). A source that cannot be read is one line (``PriorError``)
@@ -22,7 +24,7 @@ from aoe_optuna.kb_file import KBFileError, gemm_kb_op, read_entries, shape_sq_d
 from aoe_optuna.samplers.priors.base import ConfigPrior
 from aoe_optuna.samplers.priors.near_configs import Anchor, NearConfigsPrior
 from aoe_optuna.samplers.priors.recording import recording_prior
-from aoe_optuna.samplers.priors.simulator import spec_simulator_prior
+from aoe_optuna.samplers.priors.simulator import SimulatorPrior, spec_simulator_prior
 from aoe_optuna.samplers.priors.table import TableError, TablePrior
 from aoe_optuna.spec.prior import PriorSource
 from aoe_optuna.study.storage.file_kind import is_missing, storage_file
@@ -44,6 +46,8 @@ def build_prior(spec: StudySpec) -> ConfigPrior | None:
         return None
     if source.kind == "simulator":
         return spec_simulator_prior(spec)
+    if source.kind == "model":
+        return model_prior(spec)
     if source.kind == "recording":
         try:
             return recording_prior(_path(source, spec.source))
@@ -61,6 +65,16 @@ def _path(source: PriorSource, spec_file: str) -> Path:
     if not path.is_absolute() and not spec_file.startswith("<"):
         path = Path(spec_file).parent / path
     return path
+
+
+def model_prior(spec: StudySpec) -> SimulatorPrior:
+    """The backend's model of its own kernel, scaled to the study's measurements as the
+    simulator is on the chip (one scale and fixed cost per kernel family)."""
+    model = spec.backend_kind.kernel_model()
+    if model is None:
+        raise PriorError(f"prior: the {spec.backend_kind.name} backend has no model of its "
+                         "kernel")
+    return SimulatorPrior(model.describe(), spec.workload, model)
 
 
 # how far an entry measured on another SoC (or in another dtype) lies from the study's

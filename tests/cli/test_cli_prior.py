@@ -38,7 +38,8 @@ def test_another_study_is_the_prior_and_the_summary_says_how_far_it_is_trusted(
 
 
 @pytest.mark.parametrize(("prior", "needle"), [
-    ("maybe", "--prior: expected none, simulator, study:NAME@URL, recording:PATH or kb:PATH"),
+    ("maybe", "--prior: expected none, simulator, model, study:NAME@URL, recording:PATH or "
+              "kb:PATH"),
     ("kb:{tmp}/none.json", "prior.kb: {tmp}/none.json: does not exist; expected a knowledge"),
     ("study:x@sqlite:///{tmp}/none.db", "prior.storage: {tmp}/none.db does not exist"),
     ("recording:{tmp}/none.json.gz", "prior.recording: path: expected an existing"),

@@ -20,10 +20,22 @@ def _spec(name: str, **changes):
     return spec_from_dict(doc, source=str(ROOT / "studies" / name))
 
 
-def test_the_npu_backend_takes_the_simulator_by_default_and_the_others_none() -> None:
+def test_the_npu_backend_takes_the_simulator_the_cpu_its_model_and_the_others_none() -> None:
     assert _spec("gemm_npu_910b2.toml").prior == PriorSource("simulator")
+    assert _spec("cpu_gemm.json").prior == PriorSource("model")
     assert _spec("qwen25_7b_decode_910b2.json").prior is None
     assert _spec("gemm_npu_910b2.toml", prior="none").prior is None
+    assert _spec("cpu_gemm.json", prior="none").prior is None
+    assert "prior" not in _spec("cpu_gemm.json").canonical()  # the default is not stored
+    given = _spec("cpu_gemm.json", prior="model")
+    assert given.canonical()["prior"] == "model"
+    assert spec_from_dict(given.canonical()).prior == PriorSource("model")
+
+
+def test_only_a_backend_with_a_model_of_its_kernel_takes_the_model() -> None:
+    with pytest.raises(SpecError, match="has no model of its kernel") as err:
+        _spec("qwen25_7b_decode_910b2.json", prior="model")
+    assert "\n" not in str(err.value)
 
 
 def test_each_form_reads_back_and_a_given_one_is_stored_with_the_spec() -> None:
@@ -41,7 +53,7 @@ def test_each_form_reads_back_and_a_given_one_is_stored_with_the_spec() -> None:
 
 
 @pytest.mark.parametrize(("prior", "needle"), [
-    ("sometimes", "expected 'none', 'simulator'"),
+    ("sometimes", "expected 'none', 'simulator', 'model'"),
     ({"study": "x"}, "key 'prior.storage'"),
     ({"recording": "a", "study": "b"}, "key 'prior"),
     ({"kb": "aoe_kb.json", "recording": "r"}, "key 'prior"),
@@ -61,11 +73,13 @@ def test_the_simulator_predicts_ascend_kernels_only() -> None:
 def test_the_command_line_forms() -> None:
     assert prior_option("none", backend_class("npu")) is None
     assert prior_option("simulator", backend_class("npu")) == PriorSource("simulator")
+    assert prior_option("model", backend_class("cpu")) == PriorSource("model")
     assert prior_option("study:s1@sqlite:///a.db", backend_class("npu")) == PriorSource(
         "study", name="s1", storage="sqlite:///a.db")
     assert prior_option("recording:r.json.gz", backend_class("replay")) == PriorSource(
         "recording", path="r.json.gz")
     assert prior_option("kb:aoe_kb.json", backend_class("cpu")) == PriorSource(
         "kb", path="aoe_kb.json")
-    with pytest.raises(ValueError, match="--prior: expected none, simulator, study:NAME@URL"):
+    with pytest.raises(ValueError,
+                       match="--prior: expected none, simulator, model, study:NAME@URL"):
         prior_option("study:nameonly", backend_class("npu"))

@@ -29,6 +29,7 @@ from typing import Any
 from aoe_optuna.backends.base import BackendBase, BuildAhead, Measurement
 from aoe_optuna.backends.cpu.compiler import find_compiler
 from aoe_optuna.backends.cpu.kernel import TILE_RANGE, CpuKernel, render
+from aoe_optuna.backends.cpu.kernel_model import CpuKernelModel, kernel_model
 from aoe_optuna.backends.kernel_build import (
     BuildCache,
     BuildResult,
@@ -169,6 +170,11 @@ class CpuBackend(BackendBase):
             self._finalizer = None
         self.work_dir = root
         self.cache = BuildCache(root)
+
+    @classmethod
+    def kernel_model(cls) -> CpuKernelModel:
+        """The model of the C template on this host: the cpu study's default prior."""
+        return kernel_model()
 
     @classmethod
     def device_rules(cls, profile: SocProfile, dtype: str) -> list[Rule]:
