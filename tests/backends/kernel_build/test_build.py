@@ -179,4 +179,6 @@ def test_timing_stops_early_once_precise() -> None:
 
     r = time_call(steady, TimingPolicy(warmup=1, min_repeats=5, max_repeats=200,
                                        rel_precision=0.5, max_seconds=10))
-    assert r.repeats == 5 and r.median_s > 0
+    # 5 on a quiet host; a shared host's spell (a call at twice its time) can ask a
+    # few more, never the 200 a rule that does not stop would take
+    assert 5 <= r.repeats <= 20 and r.median_s > 0
