@@ -1,7 +1,7 @@
 """Certified winners on the cpu backend: do repeated runs agree, and does today's argmin?
 
     python scripts/bench_certified_cpu.py [--spec studies/cpu_gemm.json] [--runs 5]
-        [--n-trials 40] [--out /tmp/certified_cpu]
+        [--first-seed 0] [--n-trials 40] [--out /tmp/certified_cpu]
 
 Runs ``aoe-tune --config SPEC --n-trials N --seed s`` for ``--runs`` seeds, each in
 its own SQLite study (the search, then the race of its winners), and reads from
@@ -108,6 +108,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default="studies/cpu_gemm.json")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the runs' seeds are first-seed, first-seed + 1, ...")
     ap.add_argument("--n-trials", type=int, default=40)
     ap.add_argument("--out", type=Path, default=Path("/tmp/certified_cpu"))
     ap.add_argument("--sampler-kwargs", default=None, metavar="JSON",
@@ -115,7 +117,7 @@ def main() -> int:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [run_one(args.spec, args.n_trials, s, args.out, args.sampler_kwargs)
-            for s in range(args.runs)]
+            for s in range(args.first_seed, args.first_seed + args.runs)]
     for r in rows:
         print(f"run {r['seed']}: certified {r['value']:,.0f} tokens/s "
               f"[{r['interval'][0]:,.0f}, {r['interval'][1]:,.0f}], {len(r['ties'])} ties, "
