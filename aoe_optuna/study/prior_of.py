@@ -69,7 +69,8 @@ def _path(source: PriorSource, spec_file: str) -> Path:
 
 def model_prior(spec: StudySpec) -> SimulatorPrior:
     """The backend's model of its own kernel, scaled to the study's measurements as the
-    simulator is on the chip (one scale and fixed cost per kernel family)."""
+    simulator is on the chip (one scale and fixed cost, per kernel family where the space
+    has families)."""
     model = spec.backend_kind.kernel_model()
     if model is None:
         raise PriorError(f"prior: the {spec.backend_kind.name} backend has no model of its "

@@ -83,3 +83,26 @@ def test_the_command_line_forms() -> None:
     with pytest.raises(ValueError,
                        match="--prior: expected none, simulator, model, study:NAME@URL"):
         prior_option("study:nameonly", backend_class("npu"))
+
+
+def test_a_cpu_specs_sampler_starts_from_the_kernel_model() -> None:
+    """The default reaches the sampler: GP-UCB holds the model, and its first proposal
+    is the model's best config (decision 0039), a native-FMA packed -O2 kernel."""
+    import optuna
+
+    from aoe_optuna.samplers.priors.simulator import SimulatorPrior
+    from aoe_optuna.study.run.sampler_choice import SamplerChoice
+    from aoe_optuna.study.session import build_sampler
+
+    spec = _spec("cpu_gemm.json")
+    sampler = build_sampler(SamplerChoice("gp-ucb", {}, seed=0), spec)
+    assert isinstance(sampler.prior, SimulatorPrior)
+    assert sampler.prior.name.startswith("model of the cpu kernel (")
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    first = study.ask(spec.space.distributions()).params
+    assert (first["schedule"], first["opt_level"], first["quantization"]) == (
+        "throughput", "O2", False)
+    assert first["pipeline"] in (1, 2)
+    none = build_sampler(SamplerChoice("gp-ucb", {}, seed=0), _spec("cpu_gemm.json",
+                                                                    prior="none"))
+    assert none.prior is None

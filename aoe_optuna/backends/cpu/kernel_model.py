@@ -4,17 +4,20 @@ The cpu study's prior (decision 0045): the counterpart of the AI core
 simulator for the C template (``templates/cpu_gemm.c``). It predicts no
 absolute time (its scale and a fixed cost are fitted to the study's own
 measurements, as the simulator's are on the chip); what it carries is the
-order of configs, from the template's structure and the host's figures
+order of configs, from the template's structure and the host's vector ISA
 (``host_cpu.py``), not from any measurement:
 
-* **Code the compiler makes.** ``-O0`` keeps every variable on the stack and
-  calls the address helpers; ``-O1`` does not vectorise; ``-O2`` (gcc 12's
-  very-cheap cost model) vectorises only loops whose trip count is a
-  compile-time multiple of the vector, the packed micro-kernel's ``TILE_N``
-  loop, not the unpacked kernel's runtime ``nn``; ``-O3`` both, except a
-  column-major B read in place, whose inner loop strides by K. Vector width
-  and FMA come from ``schedule``: baseline x86-64 is SSE2 without FMA, the
-  native schedules use the host's (``latency`` at 128 bits).
+* **Code the compiler makes** (gcc 12, the system compiler this was read
+  from; clang, or a gcc that vectorises differently, would make the
+  vectorisation rules below wrong). ``-O0`` keeps every variable on the
+  stack and calls the address helpers; ``-O1`` does not vectorise; ``-O2``
+  (the very-cheap cost model) vectorises only loops whose trip count is a
+  compile-time multiple of the vector: the packed micro-kernel's ``TILE_N``
+  loop, not the unpacked kernel's runtime ``nn``; ``-O3`` both, a
+  column-major B read in place element by element (a load per lane, no
+  faster than scalar code). Vector width and FMA come from ``schedule``:
+  baseline x86-64 is SSE2 without FMA, the native schedules use the host's
+  (``latency`` at 128 bits).
 * **Where the accumulators live.** The packed micro-kernel's MR x TILE_N
   accumulators stay in registers across the K loop when ``-funroll-loops``
   unrolls the row and column loops (their trip counts are constants) and
@@ -24,16 +27,25 @@ order of configs, from the template's structure and the host's figures
   and stores a row of accumulators (read in gcc 12.2's assembly of the
   template). Without registers each vector multiply-add loads and stores
   its accumulator and the ports allow about one per cycle.
-* **Work around the inner loop.** Each micro-kernel call adds its C rows in
-  place (a read, add and store per element, vectorised only at ``-O3``,
-  where the trip count is runtime), so a short TILE_K pays it more often; A
-  is packed again for every TILE_N column of blocks (a copy per row, one per
-  block when blocked, an element at a time from column-major storage); the
-  packed kernel computes whole MR rows and whole tiles, padding included.
+* **Work around the inner loop.** Each micro-kernel call writes or adds its
+  C rows (an add is a read, add and store per element, vectorised only at
+  ``-O3``, where the trip count is runtime), so a short TILE_K pays it more
+  often; A is packed again for every TILE_N column of blocks (a copy per
+  row, one per block when blocked, an element at a time from column-major
+  storage); the packed kernel computes whole MR rows and whole tiles,
+  padding included.
 
-Cycle costs per instruction are the usual figures for a recent x86 core
-(two FMA ports, two load ports; Intel's optimisation manual, Agner Fog's
-instruction tables): coarse, as only their order reaches the prior.
+Cache sizes do not enter: with the accumulators in registers a B vector
+feeds MR multiply-adds, which the L2 delivers as readily as the L1; spilled,
+the accumulators' own loads and stores bind first. Nor do ``unroll_factor``,
+``l1_prefetch`` and ``output_align``, and ``pipeline`` 1 and 2 (double
+buffering only moves when B is packed) and row-major against blocked
+storage under packing (a copy per row against one per block, both at
+copying speed) come out alike: the model ranks them level and leaves their
+order to the measurements. Cycle costs per instruction are the usual
+figures for a recent x86 core (two FMA ports, two load ports; Intel's
+optimisation manual, Agner Fog's instruction tables): coarse, as only their
+order reaches the prior.
 """
 
 from __future__ import annotations
@@ -126,9 +138,10 @@ class CpuKernelModel:
         k_work = np.where(packed, np.ceil(K / tk) * tk, K)
         madd_cycles = m_work * n_work * k_work / madd_per_cycle
 
-        # C rows added in place once per K block: scalar below -O3 (a runtime trip count)
+        # C rows written by the first K block, then added to once per later one: scalar
+        # below -O3 (a runtime trip count); a write is a third of a read, add and store
         k_blocks = np.ceil(K / tk)
-        c_update = M * N * k_blocks * C_UPDATE_CYCLES_PER_ELEMENT
+        c_update = M * N * (k_blocks - 2.0 / 3.0) * C_UPDATE_CYCLES_PER_ELEMENT
         c_update = np.where(opt == _O3, c_update / lanes, c_update)
         c_update = np.where(opt == _O0, c_update * O0_CYCLES_PACKED, c_update)
 
@@ -137,7 +150,7 @@ class CpuKernelModel:
         a_cost = np.where(layout == _COL, GATHER_CYCLES_PER_ELEMENT, copy)
         b_cost = np.where(layout == _COL, GATHER_CYCLES_PER_ELEMENT, copy)
         a_elements = np.ceil(M / tm) * tm * k_work * np.ceil(N / tn)
-        packing = a_elements * a_cost + K * n_work * b_cost
+        packing = a_elements * a_cost + k_work * n_work * b_cost
         # element loops at -O0 go through the stack as the inner loop does; memcpy does not
         packing = np.where((opt == _O0) & (layout == _COL), packing * O0_CYCLES_PACKED, packing)
         packing = np.where(packed, packing, 0.0)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aoe_optuna.backends.cpu.host_cpu import HostCpu, parse_size
+from aoe_optuna.backends.cpu.host_cpu import HostCpu
 from aoe_optuna.backends.cpu.kernel_model import CpuKernelModel
 from aoe_optuna.space.params import default_config, to_code
 from aoe_optuna.workload.gemm import Gemm
 
-ICE_LAKE = HostCpu(avx2=True, fma=True, avx512vl=True, sse41=True, l1d_bytes=48 * 1024,
-                   l2_bytes=1280 * 1024)
+ICE_LAKE = HostCpu(avx=True, fma=True, avx512vl=True, sse41=True)
 SSE_ONLY = HostCpu()
 SQUARE = Gemm(M=512, K=512, N=512, dtype="fp16")
 FAST = dict(tile_m=16, tile_n=32, tile_k=256, pipeline=2, opt_level="O2",
@@ -43,7 +42,7 @@ def test_accumulators_in_registers_only_where_they_fit_and_o3_does_not_keep_them
     # -O3's loop interchange loads and stores a row of accumulators every step of K
     assert n32 < 0.8 * n32_o3
     # with 16 registers (no AVX-512VL) 16 + 2 vectors do not fit either
-    no_vl = HostCpu(avx2=True, fma=True, sse41=True)
+    no_vl = HostCpu(avx=True, fma=True, sse41=True)
     assert seconds({}, host=no_vl)[0] > 1.5 * n32
 
 
@@ -86,32 +85,40 @@ def test_int8_products_are_slower_than_fp32_fma_and_slower_still_without_sse41()
 
 def test_a_space_without_a_parameter_takes_its_default() -> None:
     model = CpuKernelModel(ICE_LAKE)
-    full = {**default_config(), **FAST}
+    full = {**default_config(), **FAST, "pipeline": 2}
     columns = {name: np.array([to_code(name, full[name])]) for name in FAST}
-    narrow = {k: v for k, v in columns.items() if k != "quantization"}  # default: False
+    narrow = {k: v for k, v in columns.items() if k != "pipeline"}  # default 2: packed
+    assert to_code("pipeline", default_config()["pipeline"]) != 0  # so 0 would be wrong
     assert model.latency(narrow, SQUARE)[0] == model.latency(columns, SQUARE)[0]
+    unpacked = {**columns, "pipeline": np.array([0])}
+    assert model.latency(unpacked, SQUARE)[0] != model.latency(columns, SQUARE)[0]
 
 
-def test_the_host_figures_read_from_sysfs_and_cpuinfo(tmp_path, monkeypatch) -> None:
+def test_the_spaces_own_columns_give_the_models_order() -> None:
+    """Through ``SearchSpace.columns``, as the prior calls it: the fastest of a sample is
+    a native-FMA, packed, -O2 kernel, and -O0 is never near the top."""
+    from aoe_optuna.spec.loader import load_spec
+
+    spec = load_spec("studies/cpu_gemm.json")
+    rows = spec.space.sample_feasible(2000, np.random.default_rng(0))
+    t = CpuKernelModel(ICE_LAKE).latency(spec.space.columns(rows), spec.workload.gemms[0])
+    best = spec.space.config(rows[int(np.argmin(t))])
+    assert (best["schedule"], best["opt_level"], best["quantization"]) == (
+        "throughput", "O2", False)
+    assert best["pipeline"] in (1, 2) and best["tile_n"] <= 32
+    slowest = [spec.space.config(r)["opt_level"] for r in rows[np.argsort(t)[-20:]]]
+    assert set(slowest) == {"O0"}
+
+
+def test_the_host_figures_read_from_cpuinfo(tmp_path, monkeypatch) -> None:
     from aoe_optuna.backends.cpu import host_cpu
 
-    assert parse_size("48K") == 48 * 1024
-    assert parse_size("1280K") == 1280 * 1024
-    assert parse_size("48M") == 48 * 1024**2
-    assert parse_size("big") is None
-    (tmp_path / "cpuinfo").write_text("processor : 0\nflags\t\t: fpu sse2 avx2 fma\n")
-    for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
-                                             (2, "Unified", "2048K")]):
-        d = tmp_path / "cache" / f"index{i}"
-        d.mkdir(parents=True)
-        (d / "level").write_text(f"{level}\n")
-        (d / "type").write_text(f"{kind}\n")
-        (d / "size").write_text(f"{size}\n")
+    (tmp_path / "cpuinfo").write_text("processor : 0\nflags\t\t: fpu sse2 avx avx2 fma\n")
     monkeypatch.setattr(host_cpu, "CPUINFO", tmp_path / "cpuinfo")
-    monkeypatch.setattr(host_cpu, "CACHE_DIR", tmp_path / "cache")
     host = HostCpu.this_host()
-    assert host == HostCpu(avx2=True, fma=True, l1d_bytes=48 * 1024, l2_bytes=2048 * 1024)
+    assert host == HostCpu(avx=True, fma=True)
     assert host.native_lanes == 8 and host.native_registers == 16
+    assert host.describe() == "AVX+FMA, 16 vector registers"
     monkeypatch.setattr(host_cpu, "CPUINFO", tmp_path / "absent")
-    monkeypatch.setattr(host_cpu, "CACHE_DIR", tmp_path / "absent")
     assert HostCpu.this_host() == HostCpu()  # baseline x86-64: SSE2, 16 registers
+    assert HostCpu().native_lanes == 4
