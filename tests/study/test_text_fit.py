@@ -107,3 +107,18 @@ def test_trials_held_elsewhere_wrap_one_per_line_at_80_columns() -> None:
     assert all(len(line) <= 80 for line in lines), lines
     assert lines[1].startswith("    held elsewhere: trial 100 RUNNING 3m05s, ")
     assert [line.split()[0] for line in lines[2:]] == ["trial", "trial"]
+
+
+def test_a_cpu_winners_certified_line_fits_80_columns() -> None:
+    """Six-digit rates with a wide interval: the interval and the first measurement are
+    separate items, so no line is wider than 80 and no number is cut by the terminal."""
+    from aoe_optuna.study.race.outcome import Certified
+    from aoe_optuna.study.report.summary import certified_items
+
+    won = Certified(winner=14, value=153_957.0, interval=(52_958.0, 447_578.0),
+                    first_value=164_402.0, ties=(), open=(), slower=(), pcs=1.0, spent=2,
+                    rounds=2, contenders=(14,), epsilon=0.01, done=True, reason="no rival")
+    lines = wrap_items(certified_items(won), 80)
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[0] == "certified: trial 14 at 153,957 [52,958, 447,578] (95% interval),"
+    assert lines[1].startswith("  first measured 164,402,")

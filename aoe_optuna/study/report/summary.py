@@ -154,8 +154,11 @@ def certified_items(c: Certified) -> list[str]:
     if not c.spent:
         return [f"winner trial {c.winner}: {c.reason}",
                 f"ties within {c.epsilon:.0%}: " + (", ".join(map(str, c.ties)) or "none")]
+    # the interval and the first measurement as two items: at 80 columns, with six-digit
+    # rates, the two together are wider than the line and a terminal would cut a number
     items = [f"certified: trial {c.winner} at {rate_text(c.value)} [{rate_text(lo)}, "
-             f"{rate_text(hi)}] (95% interval; first measured {rate_text(c.first_value)})",
+             f"{rate_text(hi)}] (95% interval)",
+             f"first measured {rate_text(c.first_value)}",
              f"ties within {c.epsilon:.0%}: " + (", ".join(map(str, c.ties)) or "none")
              + (f" ({len(c.open)} not separated)" if c.open else ""),
              f"P(correct selection within {c.epsilon:.0%}) "
