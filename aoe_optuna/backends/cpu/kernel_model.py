@@ -50,7 +50,7 @@ order reaches the prior.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -100,7 +100,7 @@ class CpuKernelModel:
 
         return self._cycles(col, gemm) / NOMINAL_HZ
 
-    def _cycles(self, col, gemm: Gemm) -> np.ndarray:  # noqa: ANN001 - a column getter
+    def _cycles(self, col: Callable[[str], np.ndarray], gemm: Gemm) -> np.ndarray:
         host = self.host
         tm, tn, tk = (col(x).astype(float) for x in ("tile_m", "tile_n", "tile_k"))
         opt, schedule, layout = col("opt_level"), col("schedule"), col("layout")
