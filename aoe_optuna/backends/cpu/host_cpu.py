@@ -7,9 +7,10 @@ preferences. Cache sizes do not enter the model (``kernel_model.py`` says why).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from aoe_optuna.backends.kernel_build.toolchain import cpuinfo_field
 
 CPUINFO = Path("/proc/cpuinfo")
 
@@ -46,9 +47,4 @@ class HostCpu:
 
 
 def _cpu_flags() -> set[str]:
-    try:
-        text = CPUINFO.read_text()
-    except OSError:
-        return set()
-    match = re.search(r"^flags\s*:\s*(.*)$", text, re.MULTILINE)
-    return set(match.group(1).split()) if match else set()
+    return set((cpuinfo_field("flags", CPUINFO) or "").split())

@@ -6,6 +6,9 @@ import platform
 import shutil
 import subprocess
 from functools import lru_cache
+from pathlib import Path
+
+CPUINFO = Path("/proc/cpuinfo")
 
 
 class ToolchainError(RuntimeError):
@@ -32,12 +35,19 @@ def toolchain_id(compiler: str) -> str:
     return f"{path}|{version}|{platform.machine()}|{_cpu_model()}"
 
 
-def _cpu_model() -> str:
+def cpuinfo_field(key: str, path: Path = CPUINFO) -> str | None:
+    """The value of the first ``key : value`` line of ``/proc/cpuinfo`` (None: no such
+    line, or no such file)."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                name, sep, value = line.partition(":")
+                if sep and name.strip() == key:
+                    return value.strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return None
+
+
+def _cpu_model() -> str:
+    return cpuinfo_field("model name") or platform.processor() or "unknown"

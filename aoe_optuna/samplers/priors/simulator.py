@@ -13,6 +13,8 @@ of the calibrated step time.
 This module is the one place a sampler's prior reaches the simulator: it
 takes a built simulator (``latency(columns, gemm)``), from the backend
 registry by name (``simulator_for``) or from a spec (``spec_simulator_prior``).
+Any model with that ``latency`` serves the same way: a backend's model of its
+own kernel (``study/prior_of.py`` ``model_prior``, the cpu study's default).
 """
 
 from __future__ import annotations
